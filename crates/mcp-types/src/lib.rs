@@ -1,0 +1,78 @@
+//! Wire types of the Model Context Protocol (MCP), for both protocol eras:
+//! the stateless **2026-07-28** revision and the legacy **2025-11-25** one.
+//!
+//! Every request, result and notification of both official JSON Schemas is a typed Rust value
+//! with serde. The types are a superset of the two revisions: a field that exists in only one
+//! revision is an `Option` that stays absent in the other. Unknown fields, unknown capability
+//! sub-keys and `_meta` entries land in `extra` maps and survive a decode/encode round trip, so
+//! nothing a peer sent is silently dropped.
+//!
+//! The layers, bottom to top:
+//! - [`jsonrpc`]: the JSON-RPC 2.0 envelope ([`JsonRpcMessage`]), decoded once with the params
+//!   kept as raw JSON until a method-specific type claims them, and validated with errors that
+//!   name the problem ([`MessageError`]).
+//! - [`messages`]: the typed unions per direction ([`ClientRequest`], [`ServerRequest`],
+//!   [`ClientNotification`], [`ServerNotification`]) and the result decoding by method
+//!   ([`ServerResult`], [`ClientResult`]).
+//! - The per-feature modules: [`tools`], [`prompts`], [`resources`], [`completion`],
+//!   [`elicitation`], [`sampling`], [`roots`], [`mrtr`] (multi-round-trip requests),
+//!   [`discover`], [`subscriptions`], [`lifecycle`], [`logging`], [`notifications`], [`tasks`].
+//! - [`meta`] (reserved `_meta` keys), [`error`] (error codes), [`version`] and [`methods`]
+//!   (which method exists in which revision).
+//!
+//! ```
+//! use mcp_types::{ClientRequest, JsonRpcMessage};
+//!
+//! let line = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{
+//!     "name":"echo","arguments":{"text":"hi"},
+//!     "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+//!              "io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+//! let JsonRpcMessage::Request(request) = JsonRpcMessage::from_str(line)? else { unreachable!() };
+//! let ClientRequest::CallTool(call) = ClientRequest::from_request(&request)? else { unreachable!() };
+//! assert_eq!(call.name, "echo");
+//! assert_eq!(call.meta.as_ref().and_then(|m| m.protocol_version.as_deref()), Some("2026-07-28"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod capabilities;
+pub mod common;
+pub mod completion;
+pub mod content;
+pub mod discover;
+pub mod elicitation;
+pub mod error;
+pub mod jsonrpc;
+pub mod lifecycle;
+pub mod logging;
+pub mod messages;
+pub mod meta;
+pub mod methods;
+pub mod mrtr;
+pub mod notifications;
+pub mod prompts;
+pub mod resources;
+pub mod roots;
+pub mod sampling;
+pub mod subscriptions;
+pub mod tasks;
+pub mod tools;
+pub mod version;
+
+pub use capabilities::{ClientCapabilities, ServerCapabilities};
+pub use content::{ContentBlock, Role};
+pub use error::{ErrorCode, ErrorObject};
+pub use jsonrpc::{
+    JsonRpcError, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse,
+    MessageError, RequestId,
+};
+pub use messages::{
+    ClientNotification, ClientRequest, ClientResult, ParamsError, ServerNotification,
+    ServerRequest, ServerResult,
+};
+pub use meta::Meta;
+pub use mrtr::{InputRequest, InputRequiredResult, InputResponse, Outcome, ResultType};
+pub use version::ProtocolVersion;
+
+/// A JSON object: the type of `params`, `arguments`, `_meta` and every `extra` map.
+pub type JsonObject = serde_json::Map<String, serde_json::Value>;

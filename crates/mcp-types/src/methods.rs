@@ -1,0 +1,290 @@
+//! Method names and the per-revision method tables: which requests and notifications exist in
+//! which revision, in which direction, and which may answer `input_required`.
+
+use crate::version::{Era, ProtocolVersion};
+
+/// `server/discover`.
+pub const SERVER_DISCOVER: &str = "server/discover";
+/// `initialize` (2025-11-25 only).
+pub const INITIALIZE: &str = "initialize";
+/// `ping` (2025-11-25 only).
+pub const PING: &str = "ping";
+/// `tools/list`.
+pub const TOOLS_LIST: &str = "tools/list";
+/// `tools/call`.
+pub const TOOLS_CALL: &str = "tools/call";
+/// `prompts/list`.
+pub const PROMPTS_LIST: &str = "prompts/list";
+/// `prompts/get`.
+pub const PROMPTS_GET: &str = "prompts/get";
+/// `resources/list`.
+pub const RESOURCES_LIST: &str = "resources/list";
+/// `resources/templates/list`.
+pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
+/// `resources/read`.
+pub const RESOURCES_READ: &str = "resources/read";
+/// `resources/subscribe` (2025-11-25 only).
+pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
+/// `resources/unsubscribe` (2025-11-25 only).
+pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+/// `completion/complete`.
+pub const COMPLETION_COMPLETE: &str = "completion/complete";
+/// `logging/setLevel` (2025-11-25 only).
+pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
+/// `subscriptions/listen` (2026-07-28).
+pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+/// `elicitation/create`.
+pub const ELICITATION_CREATE: &str = "elicitation/create";
+/// `sampling/createMessage`.
+pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
+/// `roots/list`.
+pub const ROOTS_LIST: &str = "roots/list";
+/// `tasks/get` (2025-11-25 core; an extension method in 2026-07-28).
+pub const TASKS_GET: &str = "tasks/get";
+/// `tasks/result` (2025-11-25 only).
+pub const TASKS_RESULT: &str = "tasks/result";
+/// `tasks/list` (2025-11-25 only).
+pub const TASKS_LIST: &str = "tasks/list";
+/// `tasks/cancel` (2025-11-25 core; an extension method in 2026-07-28).
+pub const TASKS_CANCEL: &str = "tasks/cancel";
+
+/// `notifications/initialized` (2025-11-25 only).
+pub const NOTIFICATION_INITIALIZED: &str = "notifications/initialized";
+/// `notifications/cancelled`.
+pub const NOTIFICATION_CANCELLED: &str = "notifications/cancelled";
+/// `notifications/progress`.
+pub const NOTIFICATION_PROGRESS: &str = "notifications/progress";
+/// `notifications/message`.
+pub const NOTIFICATION_MESSAGE: &str = "notifications/message";
+/// `notifications/resources/updated`.
+pub const NOTIFICATION_RESOURCES_UPDATED: &str = "notifications/resources/updated";
+/// `notifications/resources/list_changed`.
+pub const NOTIFICATION_RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
+/// `notifications/tools/list_changed`.
+pub const NOTIFICATION_TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+/// `notifications/prompts/list_changed`.
+pub const NOTIFICATION_PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
+/// `notifications/roots/list_changed` (2025-11-25 only).
+pub const NOTIFICATION_ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
+/// `notifications/elicitation/complete` (2025-11-25 only).
+pub const NOTIFICATION_ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
+/// `notifications/subscriptions/acknowledged` (2026-07-28).
+pub const NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED: &str =
+    "notifications/subscriptions/acknowledged";
+/// `notifications/tasks/status` (2025-11-25 only).
+pub const NOTIFICATION_TASKS_STATUS: &str = "notifications/tasks/status";
+
+/// The methods whose 2026-07-28 results may be `input_required`.
+pub const INPUT_REQUIRED_METHODS: [&str; 3] = [TOOLS_CALL, PROMPTS_GET, RESOURCES_READ];
+/// The methods allowed inside `inputRequests`.
+pub const INPUT_REQUEST_METHODS: [&str; 3] =
+    [ELICITATION_CREATE, SAMPLING_CREATE_MESSAGE, ROOTS_LIST];
+/// The 2026-07-28 results that carry `ttlMs` and `cacheScope`.
+pub const CACHEABLE_METHODS: [&str; 6] = [
+    SERVER_DISCOVER,
+    TOOLS_LIST,
+    PROMPTS_LIST,
+    RESOURCES_LIST,
+    RESOURCES_TEMPLATES_LIST,
+    RESOURCES_READ,
+];
+
+/// A request (answered) or a notification (never answered).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// A request.
+    Request,
+    /// A notification.
+    Notification,
+}
+
+/// Who sends the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Client to server.
+    ClientToServer,
+    /// Server to client.
+    ServerToClient,
+}
+
+/// One row of the method table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MethodSpec {
+    /// The method name.
+    pub name: &'static str,
+    /// Request or notification.
+    pub kind: Kind,
+    /// Who sends it.
+    pub direction: Direction,
+    /// Exists in 2025-11-25.
+    pub legacy: bool,
+    /// Exists in 2026-07-28.
+    pub modern: bool,
+}
+
+const fn row(
+    name: &'static str,
+    kind: Kind,
+    direction: Direction,
+    legacy: bool,
+    modern: bool,
+) -> MethodSpec {
+    MethodSpec {
+        name,
+        kind,
+        direction,
+        legacy,
+        modern,
+    }
+}
+
+use Direction::{ClientToServer as C2S, ServerToClient as S2C};
+use Kind::{Notification as N, Request as R};
+
+/// Every method of both revisions, by name, kind and direction.
+///
+/// On 2026-07-28 `elicitation/create`, `sampling/createMessage` and `roots/list` are not
+/// JSON-RPC requests at all: they only travel inside `inputRequests` (see
+/// [`INPUT_REQUEST_METHODS`]).
+pub const METHODS: &[MethodSpec] = &[
+    row(SERVER_DISCOVER, R, C2S, false, true),
+    row(INITIALIZE, R, C2S, true, false),
+    row(PING, R, C2S, true, false),
+    row(TOOLS_LIST, R, C2S, true, true),
+    row(TOOLS_CALL, R, C2S, true, true),
+    row(PROMPTS_LIST, R, C2S, true, true),
+    row(PROMPTS_GET, R, C2S, true, true),
+    row(RESOURCES_LIST, R, C2S, true, true),
+    row(RESOURCES_TEMPLATES_LIST, R, C2S, true, true),
+    row(RESOURCES_READ, R, C2S, true, true),
+    row(RESOURCES_SUBSCRIBE, R, C2S, true, false),
+    row(RESOURCES_UNSUBSCRIBE, R, C2S, true, false),
+    row(COMPLETION_COMPLETE, R, C2S, true, true),
+    row(LOGGING_SET_LEVEL, R, C2S, true, false),
+    row(SUBSCRIPTIONS_LISTEN, R, C2S, false, true),
+    row(TASKS_GET, R, C2S, true, false),
+    row(TASKS_RESULT, R, C2S, true, false),
+    row(TASKS_LIST, R, C2S, true, false),
+    row(TASKS_CANCEL, R, C2S, true, false),
+    row(PING, R, S2C, true, false),
+    row(SAMPLING_CREATE_MESSAGE, R, S2C, true, false),
+    row(ROOTS_LIST, R, S2C, true, false),
+    row(ELICITATION_CREATE, R, S2C, true, false),
+    row(TASKS_GET, R, S2C, true, false),
+    row(TASKS_RESULT, R, S2C, true, false),
+    row(TASKS_LIST, R, S2C, true, false),
+    row(TASKS_CANCEL, R, S2C, true, false),
+    row(NOTIFICATION_INITIALIZED, N, C2S, true, false),
+    row(NOTIFICATION_CANCELLED, N, C2S, true, true),
+    row(NOTIFICATION_PROGRESS, N, C2S, true, false),
+    row(NOTIFICATION_ROOTS_LIST_CHANGED, N, C2S, true, false),
+    row(NOTIFICATION_TASKS_STATUS, N, C2S, true, false),
+    row(NOTIFICATION_CANCELLED, N, S2C, true, true),
+    row(NOTIFICATION_PROGRESS, N, S2C, true, true),
+    row(NOTIFICATION_MESSAGE, N, S2C, true, true),
+    row(NOTIFICATION_RESOURCES_UPDATED, N, S2C, true, true),
+    row(NOTIFICATION_RESOURCES_LIST_CHANGED, N, S2C, true, true),
+    row(NOTIFICATION_TOOLS_LIST_CHANGED, N, S2C, true, true),
+    row(NOTIFICATION_PROMPTS_LIST_CHANGED, N, S2C, true, true),
+    row(NOTIFICATION_ELICITATION_COMPLETE, N, S2C, true, false),
+    row(NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, N, S2C, false, true),
+    row(NOTIFICATION_TASKS_STATUS, N, S2C, true, false),
+];
+
+impl MethodSpec {
+    /// Whether this method exists in the era.
+    pub const fn in_era(&self, era: Era) -> bool {
+        match era {
+            Era::Modern => self.modern,
+            Era::Legacy => self.legacy,
+        }
+    }
+}
+
+/// Whether `method` exists as a message of `kind` sent in `direction` under `version`.
+pub fn exists(version: ProtocolVersion, method: &str, kind: Kind, direction: Direction) -> bool {
+    METHODS.iter().any(|m| {
+        m.name == method && m.kind == kind && m.direction == direction && m.in_era(version.era())
+    })
+}
+
+/// Whether `method` exists in any revision this crate knows (in any role).
+pub fn is_known(method: &str) -> bool {
+    METHODS.iter().any(|m| m.name == method)
+}
+
+/// The methods of an era that a sender in `direction` may use, as `kind`.
+pub fn methods_of(
+    era: Era,
+    kind: Kind,
+    direction: Direction,
+) -> impl Iterator<Item = &'static str> {
+    METHODS
+        .iter()
+        .filter(move |m| m.kind == kind && m.direction == direction && m.in_era(era))
+        .map(|m| m.name)
+}
+
+/// Whether a 2026-07-28 result of `method` may be `input_required`.
+pub fn may_return_input_required(method: &str) -> bool {
+    INPUT_REQUIRED_METHODS.contains(&method)
+}
+
+/// Whether a 2026-07-28 result of `method` carries the caching hints.
+pub fn is_cacheable(method: &str) -> bool {
+    CACHEABLE_METHODS.contains(&method)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_match_the_digest() {
+        let modern: Vec<_> =
+            methods_of(Era::Modern, Kind::Request, Direction::ClientToServer).collect();
+        assert_eq!(
+            modern,
+            [
+                SERVER_DISCOVER,
+                TOOLS_LIST,
+                TOOLS_CALL,
+                PROMPTS_LIST,
+                PROMPTS_GET,
+                RESOURCES_LIST,
+                RESOURCES_TEMPLATES_LIST,
+                RESOURCES_READ,
+                COMPLETION_COMPLETE,
+                SUBSCRIPTIONS_LISTEN
+            ]
+        );
+        assert_eq!(
+            methods_of(Era::Legacy, Kind::Request, Direction::ClientToServer).count(),
+            17
+        );
+        assert_eq!(
+            methods_of(Era::Modern, Kind::Request, Direction::ServerToClient).count(),
+            0
+        );
+        assert_eq!(
+            methods_of(Era::Modern, Kind::Notification, Direction::ClientToServer)
+                .collect::<Vec<_>>(),
+            [NOTIFICATION_CANCELLED]
+        );
+        assert!(!exists(
+            ProtocolVersion::V2026_07_28,
+            PING,
+            Kind::Request,
+            Direction::ClientToServer
+        ));
+        assert!(exists(
+            ProtocolVersion::V2025_11_25,
+            ELICITATION_CREATE,
+            Kind::Request,
+            Direction::ServerToClient
+        ));
+        assert!(may_return_input_required(PROMPTS_GET));
+        assert!(!may_return_input_required(TOOLS_LIST));
+        assert!(is_cacheable(RESOURCES_READ) && !is_cacheable(TOOLS_CALL));
+    }
+}

@@ -1,0 +1,225 @@
+//! Tools: `tools/list` and `tools/call`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::JsonObject;
+use crate::common::CacheScope;
+use crate::content::{ContentBlock, Icon};
+use crate::meta::Meta;
+use crate::mrtr::{InputResponses, ResultType};
+use crate::tasks::TaskMetadata;
+
+/// A tool the server offers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    /// The programmatic name, unique within the server.
+    pub name: String,
+    /// A display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the tool does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// A JSON Schema (object root) for the arguments.
+    #[serde(rename = "inputSchema")]
+    pub input_schema: JsonObject,
+    /// A JSON Schema for `structuredContent`.
+    #[serde(
+        rename = "outputSchema",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub output_schema: Option<JsonObject>,
+    /// Behaviour hints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<ToolAnnotations>,
+    /// Icons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<Icon>>,
+    /// Task support (2025-11-25 only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<ToolExecution>,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Members this crate does not know, kept as sent.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// Hints about a tool's behaviour. Untrusted unless the server is.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolAnnotations {
+    /// A display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The tool does not modify its environment.
+    #[serde(
+        rename = "readOnlyHint",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub read_only_hint: Option<bool>,
+    /// The tool may perform destructive updates.
+    #[serde(
+        rename = "destructiveHint",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub destructive_hint: Option<bool>,
+    /// Calling the tool twice with the same arguments has no extra effect.
+    #[serde(
+        rename = "idempotentHint",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub idempotent_hint: Option<bool>,
+    /// The tool interacts with an open world of external entities.
+    #[serde(
+        rename = "openWorldHint",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub open_world_hint: Option<bool>,
+    /// Members this crate does not know, kept as sent.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// How a tool runs with tasks (2025-11-25 only).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolExecution {
+    /// `forbidden`, `optional` or `required`.
+    #[serde(
+        rename = "taskSupport",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub task_support: Option<String>,
+    /// Members this crate does not know, kept as sent.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// The result of `tools/list`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListToolsResult {
+    /// The tools of this page, in a deterministic order.
+    pub tools: Vec<Tool>,
+    /// The cursor of the next page; absent on the last one.
+    #[serde(
+        rename = "nextCursor",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub next_cursor: Option<String>,
+    /// Freshness in milliseconds (2026-07-28).
+    #[serde(rename = "ttlMs", default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// Cache scope (2026-07-28).
+    #[serde(
+        rename = "cacheScope",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cache_scope: Option<CacheScope>,
+    /// `resultType` (2026-07-28).
+    #[serde(
+        rename = "resultType",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub result_type: Option<ResultType>,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Members this crate does not know, kept as sent.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// Params of `tools/call`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CallToolRequestParams {
+    /// The tool to call.
+    pub name: String,
+    /// The arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<JsonObject>,
+    /// Answers to the previous round's `inputRequests`, under the same keys (2026-07-28).
+    #[serde(
+        rename = "inputResponses",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub input_responses: Option<InputResponses>,
+    /// The previous round's `requestState`, echoed byte for byte (2026-07-28). A string on the
+    /// wire; any other JSON type is kept as sent so the sealing boundary can reject it with the
+    /// one fixed error. `null` counts as absent.
+    #[serde(
+        rename = "requestState",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub request_state: Option<serde_json::Value>,
+    /// Task augmentation (2025-11-25 only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskMetadata>,
+    /// `_meta`: the per-request envelope on 2026-07-28.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Members this crate does not know, kept as sent.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// The complete result of `tools/call`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CallToolResult {
+    /// Unstructured content.
+    pub content: Vec<ContentBlock>,
+    /// Structured content, conforming to the tool's `outputSchema` when it has one.
+    #[serde(
+        rename = "structuredContent",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub structured_content: Option<Value>,
+    /// Whether the tool failed: execution and input-validation failures are results, not
+    /// protocol errors.
+    #[serde(rename = "isError", default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// `resultType` (2026-07-28).
+    #[serde(
+        rename = "resultType",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub result_type: Option<ResultType>,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Members this crate does not know, kept as sent.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl CallToolResult {
+    /// A successful result with one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        CallToolResult {
+            content: vec![ContentBlock::text(text)],
+            ..Default::default()
+        }
+    }
+
+    /// A failed result (`isError: true`) with one text block.
+    pub fn error(text: impl Into<String>) -> Self {
+        CallToolResult {
+            content: vec![ContentBlock::text(text)],
+            is_error: Some(true),
+            ..Default::default()
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! The layering check: each workspace crate may depend only on crates listed before it in
+//! DESIGN.md's table, and only on the third-party crates its row allows.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// The layer table, bottom to top, with the third-party crates each layer may use directly.
+/// `None` means any (the facade and transports pull in what their features need).
+const LAYERS: &[(&str, Option<&[&str]>)] = &[
+    ("mcp-types", Some(&["serde", "serde_json"])),
+    (
+        "mcp-state-seal",
+        Some(&["ring", "serde", "serde_json", "base64"]),
+    ),
+    ("mcp-server-core", None),
+    ("mcp-server-macros", Some(&["syn", "quote", "proc-macro2"])),
+    ("mcp-client", None),
+    ("mcp-transport-http", None),
+    ("mcp-transport-stdio", None),
+    ("mcp", None),
+];
+
+/// Crates of the workspace that are not part of the layering (tooling, examples, benches).
+const EXEMPT: &[&str] = &["xtask"];
+
+fn rank(name: &str) -> Option<usize> {
+    LAYERS.iter().position(|(n, _)| *n == name)
+}
+
+pub(crate) fn check(root: &Path) -> Result<(), String> {
+    let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .current_dir(root)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .output()
+        .map_err(|e| format!("could not run cargo metadata: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let metadata: Value = serde_json::from_slice(&output.stdout)
+        .map_err(|e| format!("cargo metadata printed invalid JSON: {e}"))?;
+    let violations = violations(&metadata);
+    if violations.is_empty() {
+        println!("layers: ok");
+        Ok(())
+    } else {
+        Err(format!(
+            "layering violations:\n  {}",
+            violations.join("\n  ")
+        ))
+    }
+}
+
+/// Every rule the workspace in `metadata` breaks, one sentence each.
+fn violations(metadata: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    let packages = metadata["packages"].as_array().cloned().unwrap_or_default();
+    let members: Vec<&str> = packages.iter().filter_map(|p| p["name"].as_str()).collect();
+    for package in &packages {
+        let Some(name) = package["name"].as_str() else {
+            continue;
+        };
+        if EXEMPT.contains(&name) || name.starts_with("example-") || name.ends_with("-bench") {
+            continue;
+        }
+        let Some(own) = rank(name) else {
+            problems.push(format!("crate `{name}` is not in the layer table; add it to xtask/src/layers.rs and DESIGN.md"));
+            continue;
+        };
+        let allowed = LAYERS[own].1;
+        for dep in package["dependencies"].as_array().into_iter().flatten() {
+            let Some(dep_name) = dep["name"].as_str() else {
+                continue;
+            };
+            // Tests may reach upward (a server crate's tests may use the client); shipped code may not.
+            if dep["kind"].as_str() == Some("dev") {
+                continue;
+            }
+            match rank(dep_name) {
+                Some(theirs) if theirs >= own => problems.push(format!(
+                    "`{name}` depends on `{dep_name}`, which is at or above it in the layer table"
+                )),
+                Some(_) => {}
+                None if members.contains(&dep_name) => problems.push(format!(
+                    "`{name}` depends on workspace crate `{dep_name}`, which has no layer"
+                )),
+                None => {
+                    if let Some(allowed) = allowed {
+                        if !allowed.contains(&dep_name) {
+                            problems.push(format!(
+                                "`{name}` depends on `{dep_name}`; its layer allows only {allowed:?}"
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn package(name: &str, deps: &[(&str, Option<&str>)]) -> Value {
+        let deps: Vec<Value> = deps
+            .iter()
+            .map(|(n, kind)| json!({"name": n, "kind": kind}))
+            .collect();
+        json!({"name": name, "dependencies": deps})
+    }
+
+    #[test]
+    fn an_upward_edge_is_reported() {
+        let metadata = json!({"packages": [
+            package("mcp-types", &[("serde", None)]),
+            package("mcp-state-seal", &[("mcp-server-core", None)]),
+            package("mcp-server-core", &[("mcp-types", None)]),
+        ]});
+        assert_eq!(
+            violations(&metadata),
+            [
+                "`mcp-state-seal` depends on `mcp-server-core`, which is at or above it in the layer table"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_third_party_crate_outside_the_row_is_reported_but_dev_dependencies_are_free() {
+        let metadata = json!({"packages": [
+            package("mcp-types", &[("serde", None), ("tokio", None), ("boon", Some("dev"))]),
+        ]});
+        assert_eq!(
+            violations(&metadata),
+            ["`mcp-types` depends on `tokio`; its layer allows only [\"serde\", \"serde_json\"]"]
+        );
+    }
+
+    #[test]
+    fn an_unknown_workspace_crate_is_reported() {
+        let metadata = json!({"packages": [package("mcp-extra", &[])]});
+        assert_eq!(violations(&metadata).len(), 1);
+    }
+}

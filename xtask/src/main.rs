@@ -1,0 +1,118 @@
+//! Project automation, run as `cargo xtask <command>`.
+//!
+//! - `layers`: fails when a crate depends on a crate above it in the layer table of DESIGN.md,
+//!   or on a third-party crate its row does not allow.
+//! - `test`: the README's test command: layers, the Python interop environment, then every
+//!   test of the workspace (unit, integration, doc).
+//! - `ci`: what `.ci/run` runs after installing tools: fmt, clippy, cargo-deny, then `test`.
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+mod layers;
+
+/// The Python SDK version the interop tests run against.
+const PYTHON_MCP: &str = "mcp==2.3.0";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("layers") => layers::check(&workspace_root()),
+        Some("test") => test(&args[1..]),
+        Some("ci") => ci(),
+        Some("python-env") => python_env().map(|py| println!("{}", py.display())),
+        _ => Err(format!(
+            "usage: cargo xtask <layers|test|ci|python-env>\n  \
+             layers      check the crate layering of DESIGN.md\n  \
+             test        run every test (sets up the Python interop venv first)\n  \
+             ci          fmt, clippy, cargo-deny, then test\n  \
+             python-env  create target/py with {PYTHON_MCP} and print its python"
+        )),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+fn run(command: &mut Command) -> Result<(), String> {
+    eprintln!("xtask: running {command:?}");
+    let status = command
+        .status()
+        .map_err(|e| format!("could not start {command:?}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{command:?} failed with {status}"))
+    }
+}
+
+fn cargo() -> Command {
+    let mut command = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    command.current_dir(workspace_root());
+    command
+}
+
+/// Creates (once) a virtual environment under `target/py` with the Python SDK, and returns the
+/// path of its interpreter.
+fn python_env() -> Result<PathBuf, String> {
+    let venv = workspace_root().join("target").join("py");
+    let python = venv.join("bin").join("python");
+    let marker = venv.join(".installed");
+    let wanted = PYTHON_MCP;
+    if std::fs::read_to_string(&marker).ok().as_deref() == Some(wanted) {
+        return Ok(python);
+    }
+    let system_python = env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    run(Command::new(&system_python)
+        .args(["-m", "venv", "--clear"])
+        .arg(&venv))?;
+    run(Command::new(&python).args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        wanted,
+    ]))?;
+    std::fs::write(&marker, wanted)
+        .map_err(|e| format!("could not write {}: {e}", marker.display()))?;
+    Ok(python)
+}
+
+fn test(extra: &[String]) -> Result<(), String> {
+    layers::check(&workspace_root())?;
+    let python = python_env()?;
+    run(cargo()
+        .args(["test", "--workspace", "--all-targets"])
+        .args(extra)
+        .env("MCP_INTEROP_PYTHON", &python)
+        .env("MCP_REQUIRE_INTEROP", "1"))?;
+    run(cargo().args(["test", "--workspace", "--doc"]).args(extra))
+}
+
+fn ci() -> Result<(), String> {
+    run(cargo().args(["fmt", "--all", "--", "--check"]))?;
+    run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    // Advisories need the RustSec database from the network, which CI does not reach; the
+    // other checks (licenses, bans, sources) run offline.
+    run(cargo().args(["deny", "--offline", "check", "bans", "licenses", "sources"]))?;
+    test(&[])
+}
