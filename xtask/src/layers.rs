@@ -95,12 +95,12 @@ fn violations(metadata: &Value) -> Vec<String> {
                     "`{name}` depends on workspace crate `{dep_name}`, which has no layer"
                 )),
                 None => {
-                    if let Some(allowed) = allowed {
-                        if !allowed.contains(&dep_name) {
-                            problems.push(format!(
-                                "`{name}` depends on `{dep_name}`; its layer allows only {allowed:?}"
-                            ));
-                        }
+                    if let Some(allowed) = allowed
+                        && !allowed.contains(&dep_name)
+                    {
+                        problems.push(format!(
+                            "`{name}` depends on `{dep_name}`; its layer allows only {allowed:?}"
+                        ));
                     }
                 }
             }

@@ -381,16 +381,17 @@ impl JsonRpcMessage {
                 ));
             }
         }
-        if let Some(v) = &id_value {
-            if !v.is_null() && id.is_none() {
-                return Err(MessageError::invalid(
-                    None,
-                    format!(
-                        "\"id\" must be a string or an integer, found {}",
-                        json_kind(v)
-                    ),
-                ));
-            }
+        if let Some(v) = &id_value
+            && !v.is_null()
+            && id.is_none()
+        {
+            return Err(MessageError::invalid(
+                None,
+                format!(
+                    "\"id\" must be a string or an integer, found {}",
+                    json_kind(v)
+                ),
+            ));
         }
         if let Some(method) = env.method {
             let Value::String(method) = method else {
@@ -402,13 +403,13 @@ impl JsonRpcMessage {
                     "a message cannot carry both \"method\" and \"result\" or \"error\"",
                 ));
             }
-            if let Some(params) = &env.params {
-                if !is_json_object(params) {
-                    return Err(MessageError::invalid(
-                        id,
-                        format!("\"params\" of '{method}' must be a JSON object"),
-                    ));
-                }
+            if let Some(params) = &env.params
+                && !is_json_object(params)
+            {
+                return Err(MessageError::invalid(
+                    id,
+                    format!("\"params\" of '{method}' must be a JSON object"),
+                ));
             }
             return match (id_value, id) {
                 (None, _) => Ok(JsonRpcMessage::Notification(JsonRpcNotification {
@@ -485,12 +486,6 @@ impl JsonRpcMessage {
         }
     }
 
-    /// Encodes the message as compact JSON text (no trailing newline).
-    pub fn to_string(&self) -> String {
-        // Serializing our own types into a String cannot fail.
-        serde_json::to_string(self).unwrap_or_default()
-    }
-
     /// Encodes the message as a JSON value.
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
@@ -520,6 +515,14 @@ fn write_extra<M: SerializeMap>(map: &mut M, extra: &JsonObject) -> Result<(), M
         map.serialize_entry(k, v)?;
     }
     Ok(())
+}
+
+/// Compact JSON text (no trailing newline): `message.to_string()` is the wire form.
+impl fmt::Display for JsonRpcMessage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = serde_json::to_string(self).map_err(|_| fmt::Error)?;
+        f.write_str(&text)
+    }
 }
 
 impl Serialize for JsonRpcMessage {

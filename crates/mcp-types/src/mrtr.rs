@@ -21,9 +21,10 @@ use crate::roots::ListRootsResult;
 use crate::sampling::{CreateMessageRequestParams, CreateMessageResult};
 
 /// The `resultType` of a 2026-07-28 result.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub enum ResultType {
     /// `complete`: the final result.
+    #[default]
     Complete,
     /// `input_required`: the client must fulfil `inputRequests` and retry.
     InputRequired,
@@ -243,12 +244,6 @@ pub struct InputRequiredResult {
 
 fn input_required() -> ResultType {
     ResultType::InputRequired
-}
-
-impl Default for ResultType {
-    fn default() -> Self {
-        ResultType::Complete
-    }
 }
 
 impl InputRequiredResult {

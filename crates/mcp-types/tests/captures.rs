@@ -91,9 +91,9 @@ fn round_trip(dir: Dir, value: &Value, methods: &mut HashMap<(Dir, RequestId), S
             methods.insert((dir, request.id.clone()), request.method.clone());
             let mut rebuilt = match dir {
                 Dir::ClientToServer => ClientRequest::from_request(&request)
-                    .and_then(|typed| Ok(typed.to_request(request.id.clone()).unwrap())),
+                    .map(|typed| typed.to_request(request.id.clone()).unwrap()),
                 Dir::ServerToClient => ServerRequest::from_request(&request)
-                    .and_then(|typed| Ok(typed.to_request(request.id.clone()).unwrap())),
+                    .map(|typed| typed.to_request(request.id.clone()).unwrap()),
             }
             .unwrap_or_else(|e| panic!("{e}: {value}"));
             rebuilt.extra = request.extra;

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 /// The `shared/` folder beside the repository (override with `MCP_SHARED_DIR`).
-pub fn shared_dir() -> PathBuf {
+pub(crate) fn shared_dir() -> PathBuf {
     if let Ok(dir) = std::env::var("MCP_SHARED_DIR") {
         return PathBuf::from(dir);
     }
