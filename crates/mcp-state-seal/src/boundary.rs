@@ -1,0 +1,243 @@
+//! The bound sealer the server layer calls on every round: it seals outgoing
+//! state in a fresh claims envelope and verifies incoming state against the
+//! current request, failing closed with the one [`InvalidRequestState`].
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ring::rand::SystemRandom;
+use serde_json::Value;
+
+use crate::binding::RequestBinding;
+use crate::claims::{self, Expectation, Stamp};
+use crate::codec::Codec;
+use crate::error::{BindPrincipalError, InvalidRequestState, RejectReason, SealError};
+use crate::keyring::KeyRing;
+use crate::principal::{Principal, PrincipalBinding, PrincipalSource};
+
+/// The codec behind a policy. The built-in ring is kept as its concrete type so
+/// the envelope is written straight into the buffer that is encrypted in place.
+#[derive(Clone)]
+pub(crate) enum Backend {
+    Ring(Arc<KeyRing>),
+    Custom(Arc<dyn Codec>),
+}
+
+impl fmt::Debug for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Ring(ring) => ring.fmt(f),
+            Self::Custom(_) => f.write_str("<custom codec>"),
+        }
+    }
+}
+
+/// A [`RequestStateSecurity`](crate::RequestStateSecurity) bound to one server,
+/// from [`bind`](crate::RequestStateSecurity::bind). Cheap to clone.
+///
+/// The server layer, for `tools/call`, `prompts/get` and `resources/read` only:
+///
+/// 1. builds the [`RequestBinding`] and resolves the [`principal`](Self::principal)
+///    once per round;
+/// 2. if `params.requestState` is present and not `null`, calls
+///    [`unseal_json`](Self::unseal_json) and hands the plaintext to the handler, or
+///    answers any error with `-32602 "Invalid or expired requestState"`;
+/// 3. if the handler answers `input_required` with a `requestState`, replaces it
+///    with [`seal`](Self::seal)'s token (a fresh envelope every round), or answers
+///    `-32603 "Internal error"` on a [`SealError`].
+///
+/// ```
+/// use std::time::{Duration, SystemTime};
+/// use mcp_state_seal::{RejectReason, RequestBinding, RequestStateSecurity};
+/// use serde_json::json;
+///
+/// let boundary = RequestStateSecurity::keys(["0123456789abcdef0123456789abcdef"])?.bind(Some("fleet"))?;
+/// let args = json!({"date": "2026-08-01", "party": 2});
+/// let binding = RequestBinding::new("tools/call", "book_table", Some(&args));
+///
+/// let minted = SystemTime::now();
+/// let token = boundary.seal_at(minted, &binding, "pick-region-v1", None)?;
+/// let later = minted + Duration::from_secs(599);
+/// assert_eq!(boundary.unseal_at(later, &binding, &token, None)?, "pick-region-v1");
+///
+/// // Replayed on another tool: the same error for every cause, the reason for the log.
+/// let other = RequestBinding::new("tools/call", "cancel_table", Some(&args));
+/// let err = boundary.unseal_at(later, &other, &token, None).unwrap_err();
+/// assert_eq!(err.to_string(), "Invalid or expired requestState");
+/// assert_eq!(err.reason(), RejectReason::RequestBinding);
+///
+/// let too_late = minted + Duration::from_secs(600);
+/// assert_eq!(boundary.unseal_at(too_late, &binding, &token, None).unwrap_err().reason(), RejectReason::Expired);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct SealingBoundary {
+    pub(crate) backend: Backend,
+    pub(crate) ttl: Duration,
+    pub(crate) ttl_secs: f64,
+    pub(crate) audience: Option<String>,
+    pub(crate) principal: PrincipalBinding,
+    pub(crate) rng: SystemRandom,
+}
+
+impl SealingBoundary {
+    /// The audience stamped into and required from every token, if any.
+    pub fn audience(&self) -> Option<&str> {
+        self.audience.as_deref()
+    }
+
+    /// How long a sealed state stays valid.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// The principal this request's state is bound to, by the policy's principal
+    /// binding. Resolve it once per round and pass it to both
+    /// [`unseal`](Self::unseal) and [`seal`](Self::seal).
+    ///
+    /// # Errors
+    ///
+    /// The binding's [`BindPrincipalError`]; it converts into a [`SealError`] when
+    /// sealing and into an [`InvalidRequestState`] when verifying, so both
+    /// directions fail closed.
+    pub fn principal(
+        &self,
+        source: &PrincipalSource<'_>,
+    ) -> Result<Option<Principal>, BindPrincipalError> {
+        self.principal.resolve(source)
+    }
+
+    /// Seals `state` for the request `binding`, run as `principal`, valid from now
+    /// for the policy's time-to-live.
+    ///
+    /// # Errors
+    ///
+    /// [`SealError`] if randomness or the codec fails.
+    pub fn seal(
+        &self,
+        binding: &RequestBinding<'_>,
+        state: &str,
+        principal: Option<&Principal>,
+    ) -> Result<String, SealError> {
+        self.seal_at(SystemTime::now(), binding, state, principal)
+    }
+
+    /// [`seal`](Self::seal) with the clock read by the caller (`iat = now`).
+    ///
+    /// # Errors
+    ///
+    /// [`SealError`] if randomness or the codec fails.
+    pub fn seal_at(
+        &self,
+        now: SystemTime,
+        binding: &RequestBinding<'_>,
+        state: &str,
+        principal: Option<&Principal>,
+    ) -> Result<String, SealError> {
+        let iat = epoch_secs(now);
+        let stamp = Stamp {
+            iat,
+            exp: iat + self.ttl_secs,
+            binding,
+            audience: self.audience.as_deref(),
+            principal_claim: principal.map(|p| p.claim(&self.rng)).transpose()?,
+        };
+        let hint = stamp.len_hint(state);
+        match &self.backend {
+            Backend::Ring(ring) => ring.seal_with(hint, |buf| stamp.write(buf, state)),
+            Backend::Custom(codec) => {
+                let mut plaintext = Vec::with_capacity(hint);
+                stamp.write(&mut plaintext, state);
+                codec.seal(&plaintext)
+            }
+        }
+    }
+
+    /// Verifies `token` for the request `binding`, run as `principal`, and returns
+    /// the state it carries.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidRequestState`] for every failure: tampered, malformed, unknown key,
+    /// expired, minted more than 60 s in the future, minted for another method,
+    /// target, arguments, audience or principal, or a principal on one side only.
+    pub fn unseal(
+        &self,
+        binding: &RequestBinding<'_>,
+        token: &str,
+        principal: Option<&Principal>,
+    ) -> Result<String, InvalidRequestState> {
+        self.unseal_at(SystemTime::now(), binding, token, principal)
+    }
+
+    /// [`unseal`](Self::unseal) with the clock read by the caller.
+    ///
+    /// # Errors
+    ///
+    /// As [`unseal`](Self::unseal).
+    pub fn unseal_at(
+        &self,
+        now: SystemTime,
+        binding: &RequestBinding<'_>,
+        token: &str,
+        principal: Option<&Principal>,
+    ) -> Result<String, InvalidRequestState> {
+        let expect = Expectation {
+            now: epoch_secs(now),
+            binding,
+            audience: self.audience.as_deref(),
+            principal,
+        };
+        let state = match &self.backend {
+            Backend::Ring(ring) => {
+                let mut buf = Vec::new();
+                let range = ring.open_into(token, &mut buf)?;
+                claims::verify(&buf[range], &expect)?
+            }
+            Backend::Custom(codec) => claims::verify(&codec.unseal(token)?, &expect)?,
+        };
+        Ok(state)
+    }
+
+    /// [`unseal`](Self::unseal) of the `requestState` value as it came in the
+    /// params: `null` counts as absent (`Ok(None)`), as stripping the field is in
+    /// any client's power anyway; any other non-string is rejected.
+    ///
+    /// # Errors
+    ///
+    /// As [`unseal`](Self::unseal), and [`RejectReason::NotAString`] for a
+    /// number, boolean, array or object.
+    pub fn unseal_json(
+        &self,
+        binding: &RequestBinding<'_>,
+        token: &Value,
+        principal: Option<&Principal>,
+    ) -> Result<Option<String>, InvalidRequestState> {
+        match token {
+            Value::Null => Ok(None),
+            Value::String(token) => self.unseal(binding, token, principal).map(Some),
+            _ => Err(InvalidRequestState::new(RejectReason::NotAString)),
+        }
+    }
+}
+
+impl fmt::Debug for SealingBoundary {
+    /// Key material never appears.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SealingBoundary")
+            .field("codec", &self.backend)
+            .field("ttl", &self.ttl())
+            .field("audience", &self.audience)
+            .field("bind_principal", &self.principal)
+            .finish()
+    }
+}
+
+/// Seconds since the Unix epoch as a float, like Python's `time.time()`.
+fn epoch_secs(t: SystemTime) -> f64 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_secs_f64(),
+        Err(before) => -before.duration().as_secs_f64(),
+    }
+}

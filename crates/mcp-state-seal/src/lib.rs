@@ -1,0 +1,80 @@
+//! Sealing of the Model Context Protocol `requestState`.
+//!
+//! From protocol revision 2026-07-28 a server that needs more input answers
+//! `tools/call`, `prompts/get` or `resources/read` with
+//! `{"resultType":"input_required", …, "requestState":"…"}`, and the client echoes
+//! `requestState` back on its retry. The state therefore comes back as client
+//! input: this crate seals it (authenticated encryption) and binds it to a time
+//! window, the original request, the server's audience and the authenticated
+//! principal, so a server only ever reads state it minted itself, for this very
+//! request.
+//!
+//! * [`RequestStateSecurity`] is the policy: keys (or a custom [`Codec`]), TTL,
+//!   audience and principal binding. [`bind`](RequestStateSecurity::bind) fixes it
+//!   for one server and returns the [`SealingBoundary`] that seals and unseals.
+//! * [`KeyRing`] is the built-in codec: AES-256-GCM with HKDF-derived keys and
+//!   rotation, in the token format of the Python SDK (`mcp` 2.3.0), so a mixed
+//!   fleet of Python and Rust instances sharing keys accepts each other's state.
+//! * [`RequestBinding`] and [`ArgsDigest`] identify the request; [`Principal`]
+//!   the caller; [`QuestionDigest`] pins a recorded answer to the exact question.
+//! * Every verification failure is the same [`InvalidRequestState`], displayed as
+//!   `Invalid or expired requestState` (JSON-RPC `-32602`); its
+//!   [`reason`](InvalidRequestState::reason) is for the server's log only.
+//!
+//! ```
+//! use mcp_state_seal::{RequestBinding, RequestStateSecurity, INVALID_REQUEST_STATE_MESSAGE};
+//! use serde_json::json;
+//!
+//! // One server, default policy: a process-local key, the server name as audience.
+//! let boundary = RequestStateSecurity::ephemeral().bind(Some("files"))?;
+//!
+//! // Round 1: the handler asks a question and keeps its progress in a state string.
+//! let args = json!({"path": "/tmp/x"});
+//! let binding = RequestBinding::new("tools/call", "delete_folder", Some(&args));
+//! let token = boundary.seal(&binding, "asked-confirmation", None)?;
+//! assert!(token.starts_with("v1."));
+//!
+//! // Round 2: the client echoes the token with the same request.
+//! assert_eq!(boundary.unseal(&binding, &token, None)?, "asked-confirmation");
+//!
+//! // A token replayed with other arguments is refused, with the one fixed message.
+//! let other_args = json!({"path": "/"});
+//! let replay = RequestBinding::new("tools/call", "delete_folder", Some(&other_args));
+//! let err = boundary.unseal(&replay, &token, None).unwrap_err();
+//! assert_eq!(err.to_string(), INVALID_REQUEST_STATE_MESSAGE);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![forbid(unsafe_code)]
+
+mod b64url;
+#[macro_use]
+mod canonical;
+mod binding;
+mod boundary;
+mod claims;
+mod codec;
+mod error;
+mod jsontext;
+mod keyring;
+mod policy;
+mod principal;
+mod pyjson;
+mod question;
+mod scan;
+
+pub use binding::{
+    CARRIER_METHODS, PROMPTS_GET, RESOURCES_READ, RequestBinding, TOOLS_CALL, is_carrier_method,
+};
+pub use boundary::SealingBoundary;
+pub use canonical::{ArgsDigest, canonical_json, canonical_json_text};
+pub use codec::Codec;
+pub use error::{
+    BindPrincipalError, ConfigError, INVALID_REQUEST_STATE_CODE, INVALID_REQUEST_STATE_DATA_REASON,
+    INVALID_REQUEST_STATE_MESSAGE, InvalidRequestState, JsonSyntaxError, KeyError, RejectReason,
+    SealError,
+};
+pub use keyring::KeyRing;
+pub use policy::{DEFAULT_TTL, RequestStateSecurity};
+pub use principal::{Principal, PrincipalSource};
+pub use pyjson::compact_json;
+pub use question::QuestionDigest;

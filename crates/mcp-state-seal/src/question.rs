@@ -1,0 +1,119 @@
+//! Question digests: a resolver's recorded answer is reused only for the exact
+//! question it answered, so a question reworded by a redeploy is asked again.
+//!
+//! The Python SDK hashes the *rendered* request params of the question (for an
+//! elicitation `{"mode":"form","message":…,"requestedSchema":…}`), dumped in field
+//! order (not sorted), compact and ASCII-escaped, or `null` when there are none.
+
+use serde::Serialize;
+
+use crate::canonical::{ShortDigest, write_canonical_node};
+use crate::error::JsonSyntaxError;
+use crate::jsontext;
+use crate::pyjson::write_compact_json;
+
+short_digest_type! {
+    /// The `q` digest of a question: `base64url(SHA-256(rendered params)[..16])`,
+    /// where the params are rendered as Python's `json.dumps(params, separators=(",", ":"))`
+    /// in field order.
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use mcp_state_seal::QuestionDigest;
+    /// use serde::Serialize;
+    ///
+    /// // Field order is part of the digest: serialize the typed params.
+    /// #[derive(Serialize)]
+    /// #[serde(rename_all = "camelCase")]
+    /// struct ElicitParams {
+    ///     mode: &'static str,
+    ///     message: &'static str,
+    ///     requested_schema: Schema,
+    /// }
+    ///
+    /// #[derive(Serialize)]
+    /// struct Schema {
+    ///     r#type: &'static str,
+    ///     properties: BTreeMap<&'static str, Property>,
+    ///     required: Vec<&'static str>,
+    /// }
+    ///
+    /// #[derive(Serialize)]
+    /// struct Property {
+    ///     r#type: &'static str,
+    /// }
+    ///
+    /// let params = ElicitParams {
+    ///     mode: "form",
+    ///     message: "Which region?",
+    ///     requested_schema: Schema {
+    ///         r#type: "object",
+    ///         properties: BTreeMap::from([("region", Property { r#type: "string" })]),
+    ///         required: vec!["region"],
+    ///     },
+    /// };
+    /// let q = QuestionDigest::of(&params)?;
+    /// assert_eq!(q, "U10CtpE4KA0WiedCgiXfzw");
+    ///
+    /// let rendered = r#"{"mode":"form","message":"Which region?","requestedSchema":{"type":"object","properties":{"region":{"type":"string"}},"required":["region"]}}"#;
+    /// assert_eq!(QuestionDigest::of_json_text(rendered)?, q);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    QuestionDigest
+}
+
+impl QuestionDigest {
+    /// Digest of the question's params as they serialize, in field order. Pass the
+    /// typed params struct (or `Option` of it: `None` digests as `null`), not a
+    /// `serde_json::Value` object, whose keys come out sorted unless serde_json's
+    /// `preserve_order` feature is on.
+    ///
+    /// # Errors
+    ///
+    /// Whatever the params' [`Serialize`] implementation reports.
+    pub fn of<T: Serialize + ?Sized>(params: &T) -> Result<Self, serde_json::Error> {
+        let mut out = Vec::with_capacity(256);
+        write_compact_json(&mut out, params)?;
+        Ok(Self(ShortDigest::of(&out)))
+    }
+
+    /// Digest of already-rendered params JSON. The text is re-rendered in Python's
+    /// compact ASCII form, keeping key order, so pretty-printed or non-ASCII text
+    /// digests the same as its Python rendering.
+    ///
+    /// # Errors
+    ///
+    /// [`JsonSyntaxError`] if the text is not a JSON document.
+    pub fn of_json_text(rendered: &str) -> Result<Self, JsonSyntaxError> {
+        let node = jsontext::parse(rendered)?;
+        let mut out = Vec::with_capacity(rendered.len());
+        write_canonical_node(&mut out, &node, false);
+        Ok(Self(ShortDigest::of(&out)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_params_digest_as_null() {
+        let none: Option<u8> = None;
+        assert_eq!(
+            QuestionDigest::of(&none).unwrap(),
+            QuestionDigest::of_json_text("null").unwrap()
+        );
+    }
+
+    #[test]
+    fn rendering_differences_do_not_change_the_digest() {
+        let a = QuestionDigest::of_json_text(r#"{"message":"Où ?","mode":"form"}"#).unwrap();
+        let b =
+            QuestionDigest::of_json_text("{ \"message\" : \"O\\u00f9 ?\",\n \"mode\": \"form\" }")
+                .unwrap();
+        assert_eq!(a, b);
+        let reordered =
+            QuestionDigest::of_json_text(r#"{"mode":"form","message":"Où ?"}"#).unwrap();
+        assert_ne!(a, reordered);
+    }
+}
