@@ -1,0 +1,226 @@
+//! What a handler knows about the request it serves: who asked, with which capabilities, the
+//! multi-round-trip input, and the channels back to the client (progress, logs, and on legacy
+//! sessions live server-to-client requests).
+
+use std::sync::Arc;
+
+use mcp_state_seal::Principal;
+use mcp_types::capabilities::ClientCapabilities;
+use mcp_types::elicitation::{ElicitRequestParams, ElicitResult};
+use mcp_types::lifecycle::Implementation;
+use mcp_types::logging::{LoggingLevel, LoggingMessageParams};
+use mcp_types::meta::Meta;
+use mcp_types::mrtr::InputResponses;
+use mcp_types::notifications::{ProgressParams, ProgressToken};
+use mcp_types::roots::ListRootsResult;
+use mcp_types::sampling::{CreateMessageRequestParams, CreateMessageResult};
+use mcp_types::version::Era;
+use mcp_types::{ClientResult, JsonObject, RequestId, ServerNotification, ServerRequest};
+use serde_json::{Number, Value};
+
+use crate::cancel::CancellationToken;
+use crate::notify::ChangeNotifier;
+use crate::peer::{Peer, PeerError};
+use crate::sink::Sink;
+
+/// The context of one request, handed to its handler.
+#[derive(Debug)]
+pub struct RequestContext {
+    pub(crate) id: RequestId,
+    pub(crate) method: String,
+    pub(crate) era: Era,
+    pub(crate) protocol_version: String,
+    pub(crate) client_capabilities: Arc<ClientCapabilities>,
+    pub(crate) client_info: Option<Arc<Implementation>>,
+    pub(crate) meta: Option<Meta>,
+    pub(crate) principal: Option<Principal>,
+    pub(crate) request_state: Option<String>,
+    pub(crate) input_responses: Option<InputResponses>,
+    pub(crate) progress_token: Option<ProgressToken>,
+    pub(crate) log_level: Option<LoggingLevel>,
+    pub(crate) sink: Sink,
+    pub(crate) cancellation: CancellationToken,
+    pub(crate) peer: Option<Peer>,
+    pub(crate) notifier: ChangeNotifier,
+}
+
+impl RequestContext {
+    /// The JSON-RPC id of the request.
+    pub fn request_id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// The method, e.g. `tools/call`.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// Which era the request belongs to: a stateless 2026-07-28 request or a legacy session.
+    pub fn era(&self) -> Era {
+        self.era
+    }
+
+    /// The protocol version of this request (modern) or of the session (legacy).
+    pub fn protocol_version(&self) -> &str {
+        &self.protocol_version
+    }
+
+    /// The capabilities the client declared: on 2026-07-28 for *this* request only, on
+    /// 2025-11-25 for the session.
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        &self.client_capabilities
+    }
+
+    /// The client's self-reported identity, if it sent one. Never a security signal.
+    pub fn client_info(&self) -> Option<&Implementation> {
+        self.client_info.as_deref()
+    }
+
+    /// The request's `_meta`, as sent.
+    pub fn meta(&self) -> Option<&Meta> {
+        self.meta.as_ref()
+    }
+
+    /// The authenticated principal, when the transport authenticated one.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.principal.as_ref()
+    }
+
+    /// The plaintext `requestState` of this retry: verified and unsealed when the server has a
+    /// sealing boundary, verbatim otherwise.
+    pub fn request_state(&self) -> Option<&str> {
+        self.request_state.as_deref()
+    }
+
+    /// The `inputResponses` of this retry, keyed like the previous round's `inputRequests`.
+    pub fn input_responses(&self) -> Option<&InputResponses> {
+        self.input_responses.as_ref()
+    }
+
+    /// A signal that trips when the client cancels the request (or the transport drops it).
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancellation
+    }
+
+    /// Whether the request was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancellation.is_cancelled()
+    }
+
+    /// A handle to announce list changes and resource updates to subscribers.
+    pub fn notifier(&self) -> &ChangeNotifier {
+        &self.notifier
+    }
+
+    /// Whether the client asked for progress (`_meta.progressToken`).
+    pub fn wants_progress(&self) -> bool {
+        self.progress_token.is_some()
+    }
+
+    /// Sends `notifications/progress` for this request, if the client asked for progress;
+    /// otherwise does nothing. `progress` should increase with every call.
+    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let Some(token) = &self.progress_token else {
+            return;
+        };
+        let (Some(progress), total) =
+            (Number::from_f64(progress), total.and_then(Number::from_f64))
+        else {
+            return;
+        };
+        let params = ProgressParams {
+            progress_token: token.clone(),
+            progress,
+            total,
+            message: message.map(str::to_owned),
+            meta: None,
+            extra: JsonObject::new(),
+        };
+        self.sink.notify(ServerNotification::Progress(params)).await;
+    }
+
+    /// The least severe level the client wants logs at for this request, if any: on
+    /// 2026-07-28 from `_meta.logLevel` (absent means no logs at all), on 2025-11-25 from
+    /// `logging/setLevel`.
+    pub fn log_level(&self) -> Option<LoggingLevel> {
+        self.log_level
+    }
+
+    /// Sends `notifications/message` for this request when `level` is at or above the level
+    /// the client asked for; otherwise does nothing.
+    pub async fn log(&self, level: LoggingLevel, logger: Option<&str>, data: Value) {
+        if self.log_level.is_none_or(|min| level < min) {
+            return;
+        }
+        let params = LoggingMessageParams {
+            level,
+            logger: logger.map(str::to_owned),
+            data,
+            meta: None,
+            extra: JsonObject::new(),
+        };
+        self.sink
+            .notify(ServerNotification::LoggingMessage(params))
+            .await;
+    }
+
+    /// Whether a live server-to-client request can be sent (a 2025-11-25 session).
+    pub fn has_back_channel(&self) -> bool {
+        self.peer.is_some()
+    }
+
+    /// Sends a server-to-client request on a legacy session and waits for the answer.
+    ///
+    /// On a 2026-07-28 request there is no back-channel: return an `InputRequiredResult`
+    /// instead (or use the high-level server's resolvers).
+    pub async fn send_request(&self, request: ServerRequest) -> Result<ClientResult, PeerError> {
+        let Some(peer) = &self.peer else {
+            return Err(PeerError::NoBackChannel {
+                method: request.method(),
+            });
+        };
+        peer.request(
+            request,
+            &self.client_capabilities,
+            &self.cancellation,
+            &self.sink,
+        )
+        .await
+    }
+
+    /// `elicitation/create` on a legacy session.
+    pub async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, PeerError> {
+        match self.send_request(ServerRequest::Elicit(params)).await? {
+            ClientResult::Elicit(result) => Ok(result),
+            other => Err(PeerError::wrong_result("elicitation/create", &other)),
+        }
+    }
+
+    /// `sampling/createMessage` on a legacy session.
+    pub async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, PeerError> {
+        match self
+            .send_request(ServerRequest::CreateMessage(params))
+            .await?
+        {
+            ClientResult::CreateMessage(result) => Ok(result),
+            other => Err(PeerError::wrong_result("sampling/createMessage", &other)),
+        }
+    }
+
+    /// `roots/list` on a legacy session.
+    pub async fn list_roots(&self) -> Result<ListRootsResult, PeerError> {
+        match self.send_request(ServerRequest::ListRoots(None)).await? {
+            ClientResult::ListRoots(result) => Ok(result),
+            other => Err(PeerError::wrong_result("roots/list", &other)),
+        }
+    }
+
+    /// Sends a notification on this request's stream (e.g. the legacy
+    /// `notifications/elicitation/complete`).
+    pub async fn notify(&self, notification: ServerNotification) {
+        self.sink.notify(notification).await;
+    }
+}

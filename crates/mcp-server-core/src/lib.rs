@@ -1,0 +1,48 @@
+//! The Model Context Protocol server engine: both protocol eras on one endpoint.
+//!
+//! - [`Server`]: the low-level server, one async handler per method. `tools/call`,
+//!   `prompts/get` and `resources/read` may answer an `InputRequiredResult`; no other
+//!   handler can (a type error, not a runtime check).
+//! - [`RequestContext`]: what a handler knows: the request's capabilities, its plaintext
+//!   `requestState` and `inputResponses`, the principal, progress and log senders, a
+//!   cancellation signal, and on legacy sessions a live back-channel.
+//! - [`Service`] and [`Session`]: the transport-facing API. A third party writes a transport
+//!   against these alone; [`MemoryConnection`] is the in-memory one.
+//!
+//! Validation follows the digest's order on 2026-07-28 requests: the `_meta` envelope
+//! (`-32602`), the version (`-32022` with `supported`/`requested`), the method (`-32601` for
+//! unknown, removed or unadvertised methods), the params (`-32602`), client capabilities
+//! (`-32021`). Legacy sessions start with `initialize` and get server-to-client requests
+//! mid-call. Nothing that arrives over the wire can panic the server.
+#![forbid(unsafe_code)]
+
+mod cancel;
+mod context;
+pub mod gating;
+mod memory;
+mod notify;
+mod peer;
+mod server;
+mod service;
+mod sink;
+mod stamp;
+
+pub use cancel::CancellationToken;
+pub use context::RequestContext;
+pub use memory::MemoryConnection;
+pub use notify::{ChangeEvent, ChangeNotifier};
+pub use peer::PeerError;
+pub use server::{BoxFuture, DEFAULT_REQUEST_TIMEOUT, HandlerResult, Server};
+pub use service::{
+    LEGACY_VERSIONS, MODERN_VERSIONS, ResponseStream, SUPPORTED_VERSIONS, Service, Session,
+    TransportContext, resource_not_found,
+};
+pub use stamp::CacheHints;
+
+pub use mcp_state_seal as seal;
+pub use mcp_types as types;
+
+// The guide's code blocks are compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/low-level-server.md")]
+mod low_level_server_guide {}

@@ -1,0 +1,291 @@
+//! The low-level `Server`: a name, one async handler per method, and the switches that shape
+//! what it advertises. `on_call_tool`, `on_get_prompt` and `on_read_resource` answer an
+//! [`Outcome`] (complete or `input_required`); every other handler answers its plain result, so
+//! returning `input_required` anywhere else does not compile.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_state_seal::{ConfigError, RequestStateSecurity, SealingBoundary};
+use mcp_types::capabilities::{ListChangedCapability, ResourcesCapability, ServerCapabilities};
+use mcp_types::common::PaginatedRequestParams;
+use mcp_types::completion::{CompleteRequestParams, CompleteResult};
+use mcp_types::lifecycle::Implementation;
+use mcp_types::mrtr::Outcome;
+use mcp_types::prompts::{GetPromptRequestParams, GetPromptResult, ListPromptsResult};
+use mcp_types::resources::{
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceRequestParams,
+    ReadResourceResult, ResourceUriParams,
+};
+use mcp_types::tools::{CallToolRequestParams, CallToolResult, ListToolsResult};
+use mcp_types::{ErrorObject, JsonObject};
+
+use crate::context::RequestContext;
+use crate::service::Service;
+use crate::stamp::CacheHints;
+
+/// What a handler returns: its result, or a JSON-RPC error for the client.
+pub type HandlerResult<T> = Result<T, ErrorObject>;
+
+/// A boxed, sendable future.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+pub(crate) type Handler<P, R> =
+    Arc<dyn Fn(RequestContext, P) -> BoxFuture<HandlerResult<R>> + Send + Sync>;
+
+fn boxed<P, R, F, Fut>(f: F) -> Handler<P, R>
+where
+    F: Fn(RequestContext, P) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = HandlerResult<R>> + Send + 'static,
+{
+    Arc::new(move |ctx, params| Box::pin(f(ctx, params)))
+}
+
+#[derive(Default, Clone)]
+pub(crate) struct Handlers {
+    pub(crate) list_tools: Option<Handler<PaginatedRequestParams, ListToolsResult>>,
+    pub(crate) call_tool: Option<Handler<CallToolRequestParams, Outcome<CallToolResult>>>,
+    pub(crate) list_prompts: Option<Handler<PaginatedRequestParams, ListPromptsResult>>,
+    pub(crate) get_prompt: Option<Handler<GetPromptRequestParams, Outcome<GetPromptResult>>>,
+    pub(crate) list_resources: Option<Handler<PaginatedRequestParams, ListResourcesResult>>,
+    pub(crate) list_resource_templates:
+        Option<Handler<PaginatedRequestParams, ListResourceTemplatesResult>>,
+    pub(crate) read_resource:
+        Option<Handler<ReadResourceRequestParams, Outcome<ReadResourceResult>>>,
+    pub(crate) complete: Option<Handler<CompleteRequestParams, CompleteResult>>,
+    pub(crate) subscribe: Option<Handler<ResourceUriParams, ()>>,
+    pub(crate) unsubscribe: Option<Handler<ResourceUriParams, ()>>,
+}
+
+/// How long a legacy server-to-client request waits for its answer unless configured.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// A low-level MCP server: one handler per method, both protocol eras.
+///
+/// ```
+/// use mcp_server_core::Server;
+/// use mcp_types::tools::{CallToolResult, ListToolsResult};
+/// use mcp_types::mrtr::Outcome;
+///
+/// let server = Server::new("echo")
+///     .version("1.0.0")
+///     .on_list_tools(|_ctx, _params| async { Ok(ListToolsResult::default()) })
+///     .on_call_tool(|_ctx, params| async move {
+///         let text = params.arguments.and_then(|a| a.get("text").cloned()).unwrap_or_default();
+///         Ok(Outcome::Complete(CallToolResult::text(text.to_string())))
+///     });
+/// assert!(server.capabilities().tools.is_some());
+/// assert!(server.capabilities().prompts.is_none());
+/// ```
+pub struct Server {
+    pub(crate) info: Implementation,
+    pub(crate) instructions: Option<String>,
+    pub(crate) handlers: Handlers,
+    pub(crate) change_notifications: bool,
+    pub(crate) logging: bool,
+    pub(crate) boundary: Option<SealingBoundary>,
+    pub(crate) request_timeout: Duration,
+    pub(crate) cache: CacheHints,
+    pub(crate) discover_cache: CacheHints,
+}
+
+impl fmt::Debug for Server {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Server")
+            .field("info", &self.info)
+            .field("capabilities", &self.capabilities())
+            .field("sealing", &self.boundary.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+macro_rules! setter {
+    ($(#[$doc:meta])* $name:ident, $field:ident, $params:ty, $result:ty) => {
+        $(#[$doc])*
+        pub fn $name<F, Fut>(mut self, handler: F) -> Self
+        where
+            F: Fn(RequestContext, $params) -> Fut + Send + Sync + 'static,
+            Fut: Future<Output = HandlerResult<$result>> + Send + 'static,
+        {
+            self.handlers.$field = Some(boxed(handler));
+            self
+        }
+    };
+}
+
+impl Server {
+    /// A server named `name` (version `0.0.0` until set), with no handlers.
+    pub fn new(name: impl Into<String>) -> Self {
+        Server {
+            info: Implementation::new(name, "0.0.0"),
+            instructions: None,
+            handlers: Handlers::default(),
+            change_notifications: false,
+            logging: false,
+            boundary: None,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            cache: CacheHints::default(),
+            discover_cache: CacheHints::default(),
+        }
+    }
+
+    /// The server's name.
+    pub fn name(&self) -> &str {
+        &self.info.name
+    }
+
+    /// Sets the version reported in `serverInfo`.
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.info.version = version.into();
+        self
+    }
+
+    /// Sets the display title reported in `serverInfo`.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.info.title = Some(title.into());
+        self
+    }
+
+    /// Sets the instructions returned by `server/discover` and `initialize`.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Serves change notifications: `listChanged` on every list capability,
+    /// `resources.subscribe`, `subscriptions/listen` (2026-07-28) and the legacy
+    /// `resources/subscribe`. Announce changes through [`Service::notifier`].
+    pub fn change_notifications(mut self, enabled: bool) -> Self {
+        self.change_notifications = enabled;
+        self
+    }
+
+    /// Advertises the (deprecated) `logging` capability; handlers log with
+    /// [`RequestContext::log`].
+    pub fn logging(mut self, enabled: bool) -> Self {
+        self.logging = enabled;
+        self
+    }
+
+    /// How long a legacy server-to-client request waits for its answer (default 300 s).
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// The caching hints put on cacheable results whose handler set none (default
+    /// `ttlMs: 0, cacheScope: "private"`).
+    pub fn cache_hints(mut self, hints: CacheHints) -> Self {
+        self.cache = hints;
+        self
+    }
+
+    /// The caching hints of `server/discover` (default `ttlMs: 0, cacheScope: "private"`).
+    pub fn discover_cache_hints(mut self, hints: CacheHints) -> Self {
+        self.discover_cache = hints;
+        self
+    }
+
+    /// Opts in to sealing: from now on every outgoing `requestState` is sealed, bound to the
+    /// request, the principal and a time window, and every incoming one on `tools/call`,
+    /// `prompts/get` and `resources/read` is verified before the handler runs (even for
+    /// handlers that never emit state). A failure answers exactly
+    /// `-32602 "Invalid or expired requestState"`. The server's name is the default audience.
+    ///
+    /// Without this, a low-level server passes `requestState` through verbatim.
+    pub fn request_state_security(
+        mut self,
+        security: RequestStateSecurity,
+    ) -> Result<Self, ConfigError> {
+        self.boundary = Some(security.bind(Some(&self.info.name))?);
+        Ok(self)
+    }
+
+    /// Whether sealing is on.
+    pub fn seals_request_state(&self) -> bool {
+        self.boundary.is_some()
+    }
+
+    setter!(
+        /// Handles `tools/list`.
+        on_list_tools, list_tools, PaginatedRequestParams, ListToolsResult
+    );
+    setter!(
+        /// Handles `tools/call`: a complete result or `input_required`.
+        on_call_tool, call_tool, CallToolRequestParams, Outcome<CallToolResult>
+    );
+    setter!(
+        /// Handles `prompts/list`.
+        on_list_prompts, list_prompts, PaginatedRequestParams, ListPromptsResult
+    );
+    setter!(
+        /// Handles `prompts/get`: a complete result or `input_required`.
+        on_get_prompt, get_prompt, GetPromptRequestParams, Outcome<GetPromptResult>
+    );
+    setter!(
+        /// Handles `resources/list`.
+        on_list_resources, list_resources, PaginatedRequestParams, ListResourcesResult
+    );
+    setter!(
+        /// Handles `resources/templates/list`.
+        on_list_resource_templates, list_resource_templates, PaginatedRequestParams, ListResourceTemplatesResult
+    );
+    setter!(
+        /// Handles `resources/read`: a complete result or `input_required`.
+        on_read_resource, read_resource, ReadResourceRequestParams, Outcome<ReadResourceResult>
+    );
+    setter!(
+        /// Handles `completion/complete`.
+        on_complete, complete, CompleteRequestParams, CompleteResult
+    );
+    setter!(
+        /// Called on a legacy `resources/subscribe` (after the session records it).
+        on_subscribe, subscribe, ResourceUriParams, ()
+    );
+    setter!(
+        /// Called on a legacy `resources/unsubscribe` (after the session forgets it).
+        on_unsubscribe, unsubscribe, ResourceUriParams, ()
+    );
+
+    pub(crate) fn serves_tools(&self) -> bool {
+        self.handlers.list_tools.is_some() || self.handlers.call_tool.is_some()
+    }
+
+    pub(crate) fn serves_prompts(&self) -> bool {
+        self.handlers.list_prompts.is_some() || self.handlers.get_prompt.is_some()
+    }
+
+    pub(crate) fn serves_resources(&self) -> bool {
+        self.handlers.list_resources.is_some()
+            || self.handlers.list_resource_templates.is_some()
+            || self.handlers.read_resource.is_some()
+    }
+
+    /// The capabilities `server/discover` advertises, derived from the handlers registered.
+    pub fn capabilities(&self) -> ServerCapabilities {
+        let list_changed = || ListChangedCapability {
+            list_changed: Some(self.change_notifications),
+            extra: JsonObject::new(),
+        };
+        ServerCapabilities {
+            tools: self.serves_tools().then(list_changed),
+            prompts: self.serves_prompts().then(list_changed),
+            resources: self.serves_resources().then(|| ResourcesCapability {
+                subscribe: Some(self.change_notifications),
+                list_changed: Some(self.change_notifications),
+                extra: JsonObject::new(),
+            }),
+            completions: self.handlers.complete.is_some().then(JsonObject::new),
+            logging: self.logging.then(JsonObject::new),
+            ..ServerCapabilities::default()
+        }
+    }
+
+    /// Turns the server into the service transports drive.
+    pub fn into_service(self) -> Service {
+        Service::new(self)
+    }
+}

@@ -1,0 +1,1156 @@
+//! The transport-facing service: how any transport feeds messages in and gets responses out.
+//!
+//! - [`Service::handle_modern`] serves one stateless 2026-07-28 request (what an HTTP POST
+//!   carries) and returns its [`ResponseStream`]: request-scoped notifications, then the
+//!   response. Dropping the stream cancels the handler.
+//! - [`Service::connect`] opens a [`Session`] for a stream transport (stdio, a socket, an
+//!   in-memory pipe) or a legacy HTTP session: every message of the connection goes through
+//!   [`Session::handle`]; an `initialize` starts a 2025-11-25 session on it, while requests
+//!   carrying the 2026-07-28 envelope are always served statelessly. Unsolicited messages
+//!   (legacy list-changed and resource-updated notifications) arrive on the receiver
+//!   `connect` returns.
+
+use std::any::Any;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use mcp_state_seal::{
+    INVALID_REQUEST_STATE_DATA_REASON, INVALID_REQUEST_STATE_MESSAGE, Principal, PrincipalSource,
+    RequestBinding,
+};
+use mcp_types::capabilities::{ClientCapabilities, ServerCapabilities};
+use mcp_types::common::{EmptyResult, RequestParams};
+use mcp_types::discover::DiscoverResult;
+use mcp_types::lifecycle::{Implementation, InitializeRequestParams, InitializeResult};
+use mcp_types::logging::LoggingLevel;
+use mcp_types::meta::{self, Meta};
+use mcp_types::methods::{self, Direction, Kind};
+use mcp_types::mrtr::{Outcome, RetryParams};
+use mcp_types::notifications::CancelledParams;
+use mcp_types::resources::ResourceUriParams;
+use mcp_types::subscriptions::{
+    SubscriptionFilter, SubscriptionsAcknowledgedParams, SubscriptionsListenRequestParams,
+};
+use mcp_types::version::{Era, ProtocolVersion};
+use mcp_types::{
+    ClientNotification, ClientRequest, ErrorCode, ErrorObject, InputRequiredResult, JsonObject,
+    JsonRpcError, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse, ParamsError, RequestId,
+    ResultType, ServerNotification,
+};
+use serde::Serialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::sync::{broadcast, mpsc};
+
+use crate::cancel::CancellationToken;
+use crate::context::RequestContext;
+use crate::gating;
+use crate::notify::{ChangeEvent, ChangeNotifier};
+use crate::peer::{Peer, Pending};
+use crate::server::{Handler, Server};
+use crate::sink::Sink;
+use crate::stamp::{Stamp, Stamped};
+
+/// The versions served statelessly (a request's `_meta` must name one of them).
+pub const MODERN_VERSIONS: [&str; 1] = [ProtocolVersion::V2026_07_28.as_str()];
+/// The handshake versions an `initialize` may negotiate.
+pub const LEGACY_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+/// What `server/discover` lists: the stateless version first, then the handshake one a legacy
+/// client can reach through `initialize`.
+pub const SUPPORTED_VERSIONS: [&str; 2] = ["2026-07-28", "2025-11-25"];
+
+/// What a transport knows about who sent a message.
+#[derive(Clone, Default)]
+pub struct TransportContext {
+    /// The authenticated principal (e.g. from a verified bearer token), if any.
+    pub principal: Option<Principal>,
+    /// Anything else a deployment's principal binding needs (e.g. the HTTP request parts).
+    pub context: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+impl fmt::Debug for TransportContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TransportContext")
+            .field("principal", &self.principal)
+            .field("context", &self.context.is_some())
+            .finish()
+    }
+}
+
+/// The messages a request produces, in order: notifications (and, on legacy sessions,
+/// server-to-client requests), then exactly one response, after which the stream ends. A
+/// cancelled request ends without a response.
+#[derive(Debug)]
+pub struct ResponseStream {
+    rx: mpsc::Receiver<JsonRpcMessage>,
+}
+
+impl ResponseStream {
+    /// A stream holding one message that is already known (an immediate error or result).
+    pub fn ready(message: JsonRpcMessage) -> Self {
+        let (tx, rx) = mpsc::channel(1);
+        // The channel has room for exactly this message.
+        let _ = tx.try_send(message);
+        ResponseStream { rx }
+    }
+
+    /// The next message, or `None` once the stream ended.
+    pub async fn next(&mut self) -> Option<JsonRpcMessage> {
+        self.rx.recv().await
+    }
+
+    /// Drains the stream.
+    pub async fn collect(mut self) -> Vec<JsonRpcMessage> {
+        let mut out = Vec::new();
+        while let Some(message) = self.next().await {
+            out.push(message);
+        }
+        out
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) server: Server,
+    capabilities: ServerCapabilities,
+    legacy_capabilities: ServerCapabilities,
+    notifier: ChangeNotifier,
+}
+
+/// A server ready to be driven by transports. Cheap to clone.
+#[derive(Clone)]
+pub struct Service {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Service {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Service")
+            .field("server", &self.inner.server)
+            .finish()
+    }
+}
+
+impl Service {
+    pub(crate) fn new(server: Server) -> Self {
+        let capabilities = server.capabilities();
+        let legacy_capabilities = ServerCapabilities {
+            extensions: None,
+            ..capabilities.clone()
+        };
+        Service {
+            inner: Arc::new(Inner {
+                server,
+                capabilities,
+                legacy_capabilities,
+                notifier: ChangeNotifier::default(),
+            }),
+        }
+    }
+
+    /// The server's identity.
+    pub fn server_info(&self) -> &Implementation {
+        &self.inner.server.info
+    }
+
+    /// What `server/discover` advertises.
+    pub fn capabilities(&self) -> &ServerCapabilities {
+        &self.inner.capabilities
+    }
+
+    /// A handle to announce list changes and resource updates to every subscriber.
+    pub fn notifier(&self) -> ChangeNotifier {
+        self.inner.notifier.clone()
+    }
+
+    /// Ends every `subscriptions/listen` stream with its result. In-flight calls finish.
+    pub fn shutdown(&self) {
+        self.inner.notifier.send(ChangeEvent::Shutdown);
+    }
+
+    /// Serves one stateless 2026-07-28 request. The caller has already checked whatever its
+    /// transport adds (HTTP headers); this checks the `_meta` envelope, the version, the method
+    /// and the params, in that order, then runs the handler.
+    pub fn handle_modern(
+        &self,
+        request: JsonRpcRequest,
+        transport: TransportContext,
+    ) -> ResponseStream {
+        let typed = ClientRequest::from_request(&request);
+        spawn_request(
+            self.inner.clone(),
+            request,
+            typed,
+            Route::Modern {
+                transport,
+                session: None,
+            },
+        )
+    }
+
+    /// Opens a connection. Drop the [`Session`] (or call [`Session::close`]) when the
+    /// transport ends.
+    pub fn connect(
+        &self,
+        transport: TransportContext,
+    ) -> (Session, mpsc::UnboundedReceiver<JsonRpcMessage>) {
+        let (outbound, rx) = mpsc::unbounded_channel();
+        let state = Arc::new(SessionState {
+            inner: self.inner.clone(),
+            transport,
+            outbound,
+            legacy: Mutex::new(None),
+            inflight: Mutex::new(HashMap::new()),
+            pending: Arc::new(Pending::default()),
+            closed: CancellationToken::new(),
+        });
+        (Session { state }, rx)
+    }
+}
+
+/// The state a legacy (2025-11-25) session negotiated with `initialize`.
+#[derive(Debug, Clone)]
+struct LegacyState {
+    protocol_version: String,
+    capabilities: Arc<ClientCapabilities>,
+    client_info: Option<Arc<Implementation>>,
+    log_level: Option<LoggingLevel>,
+    subscriptions: HashSet<String>,
+}
+
+pub(crate) struct SessionState {
+    inner: Arc<Inner>,
+    transport: TransportContext,
+    outbound: mpsc::UnboundedSender<JsonRpcMessage>,
+    legacy: Mutex<Option<LegacyState>>,
+    inflight: Mutex<HashMap<RequestId, CancellationToken>>,
+    pending: Arc<Pending>,
+    closed: CancellationToken,
+}
+
+impl SessionState {
+    fn legacy(&self) -> Option<LegacyState> {
+        self.legacy.lock().ok().and_then(|l| l.clone())
+    }
+
+    fn with_legacy<R>(&self, f: impl FnOnce(&mut LegacyState) -> R) -> Option<R> {
+        self.legacy.lock().ok().and_then(|mut l| l.as_mut().map(f))
+    }
+
+    fn track(&self, id: &RequestId, token: CancellationToken) {
+        if let Ok(mut inflight) = self.inflight.lock() {
+            inflight.insert(id.clone(), token);
+        }
+    }
+
+    fn untrack(&self, id: &RequestId) {
+        if let Ok(mut inflight) = self.inflight.lock() {
+            inflight.remove(id);
+        }
+    }
+
+    fn cancel(&self, id: &RequestId) {
+        let token = self.inflight.lock().ok().and_then(|i| i.get(id).cloned());
+        match token {
+            Some(token) => token.cancel(),
+            None => tracing::debug!(%id, "cancellation for no in-flight request ignored"),
+        }
+    }
+}
+
+/// One connection: a stdio process, a socket, an in-memory pipe, or a legacy HTTP session.
+pub struct Session {
+    state: Arc<SessionState>,
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("legacy", &self.protocol_version())
+            .finish()
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl Session {
+    /// Whether an `initialize` started a legacy session on this connection.
+    pub fn is_legacy(&self) -> bool {
+        self.state.legacy().is_some()
+    }
+
+    /// The version negotiated by `initialize`, if any.
+    pub fn protocol_version(&self) -> Option<String> {
+        self.state.legacy().map(|l| l.protocol_version)
+    }
+
+    /// Ends the connection: cancels in-flight requests and fails pending server-to-client
+    /// requests.
+    pub fn close(&self) {
+        self.state.closed.cancel();
+        if let Ok(inflight) = self.state.inflight.lock() {
+            inflight.values().for_each(CancellationToken::cancel);
+        }
+        self.state.pending.close();
+    }
+
+    /// Feeds one raw message (a stdio line, an HTTP body). Bytes that are not a valid message
+    /// get the JSON-RPC error the spec names.
+    pub fn handle_bytes(&self, bytes: &[u8]) -> Option<ResponseStream> {
+        match JsonRpcMessage::from_slice(bytes) {
+            Ok(message) => self.handle(message),
+            Err(e) => {
+                tracing::debug!(error = %e, "rejected a malformed message");
+                Some(ResponseStream::ready(JsonRpcMessage::Error(
+                    e.to_response(),
+                )))
+            }
+        }
+    }
+
+    /// Feeds one message. A request returns its [`ResponseStream`]; notifications and answers
+    /// to server-to-client requests return `None`.
+    pub fn handle(&self, message: JsonRpcMessage) -> Option<ResponseStream> {
+        match message {
+            JsonRpcMessage::Request(request) => Some(self.handle_request(request)),
+            JsonRpcMessage::Notification(notification) => {
+                match ClientNotification::from_notification(&notification) {
+                    Ok(ClientNotification::Cancelled(CancelledParams {
+                        request_id: Some(id),
+                        ..
+                    })) => self.state.cancel(&id),
+                    Ok(ClientNotification::Initialized(_)) => {
+                        tracing::debug!("legacy session initialized")
+                    }
+                    Ok(other) => tracing::debug!(method = other.method(), "notification ignored"),
+                    Err(e) => {
+                        tracing::debug!(error = %e, "unknown or malformed notification ignored")
+                    }
+                }
+                None
+            }
+            JsonRpcMessage::Response(response) => {
+                self.state
+                    .pending
+                    .resolve(&response.id, Ok(response.result));
+                None
+            }
+            JsonRpcMessage::Error(error) => {
+                if let Some(id) = error.id.request_id() {
+                    self.state.pending.resolve(id, Err(error.error));
+                }
+                None
+            }
+        }
+    }
+
+    fn handle_request(&self, request: JsonRpcRequest) -> ResponseStream {
+        if request.method == methods::INITIALIZE {
+            let response = match self.initialize(&request) {
+                Ok(result) => respond(&request.id, Ok(result)),
+                Err(e) => respond(&request.id, Err(e)),
+            };
+            return ResponseStream::ready(response);
+        }
+        let typed = ClientRequest::from_request(&request);
+        let enveloped = match &typed {
+            Ok(t) => t.meta().is_some_and(|m| m.protocol_version.is_some()),
+            Err(_) => probe_meta(request.params.as_deref())
+                .as_ref()
+                .is_some_and(|m| m.get(meta::PROTOCOL_VERSION).is_some()),
+        };
+        let route = if enveloped || !self.is_legacy() {
+            Route::Modern {
+                transport: self.state.transport.clone(),
+                session: Some(self.state.clone()),
+            }
+        } else {
+            Route::Legacy {
+                session: self.state.clone(),
+            }
+        };
+        spawn_request(self.state.inner.clone(), request, typed, route)
+    }
+
+    fn initialize(&self, request: &JsonRpcRequest) -> Result<Box<RawValue>, ErrorObject> {
+        let params: InitializeRequestParams = match ClientRequest::from_request(request) {
+            Ok(ClientRequest::Initialize(p)) => p,
+            Ok(_) => {
+                return Err(ErrorObject::internal(
+                    "initialize decoded as another method",
+                ));
+            }
+            Err(e) => return Err(params_error(e)),
+        };
+        let version = if LEGACY_VERSIONS.contains(&params.protocol_version.as_str()) {
+            params.protocol_version.clone()
+        } else {
+            ProtocolVersion::LATEST_LEGACY.as_str().to_owned()
+        };
+        let first = {
+            let Ok(mut legacy) = self.state.legacy.lock() else {
+                return Err(ErrorObject::internal("session state is unavailable"));
+            };
+            let first = legacy.is_none();
+            *legacy = Some(LegacyState {
+                protocol_version: version.clone(),
+                capabilities: Arc::new(params.capabilities),
+                client_info: Some(Arc::new(params.client_info)),
+                log_level: Some(LoggingLevel::Debug),
+                subscriptions: HashSet::new(),
+            });
+            first
+        };
+        if first {
+            spawn_change_forwarder(&self.state);
+        }
+        let inner = &self.state.inner;
+        tracing::debug!(%version, "legacy session initialized");
+        to_raw(&InitializeResult {
+            protocol_version: version,
+            capabilities: inner.legacy_capabilities.clone(),
+            server_info: inner.server.info.clone(),
+            instructions: inner.server.instructions.clone(),
+            meta: None,
+            extra: JsonObject::new(),
+        })
+    }
+}
+
+/// Forwards change events to a legacy session as unsolicited notifications.
+fn spawn_change_forwarder(state: &Arc<SessionState>) {
+    if !state.inner.server.change_notifications {
+        return;
+    }
+    let mut events = state.inner.notifier.subscribe();
+    let state = state.clone();
+    tokio::spawn(async move {
+        loop {
+            let event = tokio::select! {
+                () = state.closed.cancelled() => return,
+                event = events.recv() => event,
+            };
+            let notification = match event {
+                Ok(ChangeEvent::ToolsListChanged) => ServerNotification::ToolListChanged(None),
+                Ok(ChangeEvent::PromptsListChanged) => ServerNotification::PromptListChanged(None),
+                Ok(ChangeEvent::ResourcesListChanged) => {
+                    ServerNotification::ResourceListChanged(None)
+                }
+                Ok(ChangeEvent::ResourceUpdated(uri)) => {
+                    let subscribed = state
+                        .with_legacy(|l| l.subscriptions.iter().any(|s| covers(s, &uri)))
+                        .unwrap_or(false);
+                    if !subscribed {
+                        continue;
+                    }
+                    ServerNotification::ResourceUpdated(ResourceUriParams {
+                        uri,
+                        meta: None,
+                        extra: JsonObject::new(),
+                    })
+                }
+                Ok(ChangeEvent::Shutdown) => continue,
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    tracing::warn!(
+                        skipped = n,
+                        "a legacy session lagged behind change notifications"
+                    );
+                    continue;
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            };
+            if let Ok(n) = notification.to_notification()
+                && state
+                    .outbound
+                    .send(JsonRpcMessage::Notification(n))
+                    .is_err()
+            {
+                return;
+            }
+        }
+    });
+}
+
+/// Whether a subscription to `subscribed` covers an update of `uri` (itself or a sub-resource).
+fn covers(subscribed: &str, uri: &str) -> bool {
+    uri == subscribed
+        || uri
+            .strip_prefix(subscribed)
+            .is_some_and(|rest| subscribed.ends_with('/') || rest.starts_with('/'))
+}
+
+enum Route {
+    Modern {
+        transport: TransportContext,
+        session: Option<Arc<SessionState>>,
+    },
+    Legacy {
+        session: Arc<SessionState>,
+    },
+}
+
+impl Route {
+    fn session(&self) -> Option<&Arc<SessionState>> {
+        match self {
+            Route::Modern { session, .. } => session.as_ref(),
+            Route::Legacy { session } => Some(session),
+        }
+    }
+}
+
+type Served = Option<Result<Box<RawValue>, ErrorObject>>;
+
+fn respond(id: &RequestId, result: Result<Box<RawValue>, ErrorObject>) -> JsonRpcMessage {
+    match result {
+        Ok(result) => JsonRpcMessage::Response(JsonRpcResponse {
+            id: id.clone(),
+            result,
+            extra: JsonObject::new(),
+        }),
+        Err(error) => JsonRpcMessage::Error(JsonRpcError::new(Some(id.clone()), error)),
+    }
+}
+
+fn spawn_request(
+    inner: Arc<Inner>,
+    request: JsonRpcRequest,
+    typed: Result<ClientRequest, ParamsError>,
+    route: Route,
+) -> ResponseStream {
+    let (sink, rx) = Sink::channel();
+    let cancel = CancellationToken::new();
+    if let Some(session) = route.session() {
+        session.track(&request.id, cancel.clone());
+    }
+    tokio::spawn(async move {
+        let id = request.id.clone();
+        let work = async {
+            match &route {
+                Route::Modern { transport, .. } => {
+                    serve_modern(&inner, &request, typed, transport, &sink, &cancel).await
+                }
+                Route::Legacy { session } => {
+                    serve_legacy(&inner, &request, typed, session, &sink, &cancel).await
+                }
+            }
+        };
+        let served = tokio::select! {
+            biased;
+            () = cancel.cancelled() => None,
+            () = sink.closed() => {
+                cancel.cancel();
+                None
+            }
+            served = work => served,
+        };
+        if let Some(result) = served {
+            sink.send(respond(&id, result)).await;
+        } else {
+            tracing::debug!(%id, "request cancelled; no response is sent");
+        }
+        if let Some(session) = route.session() {
+            session.untrack(&id);
+        }
+    });
+    ResponseStream { rx }
+}
+
+fn to_raw<T: Serialize + ?Sized>(value: &T) -> Result<Box<RawValue>, ErrorObject> {
+    mcp_types::jsonrpc::to_raw(value)
+        .map_err(|e| ErrorObject::internal(format!("the result could not be serialized: {e}")))
+}
+
+fn params_error(e: ParamsError) -> ErrorObject {
+    match e {
+        ParamsError::UnknownMethod(method) => ErrorObject::method_not_found(&method),
+        other => ErrorObject::invalid_params(other.to_string()),
+    }
+}
+
+fn probe_meta(params: Option<&RawValue>) -> Option<JsonObject> {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        #[serde(rename = "_meta")]
+        meta: Option<Value>,
+    }
+    let probe: Probe = serde_json::from_str(params?.get()).ok()?;
+    match probe.meta? {
+        Value::Object(o) => Some(o),
+        _ => None,
+    }
+}
+
+/// The 2026-07-28 envelope checks, on a `_meta` read without the method's type: used when the
+/// params do not parse, so an envelope or version error still wins over a params error.
+fn check_raw_envelope(params: Option<&RawValue>) -> Result<(), ErrorObject> {
+    let Some(meta) = probe_meta(params) else {
+        return Err(envelope_missing());
+    };
+    let missing: Vec<&str> = [meta::PROTOCOL_VERSION, meta::CLIENT_CAPABILITIES]
+        .into_iter()
+        .filter(|k| !meta.contains_key(*k))
+        .collect();
+    if !missing.is_empty() {
+        return Err(envelope_keys_missing(&missing));
+    }
+    match meta.get(meta::PROTOCOL_VERSION) {
+        Some(Value::String(v)) => check_version(v),
+        _ => Err(ErrorObject::invalid_params(format!(
+            "params._meta '{}' must be a string",
+            meta::PROTOCOL_VERSION
+        ))),
+    }
+}
+
+fn envelope_missing() -> ErrorObject {
+    ErrorObject::invalid_params(format!(
+        "params._meta must be an object carrying the required '{}' and '{}' envelope keys",
+        meta::PROTOCOL_VERSION,
+        meta::CLIENT_CAPABILITIES
+    ))
+}
+
+fn envelope_keys_missing(missing: &[&str]) -> ErrorObject {
+    ErrorObject::invalid_params(format!(
+        "params._meta is missing the required envelope key(s): {}",
+        missing.join(", ")
+    ))
+}
+
+fn check_version(version: &str) -> Result<(), ErrorObject> {
+    if MODERN_VERSIONS.contains(&version) {
+        Ok(())
+    } else {
+        Err(ErrorObject::unsupported_protocol_version(
+            &MODERN_VERSIONS,
+            version,
+        ))
+    }
+}
+
+/// Whether the server serves `method` at all (its capability is advertised).
+fn method_served(server: &Server, method: &str) -> bool {
+    match method {
+        methods::TOOLS_LIST | methods::TOOLS_CALL => server.serves_tools(),
+        methods::PROMPTS_LIST | methods::PROMPTS_GET => server.serves_prompts(),
+        methods::RESOURCES_LIST | methods::RESOURCES_TEMPLATES_LIST | methods::RESOURCES_READ => {
+            server.serves_resources()
+        }
+        methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
+            server.serves_resources() && server.change_notifications
+        }
+        methods::SUBSCRIPTIONS_LISTEN => server.change_notifications,
+        methods::COMPLETION_COMPLETE => server.handlers.complete.is_some(),
+        methods::TASKS_GET
+        | methods::TASKS_RESULT
+        | methods::TASKS_LIST
+        | methods::TASKS_CANCEL => false,
+        _ => true,
+    }
+}
+
+async fn serve_modern(
+    inner: &Arc<Inner>,
+    request: &JsonRpcRequest,
+    typed: Result<ClientRequest, ParamsError>,
+    transport: &TransportContext,
+    sink: &Sink,
+    cancel: &CancellationToken,
+) -> Served {
+    let typed = match typed {
+        Ok(typed) => typed,
+        Err(e) => {
+            if let Err(envelope) = check_raw_envelope(request.params.as_deref()) {
+                return Some(Err(envelope));
+            }
+            return Some(Err(params_error(e)));
+        }
+    };
+    let Some(meta) = typed.meta() else {
+        return Some(Err(envelope_missing()));
+    };
+    let missing = meta.missing_envelope_keys();
+    if !missing.is_empty() {
+        return Some(Err(envelope_keys_missing(&missing)));
+    }
+    let version = meta.protocol_version.clone().unwrap_or_default();
+    if let Err(e) = check_version(&version) {
+        return Some(Err(e));
+    }
+    let method = typed.method();
+    if !methods::exists(
+        ProtocolVersion::V2026_07_28,
+        method,
+        Kind::Request,
+        Direction::ClientToServer,
+    ) || !method_served(&inner.server, method)
+    {
+        return Some(Err(ErrorObject::method_not_found(&request.method)));
+    }
+    let ctx = RequestContext {
+        id: request.id.clone(),
+        method: method.to_owned(),
+        era: Era::Modern,
+        protocol_version: version,
+        client_capabilities: Arc::new(meta.client_capabilities.clone().unwrap_or_default()),
+        client_info: meta.client_info.clone().map(Arc::new),
+        meta: Some(meta.clone()),
+        principal: transport.principal.clone(),
+        request_state: None,
+        input_responses: None,
+        progress_token: meta.progress_token.clone(),
+        log_level: meta.log_level,
+        sink: sink.clone(),
+        cancellation: cancel.clone(),
+        peer: None,
+        notifier: inner.notifier.clone(),
+    };
+    match typed {
+        ClientRequest::Discover(_) => Some(discover(inner)),
+        ClientRequest::SubscriptionsListen(params) => {
+            listen(inner, &request.id, params, sink, cancel).await
+        }
+        other => Some(execute(inner, other, ctx, transport).await),
+    }
+}
+
+async fn serve_legacy(
+    inner: &Arc<Inner>,
+    request: &JsonRpcRequest,
+    typed: Result<ClientRequest, ParamsError>,
+    session: &Arc<SessionState>,
+    sink: &Sink,
+    cancel: &CancellationToken,
+) -> Served {
+    let typed = match typed {
+        Ok(typed) => typed,
+        Err(e) => return Some(Err(params_error(e))),
+    };
+    let Some(legacy) = session.legacy() else {
+        return Some(Err(ErrorObject::internal("the legacy session is gone")));
+    };
+    let method = typed.method();
+    if !methods::exists(
+        ProtocolVersion::LATEST_LEGACY,
+        method,
+        Kind::Request,
+        Direction::ClientToServer,
+    ) || !method_served(&inner.server, method)
+    {
+        return Some(Err(ErrorObject::method_not_found(&request.method)));
+    }
+    let meta = typed.meta().cloned();
+    let ctx = RequestContext {
+        id: request.id.clone(),
+        method: method.to_owned(),
+        era: Era::Legacy,
+        protocol_version: legacy.protocol_version.clone(),
+        client_capabilities: legacy.capabilities.clone(),
+        client_info: legacy.client_info.clone(),
+        progress_token: meta.as_ref().and_then(|m| m.progress_token.clone()),
+        meta,
+        principal: session.transport.principal.clone(),
+        request_state: None,
+        input_responses: None,
+        log_level: legacy.log_level,
+        sink: sink.clone(),
+        cancellation: cancel.clone(),
+        peer: Some(Peer {
+            pending: session.pending.clone(),
+            timeout: inner.server.request_timeout,
+        }),
+        notifier: inner.notifier.clone(),
+    };
+    let empty = || to_raw(&EmptyResult::default());
+    Some(match typed {
+        ClientRequest::Ping(_) => empty(),
+        ClientRequest::SetLevel(params) => {
+            session.with_legacy(|l| l.log_level = Some(params.level));
+            empty()
+        }
+        ClientRequest::Subscribe(params) => {
+            session.with_legacy(|l| l.subscriptions.insert(params.uri.clone()));
+            match &inner.server.handlers.subscribe {
+                Some(handler) => handler(ctx, params).await.and_then(|()| empty()),
+                None => empty(),
+            }
+        }
+        ClientRequest::Unsubscribe(params) => {
+            session.with_legacy(|l| l.subscriptions.remove(&params.uri));
+            match &inner.server.handlers.unsubscribe {
+                Some(handler) => handler(ctx, params).await.and_then(|()| empty()),
+                None => empty(),
+            }
+        }
+        other => execute(inner, other, ctx, &session.transport).await,
+    })
+}
+
+fn discover(inner: &Inner) -> Result<Box<RawValue>, ErrorObject> {
+    let mut result = DiscoverResult {
+        supported_versions: SUPPORTED_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
+        capabilities: inner.capabilities.clone(),
+        instructions: inner.server.instructions.clone(),
+        ..DiscoverResult::default()
+    };
+    result.stamp_modern(&Stamp {
+        server_info: &inner.server.info,
+        cache: inner.server.discover_cache,
+    });
+    to_raw(&result)
+}
+
+/// `subscriptions/listen`: acknowledge, then deliver the opted-in changes tagged with the
+/// listen id until the client cancels or the server shuts down (then send the result).
+async fn listen(
+    inner: &Arc<Inner>,
+    id: &RequestId,
+    params: SubscriptionsListenRequestParams,
+    sink: &Sink,
+    cancel: &CancellationToken,
+) -> Served {
+    let wanted = params.notifications;
+    let server = &inner.server;
+    let honoured = SubscriptionFilter {
+        tools_list_changed: wanted
+            .tools_list_changed
+            .filter(|w| *w && server.serves_tools()),
+        prompts_list_changed: wanted
+            .prompts_list_changed
+            .filter(|w| *w && server.serves_prompts()),
+        resources_list_changed: wanted
+            .resources_list_changed
+            .filter(|w| *w && server.serves_resources()),
+        resource_subscriptions: wanted
+            .resource_subscriptions
+            .filter(|_| server.serves_resources()),
+        extra: JsonObject::new(),
+    };
+    // Subscribe before acknowledging, so no change between the two is lost.
+    let mut events = inner.notifier.subscribe();
+    let tag = || {
+        Some(Meta {
+            subscription_id: Some(id.clone()),
+            ..Meta::default()
+        })
+    };
+    sink.notify(ServerNotification::SubscriptionsAcknowledged(
+        SubscriptionsAcknowledgedParams {
+            notifications: honoured.clone(),
+            meta: tag(),
+            extra: JsonObject::new(),
+        },
+    ))
+    .await;
+    let tagged = || {
+        Some(RequestParams {
+            meta: tag(),
+            extra: JsonObject::new(),
+        })
+    };
+    loop {
+        let event = tokio::select! {
+            () = cancel.cancelled() => return None,
+            event = events.recv() => event,
+        };
+        let notification = match event {
+            Ok(ChangeEvent::ToolsListChanged) if honoured.tools_list_changed == Some(true) => {
+                ServerNotification::ToolListChanged(tagged())
+            }
+            Ok(ChangeEvent::PromptsListChanged) if honoured.prompts_list_changed == Some(true) => {
+                ServerNotification::PromptListChanged(tagged())
+            }
+            Ok(ChangeEvent::ResourcesListChanged)
+                if honoured.resources_list_changed == Some(true) =>
+            {
+                ServerNotification::ResourceListChanged(tagged())
+            }
+            Ok(ChangeEvent::ResourceUpdated(uri))
+                if honoured
+                    .resource_subscriptions
+                    .as_ref()
+                    .is_some_and(|s| s.iter().any(|s| covers(s, &uri))) =>
+            {
+                ServerNotification::ResourceUpdated(ResourceUriParams {
+                    uri,
+                    meta: tag(),
+                    extra: JsonObject::new(),
+                })
+            }
+            Ok(ChangeEvent::Shutdown) | Err(broadcast::error::RecvError::Closed) => {
+                let mut result = EmptyResult {
+                    meta: tag(),
+                    ..EmptyResult::default()
+                };
+                result.stamp_modern(&Stamp {
+                    server_info: &server.info,
+                    cache: server.cache,
+                });
+                return Some(to_raw(&result));
+            }
+            Ok(_) => continue,
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!(
+                    skipped = n,
+                    "a listen stream lagged behind change notifications"
+                );
+                continue;
+            }
+        };
+        sink.notify(notification).await;
+    }
+}
+
+fn finish<T: Stamped + Serialize>(
+    inner: &Inner,
+    era: Era,
+    mut result: T,
+) -> Result<Box<RawValue>, ErrorObject> {
+    match era {
+        Era::Modern => result.stamp_modern(&Stamp {
+            server_info: &inner.server.info,
+            cache: inner.server.cache,
+        }),
+        Era::Legacy => result.strip_legacy(),
+    }
+    to_raw(&result)
+}
+
+async fn list<P: Default, R: Stamped + Serialize + Default>(
+    inner: &Inner,
+    handler: Option<&Handler<P, R>>,
+    ctx: RequestContext,
+    params: Option<P>,
+) -> Result<Box<RawValue>, ErrorObject> {
+    let era = ctx.era;
+    let result = match handler {
+        Some(handler) => handler(ctx, params.unwrap_or_default()).await?,
+        None => R::default(),
+    };
+    finish(inner, era, result)
+}
+
+async fn execute(
+    inner: &Arc<Inner>,
+    typed: ClientRequest,
+    ctx: RequestContext,
+    transport: &TransportContext,
+) -> Result<Box<RawValue>, ErrorObject> {
+    let h = &inner.server.handlers;
+    match typed {
+        ClientRequest::ListTools(p) => list(inner, h.list_tools.as_ref(), ctx, p).await,
+        ClientRequest::ListPrompts(p) => list(inner, h.list_prompts.as_ref(), ctx, p).await,
+        ClientRequest::ListResources(p) => list(inner, h.list_resources.as_ref(), ctx, p).await,
+        ClientRequest::ListResourceTemplates(p) => {
+            list(inner, h.list_resource_templates.as_ref(), ctx, p).await
+        }
+        ClientRequest::Complete(p) => match &h.complete {
+            Some(handler) => {
+                let era = ctx.era;
+                let result = handler(ctx, p).await?;
+                finish(inner, era, result)
+            }
+            None => Err(ErrorObject::method_not_found(methods::COMPLETION_COMPLETE)),
+        },
+        ClientRequest::CallTool(p) => {
+            let binding = inner.server.boundary.is_some().then(|| BindingParts {
+                method: methods::TOOLS_CALL,
+                target: p.name.clone(),
+                arguments: Some(Value::Object(p.arguments.clone().unwrap_or_default())),
+            });
+            let name = p.name.clone();
+            carrier(
+                inner,
+                h.call_tool.as_ref(),
+                p,
+                ctx,
+                transport,
+                binding,
+                || ErrorObject::invalid_params(format!("Unknown tool: {name}")),
+            )
+            .await
+        }
+        ClientRequest::GetPrompt(p) => {
+            let binding = inner.server.boundary.is_some().then(|| BindingParts {
+                method: methods::PROMPTS_GET,
+                target: p.name.clone(),
+                arguments: Some(
+                    p.arguments
+                        .as_ref()
+                        .map(|a| {
+                            Value::Object(
+                                a.iter()
+                                    .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
+                                    .collect(),
+                            )
+                        })
+                        .unwrap_or_else(|| Value::Object(JsonObject::new())),
+                ),
+            });
+            let name = p.name.clone();
+            carrier(
+                inner,
+                h.get_prompt.as_ref(),
+                p,
+                ctx,
+                transport,
+                binding,
+                || ErrorObject::invalid_params(format!("Unknown prompt: {name}")),
+            )
+            .await
+        }
+        ClientRequest::ReadResource(p) => {
+            let binding = inner.server.boundary.is_some().then(|| BindingParts {
+                method: methods::RESOURCES_READ,
+                target: p.uri.clone(),
+                arguments: None,
+            });
+            let uri = p.uri.clone();
+            let era = ctx.era;
+            carrier(
+                inner,
+                h.read_resource.as_ref(),
+                p,
+                ctx,
+                transport,
+                binding,
+                || resource_not_found(era, &uri),
+            )
+            .await
+        }
+        other => Err(ErrorObject::method_not_found(other.method())),
+    }
+}
+
+/// "Resource not found": `-32602` with `data.uri` on 2026-07-28, the legacy `-32002` before.
+pub fn resource_not_found(era: Era, uri: &str) -> ErrorObject {
+    let code = match era {
+        Era::Modern => ErrorCode::INVALID_PARAMS,
+        Era::Legacy => ErrorCode::LEGACY_RESOURCE_NOT_FOUND,
+    };
+    ErrorObject::new(code, "Resource not found").with_data(serde_json::json!({ "uri": uri }))
+}
+
+struct BindingParts {
+    method: &'static str,
+    target: String,
+    arguments: Option<Value>,
+}
+
+impl BindingParts {
+    fn binding(&self) -> RequestBinding<'_> {
+        RequestBinding::new(self.method, &self.target, self.arguments.as_ref())
+    }
+}
+
+fn invalid_request_state() -> ErrorObject {
+    ErrorObject::invalid_params(INVALID_REQUEST_STATE_MESSAGE)
+        .with_data(serde_json::json!({ "reason": INVALID_REQUEST_STATE_DATA_REASON }))
+}
+
+/// A method that may answer `input_required`: verify the incoming state, run the handler,
+/// check and seal the outgoing round.
+async fn carrier<P, T>(
+    inner: &Arc<Inner>,
+    handler: Option<&Handler<P, Outcome<T>>>,
+    mut params: P,
+    mut ctx: RequestContext,
+    transport: &TransportContext,
+    binding: Option<BindingParts>,
+    missing: impl FnOnce() -> ErrorObject,
+) -> Result<Box<RawValue>, ErrorObject>
+where
+    P: RetryParams,
+    T: Stamped + Serialize,
+{
+    let Some(handler) = handler else {
+        return Err(missing());
+    };
+    let era = ctx.era;
+    let boundary = inner
+        .server
+        .boundary
+        .as_ref()
+        .filter(|_| era == Era::Modern);
+    let mut principal: Option<Result<Option<Principal>, ()>> = None;
+    if era == Era::Modern {
+        if let (Some(boundary), Some(parts)) = (boundary, binding.as_ref()) {
+            let source = PrincipalSource::new(parts.method, transport.principal.as_ref());
+            let source = match transport.context.as_deref() {
+                Some(context) => source.with_context(context),
+                None => source,
+            };
+            let resolved = boundary.principal(&source).map_err(|e| {
+                tracing::debug!(reason = %e.reason(), "principal binding failed");
+            });
+            if let Some(state) = params.request_state_value() {
+                let Ok(who) = &resolved else {
+                    return Err(invalid_request_state());
+                };
+                let Some(token) = state.as_str() else {
+                    tracing::debug!(method = parts.method, "requestState rejected: not a string");
+                    return Err(invalid_request_state());
+                };
+                match boundary.unseal(&parts.binding(), token, who.as_ref()) {
+                    Ok(plaintext) => params.set_request_state(Some(plaintext)),
+                    Err(e) => {
+                        tracing::debug!(method = parts.method, reason = %e.reason(), "requestState rejected");
+                        return Err(invalid_request_state());
+                    }
+                }
+            }
+            principal = Some(resolved);
+        } else if let Some(state) = params.request_state_value()
+            && !state.is_string()
+        {
+            return Err(ErrorObject::invalid_params(
+                "Invalid params: requestState must be a string",
+            ));
+        }
+        ctx.request_state = params.request_state().map(str::to_owned);
+        ctx.input_responses = params.input_responses().cloned();
+    }
+    let caps = ctx.client_capabilities.clone();
+    match handler(ctx, params).await? {
+        Outcome::Complete(result) => finish(inner, era, result),
+        Outcome::InputRequired(_) if era == Era::Legacy => {
+            tracing::warn!("a handler returned input_required on a 2025-11-25 session");
+            Err(ErrorObject::internal("Handler returned an invalid result"))
+        }
+        Outcome::InputRequired(mut round) => {
+            if !round.is_well_formed() {
+                tracing::warn!(
+                    "a handler returned input_required with neither inputRequests nor requestState"
+                );
+                return Err(ErrorObject::internal("Handler returned an invalid result"));
+            }
+            if let Some(requests) = &round.input_requests {
+                gating::check_input_requests(requests.iter(), &caps)?;
+            }
+            if let (Some(boundary), Some(parts), Some(state)) =
+                (boundary, binding.as_ref(), round.request_state.as_ref())
+            {
+                let Some(Ok(who)) = principal else {
+                    return Err(ErrorObject::internal("Internal error"));
+                };
+                match boundary.seal(&parts.binding(), state, who.as_ref()) {
+                    Ok(token) => round.request_state = Some(token),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "sealing requestState failed");
+                        return Err(ErrorObject::internal("Internal error"));
+                    }
+                }
+            }
+            round.stamp_modern(&Stamp {
+                server_info: &inner.server.info,
+                cache: inner.server.cache,
+            });
+            debug_assert_eq!(round.result_type, ResultType::InputRequired);
+            to_raw::<InputRequiredResult>(&round)
+        }
+    }
+}

@@ -1,0 +1,38 @@
+//! The outgoing side of one request: notifications (progress, logs), legacy server-to-client
+//! requests, and finally the response, in order, on one channel the transport drains.
+
+use mcp_types::{JsonRpcMessage, ServerNotification};
+use tokio::sync::mpsc;
+
+/// How many messages a request may queue before its handler waits for the transport.
+const REQUEST_STREAM_BUFFER: usize = 32;
+
+/// The sending half of a request's stream.
+#[derive(Debug, Clone)]
+pub(crate) struct Sink {
+    tx: mpsc::Sender<JsonRpcMessage>,
+}
+
+impl Sink {
+    pub(crate) fn channel() -> (Sink, mpsc::Receiver<JsonRpcMessage>) {
+        let (tx, rx) = mpsc::channel(REQUEST_STREAM_BUFFER);
+        (Sink { tx }, rx)
+    }
+
+    /// Queues a message; a stream nobody reads any more swallows it.
+    pub(crate) async fn send(&self, message: JsonRpcMessage) {
+        let _ = self.tx.send(message).await;
+    }
+
+    pub(crate) async fn notify(&self, notification: ServerNotification) {
+        match notification.to_notification() {
+            Ok(n) => self.send(JsonRpcMessage::Notification(n)).await,
+            Err(e) => tracing::warn!(error = %e, "a notification could not be serialized"),
+        }
+    }
+
+    /// Resolves when the transport dropped the stream (an HTTP client closed it).
+    pub(crate) async fn closed(&self) {
+        self.tx.closed().await;
+    }
+}
