@@ -150,6 +150,43 @@ impl Pending {
     }
 }
 
+/// Forgets a pending server-to-client request when its caller stops waiting, whichever way.
+struct PendingGuard<'a> {
+    pending: &'a Pending,
+    id: Option<RequestId>,
+    sink: &'a Sink,
+}
+
+impl PendingGuard<'_> {
+    fn disarm(&mut self, tell_client: bool) {
+        if let Some(id) = self.id.take() {
+            self.pending.forget(&id);
+            if tell_client {
+                self.cancel_on_client(id);
+            }
+        }
+    }
+
+    fn cancel_on_client(&self, id: RequestId) {
+        self.sink
+            .try_notify(ServerNotification::Cancelled(CancelledParams {
+                request_id: Some(id),
+                reason: Some("the server stopped waiting for this request".into()),
+                meta: None,
+                extra: JsonObject::new(),
+            }));
+    }
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            self.pending.forget(&id);
+            self.cancel_on_client(id);
+        }
+    }
+}
+
 /// A handle to send server-to-client requests on a legacy session.
 #[derive(Debug, Clone)]
 pub(crate) struct Peer {
@@ -172,10 +209,17 @@ impl Peer {
         }
         let method = request.method();
         let (id, answer) = self.pending.register();
+        // If the call is cancelled while waiting, its future is dropped here: the guard then
+        // forgets the pending entry and tells the client to stop working on the request.
+        let mut guard = PendingGuard {
+            pending: &self.pending,
+            id: Some(id.clone()),
+            sink,
+        };
         let message = match request.to_request(id.clone()) {
             Ok(m) => m,
             Err(e) => {
-                self.pending.forget(&id);
+                guard.disarm(false);
                 return Err(PeerError::InvalidResult {
                     method,
                     reason: format!("the request could not be encoded: {e}"),
@@ -189,19 +233,13 @@ impl Peer {
             () = cancel.cancelled() => Err(PeerError::Cancelled),
         };
         let answer = match outcome {
-            Ok(answer) => answer,
+            Ok(answer) => {
+                guard.disarm(false);
+                answer
+            }
             Err(e) => {
-                self.pending.forget(&id);
-                // Tell the client to stop working on a request nobody waits for any more.
-                if matches!(e, PeerError::Timeout { .. } | PeerError::Cancelled) {
-                    let params = CancelledParams {
-                        request_id: Some(id),
-                        reason: Some(e.to_string()),
-                        meta: None,
-                        extra: JsonObject::new(),
-                    };
-                    sink.notify(ServerNotification::Cancelled(params)).await;
-                }
+                let tell_client = matches!(e, PeerError::Timeout { .. } | PeerError::Cancelled);
+                guard.disarm(tell_client);
                 return Err(e);
             }
         };

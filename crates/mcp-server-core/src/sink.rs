@@ -31,6 +31,13 @@ impl Sink {
         }
     }
 
+    /// Queues a notification without waiting (for `Drop` paths); dropped if the stream is full.
+    pub(crate) fn try_notify(&self, notification: ServerNotification) {
+        if let Ok(n) = notification.to_notification() {
+            let _ = self.tx.try_send(JsonRpcMessage::Notification(n));
+        }
+    }
+
     /// Resolves when the transport dropped the stream (an HTTP client closed it).
     pub(crate) async fn closed(&self) {
         self.tx.closed().await;

@@ -318,3 +318,33 @@ async fn list_changes_and_subscribed_resource_updates_reach_the_session() {
     );
     let _ = ReadResourceResult::default();
 }
+
+#[tokio::test]
+async fn cancelling_the_call_cancels_its_pending_server_to_client_request() {
+    let mut c = TestClient::new(&bistro());
+    c.initialize("2025-11-25", json!({"roots": {}})).await;
+    let call = json!({"jsonrpc": "2.0", "id": "call-1", "method": "tools/call", "params": {"name": "roots"}});
+    c.conn.send_raw(call.to_string().into_bytes());
+    let roots = c.conn.recv().await.unwrap().to_value();
+    assert_eq!(roots["method"], "roots/list");
+    c.notify("notifications/cancelled", json!({"requestId": "call-1"}));
+    let cancelled = tokio::time::timeout(Duration::from_secs(2), c.conn.recv())
+        .await
+        .unwrap()
+        .unwrap()
+        .to_value();
+    assert_eq!(cancelled["method"], "notifications/cancelled");
+    assert_eq!(cancelled["params"]["requestId"], roots["id"]);
+    // No response for the cancelled call, and a late answer to roots/list is ignored.
+    c.conn.send_raw(
+        json!({"jsonrpc": "2.0", "id": roots["id"], "result": {"roots": []}})
+            .to_string()
+            .into_bytes(),
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_millis(100), c.conn.recv())
+            .await
+            .is_err()
+    );
+    assert_eq!(c.request("ping", json!({})).await["result"], json!({}));
+}
