@@ -6,7 +6,10 @@ use std::sync::Arc;
 
 use mcp_state_seal::Principal;
 use mcp_types::capabilities::ClientCapabilities;
-use mcp_types::elicitation::{ElicitRequestParams, ElicitResult};
+use mcp_types::elicitation::{
+    ElicitAction, ElicitRequestFormParams, ElicitRequestParams, ElicitRequestUrlParams,
+    ElicitResult, ElicitationCompleteParams,
+};
 use mcp_types::lifecycle::Implementation;
 use mcp_types::logging::{LoggingLevel, LoggingMessageParams};
 use mcp_types::meta::Meta;
@@ -15,16 +18,19 @@ use mcp_types::notifications::{ProgressParams, ProgressToken};
 use mcp_types::roots::ListRootsResult;
 use mcp_types::sampling::{CreateMessageRequestParams, CreateMessageResult};
 use mcp_types::version::Era;
-use mcp_types::{ClientResult, JsonObject, RequestId, ServerNotification, ServerRequest};
+use mcp_types::{
+    ClientResult, ErrorObject, JsonObject, RequestId, ServerNotification, ServerRequest,
+};
 use serde_json::{Number, Value};
 
 use crate::cancel::CancellationToken;
+use crate::mcp::elicit::{ElicitModel, ElicitationResult, elicitation_schema, parse_elicit_result};
 use crate::notify::ChangeNotifier;
 use crate::peer::{Peer, PeerError};
 use crate::sink::Sink;
 
-/// The context of one request, handed to its handler.
-#[derive(Debug)]
+/// The context of one request, handed to its handler. Cheap to clone.
+#[derive(Debug, Clone)]
 pub struct RequestContext {
     pub(crate) id: RequestId,
     pub(crate) method: String,
@@ -188,8 +194,11 @@ impl RequestContext {
         .await
     }
 
-    /// `elicitation/create` on a legacy session.
-    pub async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, PeerError> {
+    /// `elicitation/create` with hand-built params, on a legacy session.
+    pub async fn elicit_with(
+        &self,
+        params: ElicitRequestParams,
+    ) -> Result<ElicitResult, PeerError> {
         match self.send_request(ServerRequest::Elicit(params)).await? {
             ClientResult::Elicit(result) => Ok(result),
             other => Err(PeerError::wrong_result("elicitation/create", &other)),
@@ -216,6 +225,81 @@ impl RequestContext {
             ClientResult::ListRoots(result) => Ok(result),
             other => Err(PeerError::wrong_result("roots/list", &other)),
         }
+    }
+
+    /// Asks the user to fill in `T` as a form, live, on a 2025-11-25 session.
+    ///
+    /// A 2026-07-28 request has no back-channel: ask with a resolver (`#[resolve]`, or
+    /// [`ToolDef::resolve`](crate::mcp::ToolDef::resolve)) instead, which works on both eras.
+    pub async fn elicit<T: ElicitModel>(
+        &self,
+        message: impl Into<String>,
+    ) -> Result<ElicitationResult<T>, ErrorObject> {
+        self.require_back_channel("ctx.elicit()")?;
+        let schema = elicitation_schema::<T>().map_err(|e| ErrorObject::internal(e.0))?;
+        let params = ElicitRequestParams::Form(ElicitRequestFormParams {
+            mode: Some("form".into()),
+            message: message.into(),
+            requested_schema: (*schema).clone(),
+            task: None,
+            meta: None,
+            extra: JsonObject::new(),
+        });
+        let result = self.elicit_with(params).await?;
+        parse_elicit_result(&result)
+            .map_err(|why| ErrorObject::invalid_params(format!("The client sent {why}")))
+    }
+
+    /// Asks the user to open `url` (URL-mode elicitation), live, on a 2025-11-25 session;
+    /// `elicitation_id` correlates a later [`send_elicit_complete`](Self::send_elicit_complete).
+    pub async fn elicit_url(
+        &self,
+        message: impl Into<String>,
+        url: impl Into<String>,
+        elicitation_id: impl Into<String>,
+    ) -> Result<ElicitAction, ErrorObject> {
+        self.require_back_channel("ctx.elicit_url()")?;
+        let params = ElicitRequestParams::Url(ElicitRequestUrlParams {
+            mode: "url".into(),
+            message: message.into(),
+            url: url.into(),
+            elicitation_id: Some(elicitation_id.into()),
+            task: None,
+            meta: None,
+            extra: JsonObject::new(),
+        });
+        Ok(self.elicit_with(params).await?.action)
+    }
+
+    /// Tells a 2025-11-25 client that the URL elicitation `elicitation_id` completed
+    /// (`notifications/elicitation/complete`). 2026-07-28 has no such notification: the client
+    /// learns the outcome by retrying, so on a modern request this is an error.
+    pub async fn send_elicit_complete(
+        &self,
+        elicitation_id: impl Into<String>,
+    ) -> Result<(), ErrorObject> {
+        self.require_back_channel("ctx.send_elicit_complete()")?;
+        self.notify(ServerNotification::ElicitationComplete(
+            ElicitationCompleteParams {
+                elicitation_id: elicitation_id.into(),
+                extra: JsonObject::new(),
+            },
+        ))
+        .await;
+        Ok(())
+    }
+
+    fn require_back_channel(&self, what: &str) -> Result<(), ErrorObject> {
+        if self.peer.is_some() {
+            return Ok(());
+        }
+        Err(ErrorObject::new(
+            mcp_types::ErrorCode::INVALID_REQUEST,
+            format!(
+                "{what} needs a 2025-11-25 session with a live back-channel; on a 2026-07-28 request, \
+                 ask with a resolver (#[resolve(...)]) or return an InputRequiredResult"
+            ),
+        ))
     }
 
     /// Sends a notification on this request's stream (e.g. the legacy

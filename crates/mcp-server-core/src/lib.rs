@@ -19,6 +19,7 @@
 mod cancel;
 mod context;
 pub mod gating;
+pub mod mcp;
 mod memory;
 mod notify;
 mod peer;

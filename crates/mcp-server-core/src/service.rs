@@ -528,7 +528,7 @@ fn spawn_request(
     }
     tokio::spawn(async move {
         let id = request.id.clone();
-        let work = async {
+        let work = CatchUnwind(Box::pin(async {
             match &route {
                 Route::Modern { transport, .. } => {
                     serve_modern(&inner, &request, typed, transport, &sink, &cancel).await
@@ -537,7 +537,7 @@ fn spawn_request(
                     serve_legacy(&inner, &request, typed, session, &sink, &cancel).await
                 }
             }
-        };
+        }));
         let served = tokio::select! {
             biased;
             () = cancel.cancelled() => None,
@@ -545,7 +545,10 @@ fn spawn_request(
                 cancel.cancel();
                 None
             }
-            served = work => served,
+            served = work => served.unwrap_or_else(|| {
+                tracing::error!(%id, "a handler panicked; answering -32603");
+                Some(Err(ErrorObject::internal("Internal error")))
+            }),
         };
         if let Some(result) = served {
             sink.send(respond(&id, result)).await;
@@ -557,6 +560,26 @@ fn spawn_request(
         }
     });
     ResponseStream { rx }
+}
+
+/// Runs a request's future and turns a panic in it into `None`, so a panicking handler gets an
+/// error response instead of leaving its client waiting.
+struct CatchUnwind<'a, T>(std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>);
+
+impl<T> std::future::Future for CatchUnwind<'_, T> {
+    type Output = Option<T>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<T>> {
+        let inner = self.0.as_mut();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || inner.poll(cx))) {
+            Ok(std::task::Poll::Ready(value)) => std::task::Poll::Ready(Some(value)),
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Err(_) => std::task::Poll::Ready(None),
+        }
+    }
 }
 
 fn to_raw<T: Serialize + ?Sized>(value: &T) -> Result<Box<RawValue>, ErrorObject> {
@@ -696,8 +719,13 @@ async fn serve_modern(
         method: method.to_owned(),
         era: Era::Modern,
         protocol_version: version,
-        client_capabilities: Arc::new(meta.client_capabilities.clone().unwrap_or_default()),
-        client_info: meta.client_info.clone().map(Arc::new),
+        client_capabilities: Arc::new(
+            meta.client_capabilities
+                .as_deref()
+                .cloned()
+                .unwrap_or_default(),
+        ),
+        client_info: meta.client_info.as_deref().cloned().map(Arc::new),
         meta: Some(meta.clone()),
         principal: transport.principal.clone(),
         request_state: None,

@@ -49,7 +49,7 @@ pub(crate) trait Stamped {
 fn stamp_meta(meta: &mut Option<Meta>, info: &Implementation) {
     let meta = meta.get_or_insert_with(Meta::default);
     if meta.server_info.is_none() {
-        meta.server_info = Some(info.clone());
+        meta.server_info = Some(Box::new(info.clone()));
     }
 }
 

@@ -37,7 +37,7 @@ fn bistro() -> mcp_server_core::Service {
                         meta: None,
                         extra: JsonObject::new(),
                     });
-                    let text = match ctx.elicit(ask).await {
+                    let text = match ctx.elicit_with(ask).await {
                         Ok(r) if r.action == ElicitAction::Accept => {
                             "Complete the payment in your browser.".to_owned()
                         }

@@ -383,3 +383,27 @@ async fn envelope_keys_are_read_per_request() {
     assert_eq!(second["error"]["code"], -32021);
     let _ = envelope(Value::Null);
 }
+
+#[tokio::test]
+async fn a_panicking_handler_gets_an_internal_error_and_the_server_keeps_serving() {
+    let service = Server::new("oops")
+        .on_call_tool(|_ctx, params| async move {
+            if params.name == "boom" {
+                panic!("handler bug");
+            }
+            Ok(Outcome::Complete(CallToolResult::text("fine")))
+        })
+        .into_service();
+    let mut c = TestClient::new(&service);
+    let r = c
+        .modern("tools/call", json!({"name": "boom"}), json!({}))
+        .await;
+    assert_eq!(
+        r["error"],
+        json!({"code": -32603, "message": "Internal error"})
+    );
+    let r = c
+        .modern("tools/call", json!({"name": "ok"}), json!({}))
+        .await;
+    assert_eq!(r["result"]["content"][0]["text"], "fine");
+}

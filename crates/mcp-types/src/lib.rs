@@ -79,3 +79,8 @@ pub use version::ProtocolVersion;
 
 /// A JSON object: the type of `params`, `arguments`, `_meta` and every `extra` map.
 pub type JsonObject = serde_json::Map<String, serde_json::Value>;
+
+// The guide's code blocks are compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/wire-types.md")]
+mod wire_types_guide {}

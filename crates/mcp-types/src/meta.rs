@@ -40,6 +40,7 @@ pub const BAGGAGE: &str = "baggage";
 
 /// A `_meta` object with typed access to the reserved keys.
 ///
+/// The larger members are boxed so every type that carries a `_meta` stays small.
 /// One type serves requests (the per-request envelope), results (`serverInfo`) and
 /// notifications (`subscriptionId`); keys that do not belong where they appear are simply absent.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -64,14 +65,14 @@ pub struct Meta {
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub client_capabilities: Option<ClientCapabilities>,
+    pub client_capabilities: Option<Box<ClientCapabilities>>,
     /// `io.modelcontextprotocol/clientInfo`.
     #[serde(
         rename = "io.modelcontextprotocol/clientInfo",
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub client_info: Option<Implementation>,
+    pub client_info: Option<Box<Implementation>>,
     /// `io.modelcontextprotocol/logLevel`.
     #[serde(
         rename = "io.modelcontextprotocol/logLevel",
@@ -85,7 +86,7 @@ pub struct Meta {
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub server_info: Option<Implementation>,
+    pub server_info: Option<Box<Implementation>>,
     /// `io.modelcontextprotocol/subscriptionId`.
     #[serde(
         rename = "io.modelcontextprotocol/subscriptionId",
@@ -103,7 +104,7 @@ impl Meta {
     pub fn request(protocol_version: &str, client_capabilities: ClientCapabilities) -> Self {
         Meta {
             protocol_version: Some(protocol_version.to_owned()),
-            client_capabilities: Some(client_capabilities),
+            client_capabilities: Some(Box::new(client_capabilities)),
             ..Meta::default()
         }
     }
@@ -111,7 +112,7 @@ impl Meta {
     /// The `_meta` of a 2026-07-28 result: the server's identity.
     pub fn result(server_info: Implementation) -> Self {
         Meta {
-            server_info: Some(server_info),
+            server_info: Some(Box::new(server_info)),
             ..Meta::default()
         }
     }

@@ -1,0 +1,688 @@
+//! The high-level server most users write against: registries of tools, prompts, resources
+//! and templates; JSON Schemas from `schemars`; resolvers that ask the user (or the client's
+//! LLM, or its roots) on either era; and sealing on by default.
+//!
+//! ```
+//! use mcp_server_core::mcp::{ElicitationResult, McpServer, Resolution, Resolver, ToolDef};
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct DeleteFolder {
+//!     path: String,
+//! }
+//!
+//! #[derive(Clone, Deserialize, JsonSchema)]
+//! struct Confirm {
+//!     ok: bool,
+//! }
+//!
+//! // Ask only when the folder is not empty; `path` is the tool's own argument.
+//! let confirm = Resolver::new("confirm_delete", |input| async move {
+//!     let path: String = match input.argument("path") {
+//!         Ok(path) => path,
+//!         Err(e) => return Resolution::reject(e),
+//!     };
+//!     if path == "/tmp/empty" {
+//!         Resolution::ready(Confirm { ok: true })
+//!     } else {
+//!         Resolution::elicit(format!("{path} has 2 file(s). Delete anyway?"))
+//!     }
+//! })
+//! .reads(["path"]);
+//!
+//! let delete = ToolDef::new("delete_folder")
+//!     .description("Delete a folder, asking for confirmation when it is not empty.")
+//!     .arguments::<DeleteFolder>()
+//!     .resolve::<ElicitationResult<Confirm>>("confirm", confirm)
+//!     .handler_resolved(|_ctx, args: DeleteFolder, mut resolved| async move {
+//!         match resolved.take::<ElicitationResult<Confirm>>("confirm")? {
+//!             ElicitationResult::Accepted(Confirm { ok: true }) => Ok::<_, String>(format!("deleted {}", args.path)),
+//!             ElicitationResult::Accepted(_) => Ok("kept the folder".to_owned()),
+//!             ElicitationResult::Declined => Ok("declined: folder not deleted".to_owned()),
+//!             ElicitationResult::Cancelled => Ok("cancelled: folder not deleted".to_owned()),
+//!         }
+//!     });
+//! let service = McpServer::new("Files").tool(delete).into_service()?;
+//! # Ok::<(), mcp_server_core::mcp::BuildError>(())
+//! ```
+
+pub(crate) mod elicit;
+mod prompt;
+mod resolve;
+mod resource;
+mod tool;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_state_seal::RequestStateSecurity;
+use mcp_types::common::PaginatedRequestParams;
+use mcp_types::completion::{
+    CompleteRequestParams, CompleteResult, Completion, CompletionReference,
+};
+use mcp_types::mrtr::Outcome;
+use mcp_types::prompts::{GetPromptRequestParams, GetPromptResult, ListPromptsResult, Prompt};
+use mcp_types::resources::{
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceRequestParams,
+    ReadResourceResult, Resource, ResourceTemplate,
+};
+use mcp_types::tools::{CallToolRequestParams, CallToolResult, ListToolsResult, Tool};
+use mcp_types::{ErrorObject, JsonObject};
+use serde_json::Value;
+
+pub use elicit::{ElicitModel, ElicitationResult, SchemaError, elicitation_schema};
+pub use prompt::{Completer, IntoPromptResult, PromptDef};
+pub use resolve::{
+    Accepted, FromResolved, Question, Ready, Resolution, ResolveError, Resolved, ResolvedValues,
+    Resolver, ResolverInput,
+};
+pub use resource::{IntoReadResult, ResourceDef, ResourceTemplateDef};
+pub use tool::{IntoToolResult, Json, ToolDef, ToolOutcome, schema_object};
+
+use crate::context::RequestContext;
+use crate::server::Server;
+use crate::service::{Service, resource_not_found};
+use resolve::{Graph, Step, check_resolvers, prepare};
+use resource::UriTemplate;
+
+/// The request context of a tool, prompt or resource body.
+pub type Context = RequestContext;
+
+/// A mistake in the server's definition, found when it is built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildError(pub String);
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+/// How many items a list page holds unless configured.
+pub const DEFAULT_PAGE_SIZE: usize = 100;
+
+/// The high-level MCP server.
+pub struct McpServer {
+    name: String,
+    version: String,
+    title: Option<String>,
+    instructions: Option<String>,
+    tools: Vec<ToolDef>,
+    prompts: Vec<PromptDef>,
+    resources: Vec<ResourceDef>,
+    templates: Vec<ResourceTemplateDef>,
+    security: Option<RequestStateSecurity>,
+    page_size: usize,
+    change_notifications: bool,
+    logging: bool,
+    request_timeout: Option<Duration>,
+}
+
+impl fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.name)
+            .field(
+                "tools",
+                &self.tools.iter().map(ToolDef::name).collect::<Vec<_>>(),
+            )
+            .field(
+                "prompts",
+                &self.prompts.iter().map(PromptDef::name).collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// A server named `name`. Sealing is on with a fresh process-local key until
+    /// [`request_state_security`](Self::request_state_security) says otherwise.
+    pub fn new(name: impl Into<String>) -> Self {
+        McpServer {
+            name: name.into(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            title: None,
+            instructions: None,
+            tools: Vec::new(),
+            prompts: Vec::new(),
+            resources: Vec::new(),
+            templates: Vec::new(),
+            security: None,
+            page_size: DEFAULT_PAGE_SIZE,
+            change_notifications: true,
+            logging: false,
+            request_timeout: None,
+        }
+    }
+
+    /// Sets the version in `serverInfo`.
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.version = version.into();
+        self
+    }
+
+    /// Sets the display title in `serverInfo`.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Sets the instructions.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Registers a tool; `tools/list` lists tools in registration order.
+    pub fn tool(mut self, tool: impl Into<ToolDef>) -> Self {
+        self.tools.push(tool.into());
+        self
+    }
+
+    /// Registers a prompt.
+    pub fn prompt(mut self, prompt: impl Into<PromptDef>) -> Self {
+        self.prompts.push(prompt.into());
+        self
+    }
+
+    /// Registers a static resource.
+    pub fn resource(mut self, resource: impl Into<ResourceDef>) -> Self {
+        self.resources.push(resource.into());
+        self
+    }
+
+    /// Registers a resource template.
+    pub fn resource_template(mut self, template: impl Into<ResourceTemplateDef>) -> Self {
+        self.templates.push(template.into());
+        self
+    }
+
+    /// Protects `requestState` with these keys (or codec), TTL, audience and principal binding.
+    pub fn request_state_security(mut self, security: RequestStateSecurity) -> Self {
+        self.security = Some(security);
+        self
+    }
+
+    /// How many items a `*/list` page holds (default 100).
+    pub fn page_size(mut self, page_size: usize) -> Self {
+        self.page_size = page_size.max(1);
+        self
+    }
+
+    /// Serves change notifications (default on).
+    pub fn change_notifications(mut self, enabled: bool) -> Self {
+        self.change_notifications = enabled;
+        self
+    }
+
+    /// Advertises the (deprecated) `logging` capability.
+    pub fn logging(mut self, enabled: bool) -> Self {
+        self.logging = enabled;
+        self
+    }
+
+    /// How long a legacy server-to-client request waits for its answer.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = Some(timeout);
+        self
+    }
+
+    /// Checks the definitions (resolver graphs, form schemas, names) and builds the low-level
+    /// server.
+    pub fn build(self) -> Result<Server, BuildError> {
+        let registry = Arc::new(Registry::build(&self)?);
+        let mut server = Server::new(&self.name)
+            .version(&self.version)
+            .change_notifications(self.change_notifications)
+            .logging(self.logging);
+        if let Some(title) = &self.title {
+            server = server.title(title);
+        }
+        if let Some(instructions) = &self.instructions {
+            server = server.instructions(instructions);
+        }
+        if let Some(timeout) = self.request_timeout {
+            server = server.request_timeout(timeout);
+        }
+        let security = self
+            .security
+            .unwrap_or_else(RequestStateSecurity::ephemeral);
+        server = server
+            .request_state_security(security)
+            .map_err(|e| BuildError(e.to_string()))?;
+        Ok(registry.install(server))
+    }
+
+    /// Builds the server and turns it into the service transports drive.
+    pub fn into_service(self) -> Result<Service, BuildError> {
+        self.build().map(Server::into_service)
+    }
+}
+
+struct BuiltTool {
+    def: ToolDef,
+    graph: Graph,
+}
+
+struct BuiltPrompt {
+    def: PromptDef,
+    graph: Graph,
+}
+
+struct BuiltTemplate {
+    def: ResourceTemplateDef,
+    uri: UriTemplate,
+    graph: Graph,
+}
+
+struct Registry {
+    page_size: usize,
+    tools: Vec<BuiltTool>,
+    tool_list: Vec<Tool>,
+    tool_index: HashMap<String, usize>,
+    prompts: Vec<BuiltPrompt>,
+    prompt_list: Vec<Prompt>,
+    prompt_index: HashMap<String, usize>,
+    resources: HashMap<String, ResourceDef>,
+    resource_list: Vec<Resource>,
+    templates: Vec<BuiltTemplate>,
+    template_list: Vec<ResourceTemplate>,
+}
+
+fn duplicate<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let mut seen = std::collections::HashSet::new();
+    names.into_iter().find(|n| !seen.insert(*n))
+}
+
+impl Registry {
+    fn build(server: &McpServer) -> Result<Self, BuildError> {
+        let err = |m: String| BuildError(m);
+        if let Some(name) = duplicate(server.tools.iter().map(ToolDef::name)) {
+            return Err(err(format!("two tools are named '{name}'")));
+        }
+        if let Some(name) = duplicate(server.prompts.iter().map(PromptDef::name)) {
+            return Err(err(format!("two prompts are named '{name}'")));
+        }
+        let mut tools = Vec::new();
+        for def in &server.tools {
+            let owner = format!("tool '{}'", def.tool.name);
+            if def.body.is_none() {
+                return Err(err(format!("{owner} has no handler")));
+            }
+            if def.hand_built && !def.resolvers.is_empty() {
+                return Err(err(format!(
+                    "{owner} combines resolvers with a hand-built InputRequiredResult return; a tool asks either through its resolvers or by returning InputRequiredResult itself, not both"
+                )));
+            }
+            let mut def = def.clone();
+            // Resolved parameters never appear in the input schema.
+            if let Some(Value::Object(properties)) = def.tool.input_schema.get_mut("properties") {
+                for p in &def.params {
+                    properties.remove(&p.param);
+                }
+            }
+            let arguments: Vec<String> = def
+                .tool
+                .input_schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|p| p.keys().cloned().collect())
+                .unwrap_or_default();
+            let graph =
+                check_resolvers(&owner, def.resolvers.clone(), &def.params, Some(&arguments))
+                    .map_err(err)?;
+            tools.push(BuiltTool { def, graph });
+        }
+        let mut prompts = Vec::new();
+        for def in &server.prompts {
+            let owner = format!("prompt '{}'", def.prompt.name);
+            if def.body.is_none() {
+                return Err(err(format!("{owner} has no handler")));
+            }
+            if def.hand_built && !def.resolvers.is_empty() {
+                return Err(err(format!(
+                    "{owner} combines resolvers with a hand-built InputRequiredResult return"
+                )));
+            }
+            let arguments: Vec<String> = def
+                .prompt
+                .arguments
+                .iter()
+                .flatten()
+                .map(|a| a.name.clone())
+                .collect();
+            let graph =
+                check_resolvers(&owner, def.resolvers.clone(), &def.params, Some(&arguments))
+                    .map_err(err)?;
+            prompts.push(BuiltPrompt {
+                def: def.clone(),
+                graph,
+            });
+        }
+        let mut resources = HashMap::new();
+        for def in &server.resources {
+            if def.body.is_none() {
+                return Err(err(format!(
+                    "resource '{}' has no handler",
+                    def.resource.uri
+                )));
+            }
+            if resources
+                .insert(def.resource.uri.clone(), def.clone())
+                .is_some()
+            {
+                return Err(err(format!(
+                    "two resources have the URI '{}'",
+                    def.resource.uri
+                )));
+            }
+        }
+        let mut templates = Vec::new();
+        for def in &server.templates {
+            let owner = format!("resource template '{}'", def.template.uri_template);
+            if def.body.is_none() {
+                return Err(err(format!("{owner} has no handler")));
+            }
+            if def.hand_built && !def.resolvers.is_empty() {
+                return Err(err(format!(
+                    "{owner} combines resolvers with a hand-built InputRequiredResult return"
+                )));
+            }
+            let uri = UriTemplate::parse(&def.template.uri_template).map_err(err)?;
+            let graph = check_resolvers(
+                &owner,
+                def.resolvers.clone(),
+                &def.params,
+                Some(&uri.variables()),
+            )
+            .map_err(err)?;
+            templates.push(BuiltTemplate {
+                def: def.clone(),
+                uri,
+                graph,
+            });
+        }
+        Ok(Registry {
+            page_size: server.page_size,
+            tool_list: tools.iter().map(|t| t.def.tool.clone()).collect(),
+            tool_index: tools
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.def.tool.name.clone(), i))
+                .collect(),
+            tools,
+            prompt_list: prompts.iter().map(|p| p.def.prompt.clone()).collect(),
+            prompt_index: prompts
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (p.def.prompt.name.clone(), i))
+                .collect(),
+            prompts,
+            resource_list: server
+                .resources
+                .iter()
+                .map(|r| r.resource.clone())
+                .collect(),
+            resources,
+            template_list: templates.iter().map(|t| t.def.template.clone()).collect(),
+            templates,
+        })
+    }
+
+    fn page<T: Clone>(
+        &self,
+        items: &[T],
+        cursor: Option<&str>,
+    ) -> Result<(Vec<T>, Option<String>), ErrorObject> {
+        let start = match cursor {
+            None => 0,
+            Some(c) => c
+                .parse::<usize>()
+                .ok()
+                .filter(|start| *start <= items.len())
+                .ok_or_else(|| ErrorObject::invalid_params(format!("Invalid cursor: {c:?}")))?,
+        };
+        let end = (start + self.page_size).min(items.len());
+        let next = (end < items.len()).then(|| end.to_string());
+        Ok((items[start..end].to_vec(), next))
+    }
+
+    fn has_completions(&self) -> bool {
+        self.prompts.iter().any(|p| !p.def.completers.is_empty())
+            || self.templates.iter().any(|t| !t.def.completers.is_empty())
+    }
+
+    fn install(self: Arc<Self>, mut server: Server) -> Server {
+        if !self.tools.is_empty() {
+            let reg = self.clone();
+            server = server.on_list_tools(move |_ctx, p: PaginatedRequestParams| {
+                let reg = reg.clone();
+                async move {
+                    let (tools, next_cursor) = reg.page(&reg.tool_list, p.cursor.as_deref())?;
+                    Ok(ListToolsResult {
+                        tools,
+                        next_cursor,
+                        ..Default::default()
+                    })
+                }
+            });
+            let reg = self.clone();
+            server = server.on_call_tool(move |ctx, p| {
+                let reg = reg.clone();
+                async move { reg.call_tool(ctx, p).await }
+            });
+        }
+        if !self.prompts.is_empty() {
+            let reg = self.clone();
+            server = server.on_list_prompts(move |_ctx, p: PaginatedRequestParams| {
+                let reg = reg.clone();
+                async move {
+                    let (prompts, next_cursor) = reg.page(&reg.prompt_list, p.cursor.as_deref())?;
+                    Ok(ListPromptsResult {
+                        prompts,
+                        next_cursor,
+                        ..Default::default()
+                    })
+                }
+            });
+            let reg = self.clone();
+            server = server.on_get_prompt(move |ctx, p| {
+                let reg = reg.clone();
+                async move { reg.get_prompt(ctx, p).await }
+            });
+        }
+        if !self.resources.is_empty() || !self.templates.is_empty() {
+            let reg = self.clone();
+            server = server.on_list_resources(move |_ctx, p: PaginatedRequestParams| {
+                let reg = reg.clone();
+                async move {
+                    let (resources, next_cursor) =
+                        reg.page(&reg.resource_list, p.cursor.as_deref())?;
+                    Ok(ListResourcesResult {
+                        resources,
+                        next_cursor,
+                        ..Default::default()
+                    })
+                }
+            });
+            let reg = self.clone();
+            server = server.on_list_resource_templates(move |_ctx, p: PaginatedRequestParams| {
+                let reg = reg.clone();
+                async move {
+                    let (resource_templates, next_cursor) =
+                        reg.page(&reg.template_list, p.cursor.as_deref())?;
+                    Ok(ListResourceTemplatesResult {
+                        resource_templates,
+                        next_cursor,
+                        ..Default::default()
+                    })
+                }
+            });
+            let reg = self.clone();
+            server = server.on_read_resource(move |ctx, p| {
+                let reg = reg.clone();
+                async move { reg.read_resource(ctx, p).await }
+            });
+        }
+        if self.has_completions() {
+            let reg = self.clone();
+            server = server.on_complete(move |_ctx, p| {
+                let reg = reg.clone();
+                async move { reg.complete(p) }
+            });
+        }
+        server
+    }
+
+    async fn call_tool(
+        &self,
+        ctx: Context,
+        params: CallToolRequestParams,
+    ) -> Result<Outcome<CallToolResult>, ErrorObject> {
+        let Some(tool) = self.tool_index.get(&params.name).map(|i| &self.tools[*i]) else {
+            return Err(ErrorObject::invalid_params(format!(
+                "Unknown tool: {}",
+                params.name
+            )));
+        };
+        let name = &tool.def.tool.name;
+        let mut arguments = params.arguments.unwrap_or_default();
+        // A value the client sends for a resolved parameter is ignored.
+        for p in &tool.def.params {
+            arguments.remove(&p.param);
+        }
+        let (Some(parse), Some(body)) = (&tool.def.parse, &tool.def.body) else {
+            return Err(ErrorObject::internal(format!(
+                "tool '{name}' has no handler"
+            )));
+        };
+        let args = parse(&arguments).map_err(|e| {
+            ErrorObject::invalid_params(format!("Invalid arguments for tool '{name}': {e}"))
+        })?;
+        match prepare(&tool.graph, &tool.def.params, &ctx, Arc::new(arguments)).await? {
+            Step::Ask(round) => Ok(Outcome::InputRequired(round)),
+            Step::Fail(message) => Ok(Outcome::Complete(CallToolResult::error(format!(
+                "Error executing tool {name}: {message}"
+            )))),
+            Step::Body(resolved) => {
+                let outcome = body(ctx, args, resolved).await;
+                if matches!(outcome, Outcome::InputRequired(_)) && !tool.graph.order.is_empty() {
+                    return Err(ErrorObject::internal(format!(
+                        "tool '{name}' returned an InputRequiredResult while using resolvers"
+                    )));
+                }
+                Ok(outcome)
+            }
+        }
+    }
+
+    async fn get_prompt(
+        &self,
+        ctx: Context,
+        params: GetPromptRequestParams,
+    ) -> Result<Outcome<GetPromptResult>, ErrorObject> {
+        let Some(prompt) = self
+            .prompt_index
+            .get(&params.name)
+            .map(|i| &self.prompts[*i])
+        else {
+            return Err(ErrorObject::invalid_params(format!(
+                "Unknown prompt: {}",
+                params.name
+            )));
+        };
+        let arguments = params.arguments.unwrap_or_default();
+        for arg in prompt.def.prompt.arguments.iter().flatten() {
+            if arg.required == Some(true) && !arguments.contains_key(&arg.name) {
+                return Err(ErrorObject::invalid_params(format!(
+                    "Missing required argument '{}' for prompt '{}'",
+                    arg.name, params.name
+                )));
+            }
+        }
+        let json: JsonObject = arguments
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
+            .collect();
+        let Some(body) = &prompt.def.body else {
+            return Err(ErrorObject::internal(format!(
+                "prompt '{}' has no handler",
+                params.name
+            )));
+        };
+        match prepare(&prompt.graph, &prompt.def.params, &ctx, Arc::new(json)).await? {
+            Step::Ask(round) => Ok(Outcome::InputRequired(round)),
+            Step::Fail(message) => Err(ErrorObject::invalid_params(format!(
+                "Error rendering prompt {}: {message}",
+                params.name
+            ))),
+            Step::Body(resolved) => body(ctx, arguments, resolved).await,
+        }
+    }
+
+    async fn read_resource(
+        &self,
+        ctx: Context,
+        params: ReadResourceRequestParams,
+    ) -> Result<Outcome<ReadResourceResult>, ErrorObject> {
+        let uri = params.uri;
+        if let Some(body) = self.resources.get(&uri).and_then(|r| r.body.as_ref()) {
+            return body(ctx, uri, BTreeMap::new(), ResolvedValues::default()).await;
+        }
+        let era = ctx.era();
+        let Some((template, vars)) = self
+            .templates
+            .iter()
+            .find_map(|t| t.uri.matches(&uri).map(|v| (t, v)))
+        else {
+            return Err(resource_not_found(era, &uri));
+        };
+        let Some(body) = &template.def.body else {
+            return Err(resource_not_found(era, &uri));
+        };
+        let json: JsonObject = vars
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
+            .collect();
+        match prepare(&template.graph, &template.def.params, &ctx, Arc::new(json)).await? {
+            Step::Ask(round) => Ok(Outcome::InputRequired(round)),
+            Step::Fail(message) => Err(ErrorObject::invalid_params(format!(
+                "Error reading resource {uri}: {message}"
+            ))),
+            Step::Body(resolved) => body(ctx, uri, vars, resolved).await,
+        }
+    }
+
+    fn complete(&self, params: CompleteRequestParams) -> Result<CompleteResult, ErrorObject> {
+        let completer = match &params.reference {
+            CompletionReference::Prompt { name, .. } => self
+                .prompt_index
+                .get(name)
+                .and_then(|i| self.prompts[*i].def.completers.get(&params.argument.name)),
+            CompletionReference::Resource { uri, .. } => self
+                .templates
+                .iter()
+                .find(|t| &t.def.template.uri_template == uri)
+                .and_then(|t| t.def.completers.get(&params.argument.name)),
+        };
+        let mut values = completer
+            .map(|c| c(&params.argument.value))
+            .unwrap_or_default();
+        let total = values.len();
+        values.truncate(100);
+        Ok(CompleteResult {
+            completion: Completion {
+                has_more: Some(total > values.len()),
+                total: Some(total as u64),
+                values,
+                extra: JsonObject::new(),
+            },
+            ..Default::default()
+        })
+    }
+}

@@ -1,0 +1,403 @@
+//! Resources for [`McpServer`](super::McpServer): static resources, and resource templates
+//! (RFC 6570 level 1 and `{+var}`) whose body may ask through resolvers. Static resources
+//! cannot ask.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use mcp_types::content::{Icon, ResourceContents};
+use mcp_types::mrtr::Outcome;
+use mcp_types::resources::{ReadResourceResult, Resource, ResourceTemplate};
+use mcp_types::{ErrorObject, JsonObject};
+
+use super::prompt::Completer;
+use super::resolve::{FromResolved, ResolvedParam, ResolvedValues, Resolver, convert};
+use crate::context::RequestContext;
+use crate::server::BoxFuture;
+
+/// What a resource body may return.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned from a resource",
+    note = "return `String` (text), `Vec<ResourceContents>`, `ReadResourceResult`, `Outcome<ReadResourceResult>`, or `Result<T, E>` of those"
+)]
+pub trait IntoReadResult {
+    /// Whether this type can carry a hand-built `InputRequiredResult`.
+    const MAY_ASK: bool = false;
+
+    /// Converts into the read's outcome for `uri`; an error becomes a JSON-RPC error.
+    fn into_read_result(
+        self,
+        uri: &str,
+        mime_type: Option<&str>,
+    ) -> Result<Outcome<ReadResourceResult>, ErrorObject>;
+}
+
+impl IntoReadResult for String {
+    fn into_read_result(
+        self,
+        uri: &str,
+        mime_type: Option<&str>,
+    ) -> Result<Outcome<ReadResourceResult>, ErrorObject> {
+        let mut contents = ResourceContents::text(uri, self);
+        contents.mime_type = mime_type.map(str::to_owned);
+        vec![contents].into_read_result(uri, mime_type)
+    }
+}
+
+impl IntoReadResult for Vec<ResourceContents> {
+    fn into_read_result(
+        self,
+        _uri: &str,
+        _mime: Option<&str>,
+    ) -> Result<Outcome<ReadResourceResult>, ErrorObject> {
+        Ok(Outcome::Complete(ReadResourceResult {
+            contents: self,
+            ..Default::default()
+        }))
+    }
+}
+
+impl IntoReadResult for ReadResourceResult {
+    fn into_read_result(
+        self,
+        _uri: &str,
+        _mime: Option<&str>,
+    ) -> Result<Outcome<ReadResourceResult>, ErrorObject> {
+        Ok(Outcome::Complete(self))
+    }
+}
+
+impl IntoReadResult for Outcome<ReadResourceResult> {
+    const MAY_ASK: bool = true;
+
+    fn into_read_result(
+        self,
+        _uri: &str,
+        _mime: Option<&str>,
+    ) -> Result<Outcome<ReadResourceResult>, ErrorObject> {
+        Ok(self)
+    }
+}
+
+impl<T: IntoReadResult, E: fmt::Display> IntoReadResult for Result<T, E> {
+    const MAY_ASK: bool = T::MAY_ASK;
+
+    fn into_read_result(
+        self,
+        uri: &str,
+        mime: Option<&str>,
+    ) -> Result<Outcome<ReadResourceResult>, ErrorObject> {
+        match self {
+            Ok(t) => t.into_read_result(uri, mime),
+            Err(e) => Err(ErrorObject::internal(e.to_string())),
+        }
+    }
+}
+
+pub(crate) type ReadBody = Arc<
+    dyn Fn(
+            RequestContext,
+            String,
+            BTreeMap<String, String>,
+            ResolvedValues,
+        ) -> BoxFuture<Result<Outcome<ReadResourceResult>, ErrorObject>>
+        + Send
+        + Sync,
+>;
+
+/// A static resource for [`McpServer::resource`](super::McpServer::resource).
+#[derive(Clone)]
+pub struct ResourceDef {
+    pub(crate) resource: Resource,
+    pub(crate) body: Option<ReadBody>,
+}
+
+impl fmt::Debug for ResourceDef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResourceDef")
+            .field("resource", &self.resource)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ResourceDef {
+    /// A resource at `uri` named `name`.
+    pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
+        ResourceDef {
+            resource: Resource {
+                uri: uri.into(),
+                name: name.into(),
+                title: None,
+                description: None,
+                mime_type: None,
+                size: None,
+                icons: None,
+                annotations: None,
+                meta: None,
+                extra: JsonObject::new(),
+            },
+            body: None,
+        }
+    }
+
+    /// Sets the description.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.resource.description = Some(description.into());
+        self
+    }
+
+    /// Sets the title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.resource.title = Some(title.into());
+        self
+    }
+
+    /// Sets the MIME type.
+    pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        self.resource.mime_type = Some(mime_type.into());
+        self
+    }
+
+    /// Adds an icon.
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.resource.icons.get_or_insert_with(Vec::new).push(icon);
+        self
+    }
+
+    /// The body that reads the resource.
+    pub fn handler<F, Fut, R>(mut self, body: F) -> Self
+    where
+        F: Fn(RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoReadResult + 'static,
+    {
+        let body = Arc::new(body);
+        let mime = self.resource.mime_type.clone();
+        self.body = Some(Arc::new(move |ctx, uri, _vars, _resolved| {
+            let body = body.clone();
+            let mime = mime.clone();
+            Box::pin(async move { body(ctx).await.into_read_result(&uri, mime.as_deref()) })
+        }));
+        self
+    }
+}
+
+/// A parsed URI template: literals and `{var}` / `{+var}` expressions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UriTemplate {
+    parts: Vec<Part>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    Literal(String),
+    /// A variable; `reserved` (`{+var}`) may span `/`.
+    Var {
+        name: String,
+        reserved: bool,
+    },
+}
+
+impl UriTemplate {
+    pub(crate) fn parse(template: &str) -> Result<Self, String> {
+        let mut parts = Vec::new();
+        let mut rest = template;
+        while let Some(open) = rest.find('{') {
+            if open > 0 {
+                parts.push(Part::Literal(rest[..open].to_owned()));
+            }
+            let close = rest[open..]
+                .find('}')
+                .ok_or_else(|| format!("unclosed '{{' in URI template '{template}'"))?
+                + open;
+            let expr = &rest[open + 1..close];
+            let (reserved, name) = match expr.strip_prefix('+') {
+                Some(name) => (true, name),
+                None => (false, expr),
+            };
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(format!(
+                    "unsupported expression '{{{expr}}}' in URI template '{template}'"
+                ));
+            }
+            if matches!(parts.last(), Some(Part::Var { .. })) {
+                return Err(format!(
+                    "two adjacent variables in URI template '{template}' cannot be told apart"
+                ));
+            }
+            parts.push(Part::Var {
+                name: name.to_owned(),
+                reserved,
+            });
+            rest = &rest[close + 1..];
+        }
+        if !rest.is_empty() {
+            parts.push(Part::Literal(rest.to_owned()));
+        }
+        Ok(UriTemplate { parts })
+    }
+
+    pub(crate) fn variables(&self) -> Vec<String> {
+        self.parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Var { name, .. } => Some(name.clone()),
+                Part::Literal(_) => None,
+            })
+            .collect()
+    }
+
+    /// The variables of `uri`, if it matches.
+    pub(crate) fn matches(&self, uri: &str) -> Option<BTreeMap<String, String>> {
+        let mut vars = BTreeMap::new();
+        let mut rest = uri;
+        for (i, part) in self.parts.iter().enumerate() {
+            match part {
+                Part::Literal(lit) => rest = rest.strip_prefix(lit.as_str())?,
+                Part::Var { name, reserved } => {
+                    let end = match self.parts.get(i + 1) {
+                        Some(Part::Literal(next)) => rest.find(next.as_str())?,
+                        _ => rest.len(),
+                    };
+                    let value = &rest[..end];
+                    if value.is_empty() || (!reserved && value.contains('/')) {
+                        return None;
+                    }
+                    vars.insert(name.clone(), value.to_owned());
+                    rest = &rest[end..];
+                }
+            }
+        }
+        rest.is_empty().then_some(vars)
+    }
+}
+
+/// A resource template for [`McpServer::resource_template`](super::McpServer::resource_template).
+#[derive(Clone)]
+pub struct ResourceTemplateDef {
+    pub(crate) template: ResourceTemplate,
+    pub(crate) resolvers: Vec<Resolver>,
+    pub(crate) params: Vec<ResolvedParam>,
+    pub(crate) body: Option<ReadBody>,
+    pub(crate) hand_built: bool,
+    pub(crate) completers: BTreeMap<String, Completer>,
+}
+
+impl fmt::Debug for ResourceTemplateDef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResourceTemplateDef")
+            .field("template", &self.template)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ResourceTemplateDef {
+    /// A template such as `vault://{item}` named `name`.
+    pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> Self {
+        ResourceTemplateDef {
+            template: ResourceTemplate {
+                uri_template: uri_template.into(),
+                name: name.into(),
+                title: None,
+                description: None,
+                mime_type: None,
+                icons: None,
+                annotations: None,
+                meta: None,
+                extra: JsonObject::new(),
+            },
+            resolvers: Vec::new(),
+            params: Vec::new(),
+            body: None,
+            hand_built: false,
+            completers: BTreeMap::new(),
+        }
+    }
+
+    /// Sets the description.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.template.description = Some(description.into());
+        self
+    }
+
+    /// Sets the MIME type of every matching resource.
+    pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        self.template.mime_type = Some(mime_type.into());
+        self
+    }
+
+    /// Offers completions for variable `name` (`completion/complete`).
+    pub fn complete(
+        mut self,
+        name: impl Into<String>,
+        completer: impl Fn(&str) -> Vec<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.completers.insert(name.into(), Arc::new(completer));
+        self
+    }
+
+    /// Fills parameter `param` with `resolver`'s value, as type `C`. Resolvers read the
+    /// template's variables as their arguments.
+    pub fn resolve<C: FromResolved>(
+        mut self,
+        param: impl Into<String>,
+        resolver: Resolver,
+    ) -> Self {
+        self.params.push(ResolvedParam {
+            param: param.into(),
+            key: resolver.key.clone(),
+            check: C::check,
+            convert: convert::<C>,
+        });
+        if !self.resolvers.iter().any(|r| r.key == resolver.key) {
+            self.resolvers.push(resolver);
+        }
+        self
+    }
+
+    /// The body, given the context, the URI, its variables and the resolved parameters.
+    pub fn handler<F, Fut, R>(mut self, body: F) -> Self
+    where
+        F: Fn(RequestContext, String, BTreeMap<String, String>, ResolvedValues) -> Fut
+            + Send
+            + Sync
+            + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoReadResult + 'static,
+    {
+        let body = Arc::new(body);
+        let mime = self.template.mime_type.clone();
+        self.hand_built = R::MAY_ASK;
+        self.body = Some(Arc::new(move |ctx, uri, vars, resolved| {
+            let body = body.clone();
+            let mime = mime.clone();
+            Box::pin(async move {
+                let out = body(ctx, uri.clone(), vars, resolved).await;
+                out.into_read_result(&uri, mime.as_deref())
+            })
+        }));
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_match_and_extract_variables() {
+        let t = UriTemplate::parse("vault://{item}").unwrap();
+        assert_eq!(t.matches("vault://keys").unwrap()["item"], "keys");
+        assert!(t.matches("vault://a/b").is_none());
+        assert!(t.matches("vault://").is_none());
+        let t = UriTemplate::parse("test://template/{id}/data").unwrap();
+        assert_eq!(t.matches("test://template/42/data").unwrap()["id"], "42");
+        assert!(t.matches("test://template/42/other").is_none());
+        let t = UriTemplate::parse("file:///{+path}").unwrap();
+        assert_eq!(t.matches("file:///a/b.txt").unwrap()["path"], "a/b.txt");
+        assert!(UriTemplate::parse("x://{a}{b}").is_err());
+        assert!(UriTemplate::parse("x://{a").is_err());
+    }
+}

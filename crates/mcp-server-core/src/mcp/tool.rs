@@ -1,0 +1,334 @@
+//! Tools for [`McpServer`](super::McpServer): a definition (name, schema, annotations), the
+//! resolvers of its parameters, and an async body whose return value becomes the result.
+
+use std::any::Any;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use mcp_types::JsonObject;
+use mcp_types::content::{ContentBlock, Icon};
+use mcp_types::mrtr::Outcome;
+use mcp_types::tools::{CallToolResult, Tool, ToolAnnotations};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::resolve::{FromResolved, ResolvedParam, ResolvedValues, Resolver, convert};
+use crate::context::RequestContext;
+use crate::server::BoxFuture;
+
+/// What a tool body may return: text, content, structured output, a result, an error (which
+/// becomes an `isError` result, not a protocol error), or a hand-built round ([`ToolOutcome`]).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned from a tool",
+    label = "this is the tool's return type",
+    note = "return `String`, `CallToolResult`, `Json<T>`, `Vec<ContentBlock>`, `ToolOutcome`, or `Result<T, E>` of those with `E: Display`"
+)]
+pub trait IntoToolResult {
+    /// Whether this type can carry an `InputRequiredResult` (a hand-built round).
+    const MAY_ASK: bool = false;
+
+    /// Converts into the call's outcome.
+    fn into_tool_result(self) -> Outcome<CallToolResult>;
+}
+
+/// A tool's complete result or a hand-built `InputRequiredResult`.
+pub type ToolOutcome = Outcome<CallToolResult>;
+
+/// Structured output: serialized into `structuredContent`, with the JSON text as content.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Json<T>(pub T);
+
+impl IntoToolResult for CallToolResult {
+    fn into_tool_result(self) -> Outcome<CallToolResult> {
+        Outcome::Complete(self)
+    }
+}
+
+impl IntoToolResult for ToolOutcome {
+    const MAY_ASK: bool = true;
+
+    fn into_tool_result(self) -> Outcome<CallToolResult> {
+        self
+    }
+}
+
+impl IntoToolResult for String {
+    fn into_tool_result(self) -> Outcome<CallToolResult> {
+        Outcome::Complete(CallToolResult::text(self))
+    }
+}
+
+impl IntoToolResult for &'static str {
+    fn into_tool_result(self) -> Outcome<CallToolResult> {
+        Outcome::Complete(CallToolResult::text(self))
+    }
+}
+
+impl IntoToolResult for ContentBlock {
+    fn into_tool_result(self) -> Outcome<CallToolResult> {
+        Outcome::Complete(CallToolResult {
+            content: vec![self],
+            ..Default::default()
+        })
+    }
+}
+
+impl IntoToolResult for Vec<ContentBlock> {
+    fn into_tool_result(self) -> Outcome<CallToolResult> {
+        Outcome::Complete(CallToolResult {
+            content: self,
+            ..Default::default()
+        })
+    }
+}
+
+impl<T: Serialize> IntoToolResult for Json<T> {
+    fn into_tool_result(self) -> Outcome<CallToolResult> {
+        match serde_json::to_value(&self.0) {
+            Ok(value) => Outcome::Complete(CallToolResult {
+                content: vec![ContentBlock::text(value.to_string())],
+                structured_content: Some(value),
+                ..Default::default()
+            }),
+            Err(e) => Outcome::Complete(CallToolResult::error(format!(
+                "the tool's output could not be serialized: {e}"
+            ))),
+        }
+    }
+}
+
+impl<T: IntoToolResult, E: fmt::Display> IntoToolResult for Result<T, E> {
+    const MAY_ASK: bool = T::MAY_ASK;
+
+    fn into_tool_result(self) -> Outcome<CallToolResult> {
+        match self {
+            Ok(t) => t.into_tool_result(),
+            Err(e) => Outcome::Complete(CallToolResult::error(e.to_string())),
+        }
+    }
+}
+
+/// Parses and validates a call's arguments into the body's argument type.
+pub(crate) type ParseFn =
+    Arc<dyn Fn(&JsonObject) -> Result<Box<dyn Any + Send>, String> + Send + Sync>;
+pub(crate) type ToolBody = Arc<
+    dyn Fn(RequestContext, Box<dyn Any + Send>, ResolvedValues) -> BoxFuture<ToolOutcome>
+        + Send
+        + Sync,
+>;
+
+/// A tool definition for [`McpServer::tool`](super::McpServer::tool).
+///
+/// ```
+/// use mcp_server_core::mcp::{McpServer, ToolDef};
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Echo {
+///     /// What to say back.
+///     text: String,
+/// }
+///
+/// let echo = ToolDef::new("echo")
+///     .description("Says it back.")
+///     .arguments::<Echo>()
+///     .handler(|_ctx, args: Echo| async move { args.text });
+/// let server = McpServer::new("echo").tool(echo).build()?;
+/// # Ok::<(), mcp_server_core::mcp::BuildError>(())
+/// ```
+#[derive(Clone)]
+pub struct ToolDef {
+    pub(crate) tool: Tool,
+    pub(crate) resolvers: Vec<Resolver>,
+    pub(crate) params: Vec<ResolvedParam>,
+    pub(crate) parse: Option<ParseFn>,
+    pub(crate) body: Option<ToolBody>,
+    pub(crate) hand_built: bool,
+}
+
+impl fmt::Debug for ToolDef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolDef")
+            .field("tool", &self.tool)
+            .field("resolvers", &self.resolvers)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The input schema of a tool with no arguments.
+pub(crate) fn empty_object_schema() -> JsonObject {
+    let mut schema = JsonObject::new();
+    schema.insert("type".into(), Value::from("object"));
+    schema.insert("properties".into(), Value::Object(JsonObject::new()));
+    schema
+}
+
+/// The JSON Schema of `T` as a tool schema: an object root, 2020-12, without `$schema`.
+pub fn schema_object<T: JsonSchema>() -> JsonObject {
+    let mut schema = match serde_json::to_value(schemars::schema_for!(T)) {
+        Ok(Value::Object(o)) => o,
+        _ => return empty_object_schema(),
+    };
+    schema.remove("$schema");
+    schema
+}
+
+impl ToolDef {
+    /// A tool named `name` with no arguments and no body yet.
+    pub fn new(name: impl Into<String>) -> Self {
+        ToolDef {
+            tool: Tool {
+                name: name.into(),
+                title: None,
+                description: None,
+                input_schema: empty_object_schema(),
+                output_schema: None,
+                annotations: None,
+                icons: None,
+                execution: None,
+                meta: None,
+                extra: JsonObject::new(),
+            },
+            resolvers: Vec::new(),
+            params: Vec::new(),
+            parse: None,
+            body: None,
+            hand_built: false,
+        }
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.tool.name
+    }
+
+    /// The wire definition as `tools/list` shows it.
+    pub fn definition(&self) -> &Tool {
+        &self.tool
+    }
+
+    /// Renames the tool.
+    pub fn rename(mut self, name: impl Into<String>) -> Self {
+        self.tool.name = name.into();
+        self
+    }
+
+    /// Sets the display title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.tool.title = Some(title.into());
+        self
+    }
+
+    /// Sets the description the model reads.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.tool.description = Some(description.into());
+        self
+    }
+
+    /// Sets the behaviour hints.
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.tool.annotations = Some(annotations);
+        self
+    }
+
+    /// Adds an icon.
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.tool.icons.get_or_insert_with(Vec::new).push(icon);
+        self
+    }
+
+    /// Sets the input schema from the arguments type (object root, JSON Schema 2020-12).
+    pub fn arguments<A: JsonSchema>(mut self) -> Self {
+        self.tool.input_schema = schema_object::<A>();
+        self
+    }
+
+    /// Sets the input schema by hand.
+    pub fn input_schema(mut self, schema: JsonObject) -> Self {
+        self.tool.input_schema = schema;
+        self
+    }
+
+    /// Sets the output schema; return [`Json<O>`] so `structuredContent` follows it.
+    pub fn output<O: JsonSchema>(mut self) -> Self {
+        self.tool.output_schema = Some(schema_object::<O>());
+        self
+    }
+
+    /// Fills parameter `param` with `resolver`'s value, as type `C` (checked when the server
+    /// is built). The parameter never appears in the input schema, and a value the client
+    /// sends for it is ignored.
+    pub fn resolve<C: FromResolved>(
+        mut self,
+        param: impl Into<String>,
+        resolver: Resolver,
+    ) -> Self {
+        let param = param.into();
+        self.params.push(ResolvedParam {
+            param,
+            key: resolver.key.clone(),
+            check: C::check,
+            convert: convert::<C>,
+        });
+        if !self.resolvers.iter().any(|r| r.key == resolver.key) {
+            self.resolvers.push(resolver);
+        }
+        self
+    }
+
+    /// Registers a resolver other resolvers depend on, without a parameter of its own.
+    pub fn resolver(mut self, resolver: Resolver) -> Self {
+        if !self.resolvers.iter().any(|r| r.key == resolver.key) {
+            self.resolvers.push(resolver);
+        }
+        self
+    }
+
+    /// The body, given the context and the arguments (deserialized as `A`).
+    pub fn handler<A, F, Fut, R>(self, body: F) -> Self
+    where
+        A: DeserializeOwned + Send + 'static,
+        F: Fn(RequestContext, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoToolResult + 'static,
+    {
+        let body = Arc::new(body);
+        self.handler_resolved(move |ctx, args: A, _resolved| {
+            let body = body.clone();
+            async move { body(ctx, args).await }
+        })
+    }
+
+    /// The body, given the context, the arguments and the resolved parameters.
+    pub fn handler_resolved<A, F, Fut, R>(mut self, body: F) -> Self
+    where
+        A: DeserializeOwned + Send + 'static,
+        F: Fn(RequestContext, A, ResolvedValues) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoToolResult + 'static,
+    {
+        let body = Arc::new(body);
+        self.hand_built = R::MAY_ASK;
+        self.parse = Some(Arc::new(|arguments: &JsonObject| {
+            serde_json::from_value::<A>(Value::Object(arguments.clone()))
+                .map(|args| Box::new(args) as Box<dyn Any + Send>)
+                .map_err(|e| e.to_string())
+        }));
+        self.body = Some(Arc::new(move |ctx, args, resolved| {
+            let body = body.clone();
+            Box::pin(async move {
+                match args.downcast::<A>() {
+                    Ok(args) => body(ctx, *args, resolved).await.into_tool_result(),
+                    Err(_) => Outcome::Complete(CallToolResult::error(
+                        "the arguments were parsed as another type",
+                    )),
+                }
+            })
+        }));
+        self
+    }
+}
