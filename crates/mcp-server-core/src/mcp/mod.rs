@@ -47,6 +47,8 @@
 //! # Ok::<(), mcp_server_core::mcp::BuildError>(())
 //! ```
 
+#[doc(hidden)]
+pub mod derive;
 pub(crate) mod elicit;
 mod prompt;
 mod resolve;
@@ -85,6 +87,8 @@ pub use tool::{IntoToolResult, Json, ToolDef, ToolOutcome, schema_object};
 use crate::context::RequestContext;
 use crate::server::Server;
 use crate::service::{Service, resource_not_found};
+use derive::ResourceEntry;
+pub use derive::{IntoPromptDef, IntoResourceDef, IntoToolDef};
 use resolve::{Graph, Step, check_resolvers, prepare};
 use resource::UriTemplate;
 
@@ -178,27 +182,32 @@ impl McpServer {
         self
     }
 
-    /// Registers a tool; `tools/list` lists tools in registration order.
-    pub fn tool(mut self, tool: impl Into<ToolDef>) -> Self {
-        self.tools.push(tool.into());
+    /// Registers a tool (a `#[mcp::tool]` function, or a [`ToolDef`]); `tools/list` lists tools
+    /// in registration order.
+    pub fn tool<M>(mut self, tool: impl IntoToolDef<M>) -> Self {
+        self.tools.push(tool.into_tool_def());
         self
     }
 
-    /// Registers a prompt.
-    pub fn prompt(mut self, prompt: impl Into<PromptDef>) -> Self {
-        self.prompts.push(prompt.into());
+    /// Registers a prompt (a `#[mcp::prompt]` function, or a [`PromptDef`]).
+    pub fn prompt<M>(mut self, prompt: impl IntoPromptDef<M>) -> Self {
+        self.prompts.push(prompt.into_prompt_def());
         self
     }
 
-    /// Registers a static resource.
-    pub fn resource(mut self, resource: impl Into<ResourceDef>) -> Self {
-        self.resources.push(resource.into());
+    /// Registers a resource or resource template (a `#[mcp::resource]` function, a
+    /// [`ResourceDef`] or a [`ResourceTemplateDef`]).
+    pub fn resource<M>(mut self, resource: impl IntoResourceDef<M>) -> Self {
+        match resource.into_resource_def() {
+            ResourceEntry::Static(r) => self.resources.push(r),
+            ResourceEntry::Template(t) => self.templates.push(t),
+        }
         self
     }
 
     /// Registers a resource template.
-    pub fn resource_template(mut self, template: impl Into<ResourceTemplateDef>) -> Self {
-        self.templates.push(template.into());
+    pub fn resource_template(mut self, template: ResourceTemplateDef) -> Self {
+        self.templates.push(template);
         self
     }
 

@@ -357,6 +357,21 @@ impl ResourceTemplateDef {
         self
     }
 
+    /// Registers a resolver other resolvers depend on, without a parameter of its own.
+    pub fn resolver(mut self, resolver: Resolver) -> Self {
+        if !self.resolvers.iter().any(|r| r.key == resolver.key) {
+            self.resolvers.push(resolver);
+        }
+        self
+    }
+
+    /// Overrides whether the body may return a hand-built round (set by the macros).
+    #[doc(hidden)]
+    pub fn __hand_built(mut self, may_ask: bool) -> Self {
+        self.hand_built = may_ask;
+        self
+    }
+
     /// The body, given the context, the URI, its variables and the resolved parameters.
     pub fn handler<F, Fut, R>(mut self, body: F) -> Self
     where

@@ -288,6 +288,14 @@ impl ToolDef {
         self
     }
 
+    /// Overrides whether the body may return a hand-built round (set by the macros from the
+    /// declared return type).
+    #[doc(hidden)]
+    pub fn __hand_built(mut self, may_ask: bool) -> Self {
+        self.hand_built = may_ask;
+        self
+    }
+
     /// The body, given the context and the arguments (deserialized as `A`).
     pub fn handler<A, F, Fut, R>(self, body: F) -> Self
     where

@@ -1,0 +1,89 @@
+//! A Rust SDK for the Model Context Protocol.
+//!
+//! One server speaks the stateless **2026-07-28** revision and the legacy **2025-11-25** one
+//! on the same endpoint. A tool asks its user a question with one annotated parameter: a
+//! 2026-07-28 client gets an `InputRequiredResult` whose `requestState` is sealed (nobody can
+//! forge, replay or read it), a 2025-11-25 session gets a live request mid-call, and the tool's
+//! body cannot tell the difference.
+//!
+//! ```
+//! use mcp::{ElicitationResult, McpServer, Resolution};
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//!
+//! #[derive(Clone, Deserialize, JsonSchema)]
+//! struct Confirm {
+//!     ok: bool,
+//! }
+//!
+//! /// Ask only when the folder is not empty. `path` is the tool's own argument, by name.
+//! #[mcp::resolver]
+//! async fn confirm_delete(path: &str) -> Resolution<Confirm> {
+//!     match path {
+//!         "/tmp/empty" => Resolution::ready(Confirm { ok: true }),
+//!         _ => Resolution::elicit(format!("{path} has 2 file(s). Delete anyway?")),
+//!     }
+//! }
+//!
+//! /// Delete a folder, asking for confirmation when it is not empty.
+//! #[mcp::tool]
+//! async fn delete_folder(path: String, #[resolve(confirm_delete)] confirm: ElicitationResult<Confirm>) -> String {
+//!     match confirm {
+//!         ElicitationResult::Accepted(Confirm { ok: true }) => format!("deleted {path}"),
+//!         ElicitationResult::Accepted(_) => "kept the folder".into(),
+//!         ElicitationResult::Declined => "declined: folder not deleted".into(),
+//!         ElicitationResult::Cancelled => "cancelled: folder not deleted".into(),
+//!     }
+//! }
+//!
+//! let service = McpServer::new("Files").tool(delete_folder).into_service()?;
+//! # Ok::<(), mcp::BuildError>(())
+//! ```
+//!
+//! Features: `server` (default) and `macros` (default).
+#![forbid(unsafe_code)]
+
+pub use mcp_types as types;
+
+#[cfg(feature = "server")]
+pub use mcp_state_seal as seal;
+#[cfg(feature = "server")]
+pub use mcp_state_seal::RequestStateSecurity;
+
+#[cfg(feature = "server")]
+pub use mcp_server_core::mcp::{
+    Accepted, BuildError, Context, ElicitModel, ElicitationResult, FromResolved, IntoPromptDef,
+    IntoPromptResult, IntoReadResult, IntoResourceDef, IntoToolDef, IntoToolResult, Json,
+    McpServer, PromptDef, Ready, Resolution, ResolvedValues, Resolver, ResolverInput, ResourceDef,
+    ResourceTemplateDef, ToolDef, ToolOutcome,
+};
+#[cfg(feature = "server")]
+pub use mcp_server_core::{
+    CacheHints, CancellationToken, ChangeNotifier, MemoryConnection, PeerError, RequestContext,
+    ResponseStream, Server, Service, Session, TransportContext,
+};
+#[cfg(feature = "server")]
+pub use mcp_types::mrtr::Outcome;
+
+#[cfg(feature = "macros")]
+pub use mcp_server_macros::{prompt, resolver, resource, tool};
+
+#[cfg(feature = "server")]
+pub use schemars;
+#[cfg(feature = "server")]
+pub use serde;
+
+/// What the macros' generated code refers to. Not a public API.
+#[cfg(feature = "server")]
+#[doc(hidden)]
+pub mod __private {
+    pub use mcp_server_core::mcp::derive;
+    pub use mcp_server_core::mcp::{
+        Accepted, Context, PromptDef, Resolution, ResolvedValues, Resolver, ResolverInput,
+        ResourceDef, ResourceTemplateDef, ToolDef,
+    };
+    pub use mcp_types::content::Icon;
+    pub use mcp_types::tools::ToolAnnotations;
+    pub use schemars;
+    pub use serde;
+}

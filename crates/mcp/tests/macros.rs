@@ -1,0 +1,596 @@
+//! The seed examples written with the macros: the generated input schema, and the behaviour of
+//! `delete_folder`, `briefing`, `book_table`, `pay_deposit`/`confirm_deposit` and a template
+//! resource that asks, through the in-memory transport on both eras.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use mcp::types::JsonRpcMessage;
+use mcp::types::elicitation::ElicitAction;
+use mcp::{
+    Context, ElicitationResult, McpServer, MemoryConnection, Resolution, Service, TransportContext,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+// ---------------------------------------------------------------------------------------------
+// Files.
+
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+struct Confirm {
+    ok: bool,
+}
+
+fn folder_len(path: &str) -> usize {
+    match path {
+        "/tmp/empty" => 0,
+        "/tmp/project" => 2,
+        _ => 1,
+    }
+}
+
+/// Ask only when the folder is not empty.
+#[mcp::resolver]
+async fn confirm_delete(path: &str) -> Resolution<Confirm> {
+    match folder_len(path) {
+        0 => Resolution::ready(Confirm { ok: true }),
+        n => Resolution::elicit(format!("{path} has {n} file(s). Delete anyway?")),
+    }
+}
+
+/// Delete a folder, asking for confirmation when it is not empty.
+#[mcp::tool]
+async fn delete_folder(
+    /// The folder to delete.
+    path: String,
+    #[resolve(confirm_delete)] confirm: ElicitationResult<Confirm>,
+) -> String {
+    match confirm {
+        ElicitationResult::Accepted(Confirm { ok: true }) => format!("deleted {path}"),
+        ElicitationResult::Accepted(_) => "kept the folder".into(),
+        ElicitationResult::Declined => "declined: folder not deleted".into(),
+        ElicitationResult::Cancelled => "cancelled: folder not deleted".into(),
+    }
+}
+
+/// Delete a folder; a refusal ends the call.
+#[mcp::tool(name = "delete_folder_strict", destructive, idempotent = false)]
+async fn delete_strict(path: String, #[resolve(confirm_delete)] confirm: Confirm) -> String {
+    if confirm.ok {
+        format!("deleted {path}")
+    } else {
+        "kept the folder".into()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A tool whose schema shows doc comments, optional and defaulted parameters.
+
+/// Book a table at the bistro.
+#[mcp::tool(title = "Book a table", read_only = false, open_world)]
+async fn reserve(
+    /// The day, as YYYY-MM-DD.
+    date: String,
+    /// How many people.
+    #[mcp(default = 2)]
+    party_size: u32,
+    /// A note for the kitchen.
+    note: Option<String>,
+    /// The region the request is routed to.
+    #[mcp(header = "Region")]
+    region: Option<String>,
+    #[resolve(ask_audience)] _audience: Audience,
+    ctx: &Context,
+) -> String {
+    let _ = ctx.era();
+    format!(
+        "{date} for {party_size} {} {}",
+        note.unwrap_or_default(),
+        region.unwrap_or_default()
+    )
+}
+
+#[test]
+fn the_generated_input_schema_is_exact() {
+    let def = mcp::IntoToolDef::into_tool_def(reserve);
+    let tool = serde_json::to_value(def.definition()).unwrap();
+    assert_eq!(
+        tool,
+        json!({
+            "name": "reserve",
+            "title": "Book a table",
+            "description": "Book a table at the bistro.",
+            "annotations": {"readOnlyHint": false, "openWorldHint": true},
+            "inputSchema": {
+                "title": "__McpArguments",
+                "type": "object",
+                "properties": {
+                    "date": {"description": "The day, as YYYY-MM-DD.", "type": "string"},
+                    "party_size": {"description": "How many people.", "type": "integer", "format": "uint32", "minimum": 0, "default": 2},
+                    "note": {"description": "A note for the kitchen.", "type": ["string", "null"]},
+                    "region": {"description": "The region the request is routed to.", "type": ["string", "null"], "x-mcp-header": "Region"}
+                },
+                "required": ["date"]
+            }
+        })
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Briefing.
+
+#[derive(Clone, Deserialize, JsonSchema)]
+struct Audience {
+    audience: String,
+}
+
+#[mcp::resolver]
+async fn ask_audience() -> Resolution<Audience> {
+    Resolution::elicit("Who is the briefing for?")
+}
+
+/// Draft a briefing tuned to its audience.
+#[mcp::prompt]
+async fn briefing(#[resolve(ask_audience)] audience: Audience) -> String {
+    format!("Write a briefing for {}.", audience.audience)
+}
+
+/// Greets someone.
+#[mcp::prompt(name = "greet")]
+async fn greeting(
+    /// Who to greet.
+    who: String,
+    mood: Option<String>,
+) -> String {
+    format!(
+        "Hello, {who}{}",
+        mood.map(|m| format!(" ({m})")).unwrap_or_default()
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bistro.
+
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+struct AlternativeDate {
+    /// Try another date?
+    accept_alternative: bool,
+    /// Alternative date (YYYY-MM-DD)
+    #[serde(default = "default_date")]
+    date: String,
+}
+
+fn default_date() -> String {
+    "2025-12-26".into()
+}
+
+fn book(
+    ctx: Context,
+    date: String,
+    party_size: u32,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + Send>> {
+    Box::pin(async move {
+        if date != "2025-12-25" {
+            return Ok(format!("Booked a table for {party_size} on {date}."));
+        }
+        let message =
+            format!("No tables for {party_size} on {date}. Would you like to try another date?");
+        match ctx
+            .elicit::<AlternativeDate>(message)
+            .await
+            .map_err(|e| e.message)?
+        {
+            ElicitationResult::Accepted(alt) if alt.accept_alternative => {
+                book(ctx, alt.date, party_size).await
+            }
+            _ => Ok("No booking made.".into()),
+        }
+    })
+}
+
+/// Book a table at the bistro.
+#[mcp::tool]
+async fn book_table(date: String, party_size: u32, ctx: Context) -> Result<String, String> {
+    book(ctx, date, party_size).await
+}
+
+/// Take the deposit that confirms a booking.
+#[mcp::tool]
+async fn pay_deposit(booking_id: String, ctx: &Context) -> Result<String, String> {
+    let action = ctx
+        .elicit_url(
+            "A 20 EUR deposit confirms your booking.",
+            format!("https://pay.example.com/deposit/{booking_id}"),
+            format!("deposit-{booking_id}"),
+        )
+        .await
+        .map_err(|e| e.message)?;
+    Ok(match action {
+        ElicitAction::Accept => "Complete the payment in your browser.".into(),
+        _ => "No deposit taken. The booking expires in one hour.".into(),
+    })
+}
+
+/// Record a payment reported by the payment provider.
+#[mcp::tool]
+async fn confirm_deposit(booking_id: String, ctx: &Context) -> Result<String, String> {
+    ctx.send_elicit_complete(format!("deposit-{booking_id}"))
+        .await
+        .map_err(|e| e.message)?;
+    Ok(format!("Deposit received for booking {booking_id}."))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resources.
+
+#[mcp::resolver]
+async fn unlock(item: String) -> Resolution<Confirm> {
+    Resolution::elicit(format!("Unlock {item}?"))
+}
+
+/// Secrets, after confirmation.
+#[mcp::resource("vault://{item}", mime_type = "text/plain")]
+async fn vault(item: String, #[resolve(unlock)] confirm: Confirm) -> String {
+    if confirm.ok {
+        format!("the {item} secret")
+    } else {
+        "locked".into()
+    }
+}
+
+/// The read-me.
+#[mcp::resource("file:///readme", name = "readme")]
+async fn readme() -> String {
+    "hello".into()
+}
+
+fn server() -> Service {
+    McpServer::new("Macros")
+        .tool(delete_folder)
+        .tool(delete_strict)
+        .tool(reserve)
+        .tool(book_table)
+        .tool(pay_deposit)
+        .tool(confirm_deposit)
+        .prompt(briefing)
+        .prompt(greeting)
+        .resource(readme)
+        .resource(vault)
+        .into_service()
+        .unwrap()
+}
+
+// ---------------------------------------------------------------------------------------------
+// A small client for the tests.
+
+struct Client {
+    conn: MemoryConnection,
+    id: i64,
+}
+
+fn envelope(caps: &Value) -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": caps})
+}
+
+impl Client {
+    fn new(service: &Service) -> Self {
+        Client {
+            conn: MemoryConnection::connect(service, TransportContext::default()),
+            id: 0,
+        }
+    }
+
+    async fn send(
+        &mut self,
+        method: &str,
+        params: Value,
+        mut answer: impl FnMut(&Value) -> Value,
+    ) -> Vec<Value> {
+        self.id += 1;
+        let id = json!(self.id);
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.conn.send_raw(request.to_string());
+        let mut out = Vec::new();
+        loop {
+            let message = tokio::time::timeout(Duration::from_secs(10), self.conn.recv())
+                .await
+                .unwrap()
+                .unwrap()
+                .to_value();
+            if message.get("method").is_some() && message.get("id").is_some() {
+                let mut reply = answer(&message);
+                reply["jsonrpc"] = json!("2.0");
+                reply["id"] = message["id"].clone();
+                self.conn.send(&JsonRpcMessage::from_value(&reply).unwrap());
+            }
+            let done = message.get("method").is_none() && message["id"] == id;
+            out.push(message);
+            if done {
+                return out;
+            }
+        }
+    }
+
+    /// A 2026-07-28 call driven through its rounds.
+    async fn modern(
+        &mut self,
+        method: &str,
+        mut params: Value,
+        caps: Value,
+        mut answer: impl FnMut(&str, &Value) -> Value,
+    ) -> Vec<Value> {
+        params["_meta"] = envelope(&caps);
+        let mut rounds = Vec::new();
+        loop {
+            let r = self
+                .send(method, params.clone(), |_| {
+                    panic!("no server-to-client request on 2026-07-28")
+                })
+                .await
+                .pop()
+                .unwrap();
+            rounds.push(r.clone());
+            if r["result"]["resultType"] != "input_required" {
+                return rounds;
+            }
+            let responses: serde_json::Map<String, Value> = r["result"]["inputRequests"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), answer(k, v)))
+                .collect();
+            params["inputResponses"] = Value::Object(responses);
+            params["requestState"] = r["result"]["requestState"].clone();
+        }
+    }
+
+    async fn initialize(&mut self, caps: Value) {
+        self.send("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": {"name": "t", "version": "1"}}), |_| Value::Null).await;
+        self.conn
+            .send_raw(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
+    }
+}
+
+fn text(r: &Value) -> &str {
+    r["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text: {r}"))
+}
+
+fn caps() -> Value {
+    json!({"elicitation": {"form": {}, "url": {}}})
+}
+
+#[tokio::test]
+async fn delete_folder_written_with_macros_behaves_as_the_seed_documents_say() {
+    let mut c = Client::new(&server());
+    let list = c
+        .modern("tools/list", json!({}), json!({}), |_, _| Value::Null)
+        .await;
+    let tools = list[0]["result"]["tools"].as_array().unwrap();
+    let delete = tools.iter().find(|t| t["name"] == "delete_folder").unwrap();
+    assert_eq!(
+        delete["description"],
+        "Delete a folder, asking for confirmation when it is not empty."
+    );
+    assert_eq!(
+        delete["inputSchema"]["properties"],
+        json!({"path": {"description": "The folder to delete.", "type": "string"}})
+    );
+    let strict = tools
+        .iter()
+        .find(|t| t["name"] == "delete_folder_strict")
+        .unwrap();
+    assert_eq!(
+        strict["annotations"],
+        json!({"destructiveHint": true, "idempotentHint": false})
+    );
+
+    let empty = c
+        .modern(
+            "tools/call",
+            json!({"name": "delete_folder", "arguments": {"path": "/tmp/empty"}}),
+            caps(),
+            |_, _| panic!("asked"),
+        )
+        .await;
+    assert_eq!(text(&empty[0]), "deleted /tmp/empty");
+    for (answer, expected) in [
+        (
+            json!({"action": "accept", "content": {"ok": true}}),
+            "deleted /tmp/project",
+        ),
+        (
+            json!({"action": "accept", "content": {"ok": false}}),
+            "kept the folder",
+        ),
+        (json!({"action": "decline"}), "declined: folder not deleted"),
+        (json!({"action": "cancel"}), "cancelled: folder not deleted"),
+    ] {
+        let rounds = c
+            .modern(
+                "tools/call",
+                json!({"name": "delete_folder", "arguments": {"path": "/tmp/project"}}),
+                caps(),
+                |key, request| {
+                    assert_eq!(key, "confirm_delete");
+                    assert_eq!(
+                        request["params"]["message"],
+                        "/tmp/project has 2 file(s). Delete anyway?"
+                    );
+                    answer.clone()
+                },
+            )
+            .await;
+        assert_eq!(rounds.len(), 2);
+        assert_eq!(text(&rounds[1]), expected);
+    }
+    let refused = c
+        .modern(
+            "tools/call",
+            json!({"name": "delete_folder_strict", "arguments": {"path": "/tmp/project"}}),
+            caps(),
+            |_, _| json!({"action": "decline"}),
+        )
+        .await;
+    assert_eq!(refused[1]["result"]["isError"], true);
+    assert_eq!(
+        text(&refused[1]),
+        "Error executing tool delete_folder_strict: Resolver for parameter 'confirm' could not resolve: elicitation was decline"
+    );
+
+    let mut legacy = Client::new(&server());
+    legacy.initialize(caps()).await;
+    let messages = legacy
+        .send(
+            "tools/call",
+            json!({"name": "delete_folder", "arguments": {"path": "/tmp/project"}}),
+            |request| {
+                assert_eq!(request["method"], "elicitation/create");
+                json!({"result": {"action": "accept", "content": {"ok": true}}})
+            },
+        )
+        .await;
+    assert_eq!(text(messages.last().unwrap()), "deleted /tmp/project");
+}
+
+#[tokio::test]
+async fn briefing_and_greet_prompts_written_with_macros() {
+    let mut c = Client::new(&server());
+    let rounds = c
+        .modern(
+            "prompts/get",
+            json!({"name": "briefing"}),
+            caps(),
+            |key, _| {
+                assert_eq!(key, "ask_audience");
+                json!({"action": "accept", "content": {"audience": "the board"}})
+            },
+        )
+        .await;
+    assert_eq!(
+        rounds[1]["result"]["messages"][0]["content"]["text"],
+        "Write a briefing for the board."
+    );
+    let list = c
+        .modern("prompts/list", json!({}), json!({}), |_, _| Value::Null)
+        .await;
+    let greet = list[0]["result"]["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "greet")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        greet["arguments"],
+        json!([
+            {"name": "who", "description": "Who to greet.", "required": true},
+            {"name": "mood", "required": false}
+        ])
+    );
+    let r = c
+        .modern(
+            "prompts/get",
+            json!({"name": "greet", "arguments": {"who": "Ada", "mood": "glad"}}),
+            json!({}),
+            |_, _| Value::Null,
+        )
+        .await;
+    assert_eq!(
+        r[0]["result"]["messages"][0]["content"]["text"],
+        "Hello, Ada (glad)"
+    );
+}
+
+#[tokio::test]
+async fn book_table_and_deposits_written_with_macros() {
+    let mut c = Client::new(&server());
+    c.initialize(caps()).await;
+    let messages = c
+        .send("tools/call", json!({"name": "book_table", "arguments": {"date": "2025-12-25", "party_size": 2}}), |request| {
+            assert_eq!(request["params"]["message"], "No tables for 2 on 2025-12-25. Would you like to try another date?");
+            json!({"result": {"action": "accept", "content": {"accept_alternative": true, "date": "2025-12-27"}}})
+        })
+        .await;
+    assert_eq!(
+        text(messages.last().unwrap()),
+        "Booked a table for 2 on 2025-12-27."
+    );
+    let messages = c
+        .send(
+            "tools/call",
+            json!({"name": "pay_deposit", "arguments": {"booking_id": "b1"}}),
+            |request| {
+                assert_eq!(
+                    request["params"]["url"],
+                    "https://pay.example.com/deposit/b1"
+                );
+                json!({"result": {"action": "accept"}})
+            },
+        )
+        .await;
+    assert_eq!(
+        text(messages.last().unwrap()),
+        "Complete the payment in your browser."
+    );
+    let messages = c
+        .send(
+            "tools/call",
+            json!({"name": "confirm_deposit", "arguments": {"booking_id": "b1"}}),
+            |_| Value::Null,
+        )
+        .await;
+    assert_eq!(messages[0]["method"], "notifications/elicitation/complete");
+    assert_eq!(text(&messages[1]), "Deposit received for booking b1.");
+}
+
+#[tokio::test]
+async fn resources_written_with_macros() {
+    let mut c = Client::new(&server());
+    let rounds = c
+        .modern(
+            "resources/read",
+            json!({"uri": "vault://keys"}),
+            caps(),
+            |key, request| {
+                assert_eq!(key, "unlock");
+                assert_eq!(request["params"]["message"], "Unlock keys?");
+                json!({"action": "accept", "content": {"ok": true}})
+            },
+        )
+        .await;
+    assert_eq!(
+        rounds[1]["result"]["contents"],
+        json!([{"uri": "vault://keys", "mimeType": "text/plain", "text": "the keys secret"}])
+    );
+    let read = c
+        .modern(
+            "resources/read",
+            json!({"uri": "file:///readme"}),
+            json!({}),
+            |_, _| Value::Null,
+        )
+        .await;
+    assert_eq!(
+        read[0]["result"]["contents"],
+        json!([{"uri": "file:///readme", "text": "hello"}])
+    );
+    let list = c
+        .modern("resources/list", json!({}), json!({}), |_, _| Value::Null)
+        .await;
+    assert_eq!(
+        list[0]["result"]["resources"],
+        json!([{"uri": "file:///readme", "name": "readme", "description": "The read-me."}])
+    );
+    let _ = BTreeMap::<String, String>::new();
+}
+
+#[test]
+fn the_tool_body_stays_callable() {
+    let out = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(async { delete_folder("/x".into(), ElicitationResult::Declined).await });
+    assert_eq!(out, "declined: folder not deleted");
+}

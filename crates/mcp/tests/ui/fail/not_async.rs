@@ -1,0 +1,6 @@
+#[mcp::tool]
+fn sync_tool(text: String) -> String {
+    text
+}
+
+fn main() {}

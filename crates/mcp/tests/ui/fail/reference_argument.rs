@@ -1,0 +1,6 @@
+#[mcp::tool]
+async fn shout(text: &str) -> String {
+    text.to_uppercase()
+}
+
+fn main() {}

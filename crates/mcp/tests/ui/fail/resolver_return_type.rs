@@ -1,0 +1,6 @@
+#[mcp::resolver]
+async fn answer() -> String {
+    "42".into()
+}
+
+fn main() {}

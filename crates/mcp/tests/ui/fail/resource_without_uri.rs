@@ -1,0 +1,6 @@
+#[mcp::resource(name = "x")]
+async fn nowhere() -> String {
+    String::new()
+}
+
+fn main() {}

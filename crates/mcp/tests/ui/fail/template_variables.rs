@@ -1,0 +1,6 @@
+#[mcp::resource("vault://{item}")]
+async fn vault(itm: String) -> String {
+    itm
+}
+
+fn main() {}
