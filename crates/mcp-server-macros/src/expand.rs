@@ -10,7 +10,7 @@ use syn::{Ident, LitStr, Path, Type};
 use crate::check::return_type;
 use crate::model::{Item, Kind, Param, ParamKind, is_option, resolved_conversion};
 
-fn krate(item: &Item) -> Path {
+pub(crate) fn krate(item: &Item) -> Path {
     item.options
         .krate
         .clone()
@@ -152,18 +152,75 @@ fn doc_attrs(docs: &[String]) -> Vec<TokenStream> {
     docs.iter().map(|d| quote!(#[doc = #d])).collect()
 }
 
-fn tool(item: &Item) -> TokenStream {
+/// Where an item's body lives: a free function, or a method of a `#[mcp::tools]` impl block
+/// (called on the shared `Arc<Self>`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    Free,
+    Method,
+}
+
+/// What one item generates: items for the hidden `const` block, and an expression that builds
+/// its definition.
+pub(crate) struct Parts {
+    pub(crate) prelude: TokenStream,
+    pub(crate) def: TokenStream,
+}
+
+/// The call of the body, and the closure wrapper that brings `__this` along for methods.
+fn call_and_closure(
+    item: &Item,
+    target: Target,
+    args: &[TokenStream],
+    params: TokenStream,
+    body: TokenStream,
+) -> (TokenStream, TokenStream) {
+    let ident = &item.sig.ident;
+    match target {
+        Target::Free => (
+            quote!(#ident(#(#args),*)),
+            quote!(#params async move { #body }),
+        ),
+        Target::Method => (
+            quote!(__this.#ident(#(#args),*)),
+            quote! {{
+                let __this = ::std::sync::Arc::clone(&self);
+                move #params {
+                    let __this = ::std::sync::Arc::clone(&__this);
+                    async move { #body }
+                }
+            }},
+        ),
+    }
+}
+
+fn with_call(body: TokenStream, call: &TokenStream) -> TokenStream {
+    // The body template marks where the call goes.
+    let mut out = TokenStream::new();
+    for tree in body {
+        match &tree {
+            proc_macro2::TokenTree::Ident(i) if i == "__MCP_CALL" => out.extend(call.clone()),
+            proc_macro2::TokenTree::Group(g) => {
+                let inner = with_call(g.stream(), call);
+                let mut group = proc_macro2::Group::new(g.delimiter(), inner);
+                group.set_span(g.span());
+                out.extend(std::iter::once(proc_macro2::TokenTree::Group(group)));
+            }
+            _ => out.extend(std::iter::once(tree)),
+        }
+    }
+    out
+}
+
+pub(crate) fn tool_parts(item: &Item, target: Target) -> Parts {
     let krate = krate(item);
     let ident = &item.sig.ident;
     let name = wire_name(item);
-    let serde_path = format!(
-        "{}::__private::serde",
-        quote!(#krate).to_string().replace(' ', "")
-    );
-    let schemars_path = format!(
-        "{}::__private::schemars",
-        quote!(#krate).to_string().replace(' ', "")
-    );
+    let krate_text = quote!(#krate).to_string().replace(' ', "");
+    let serde_path = format!("{krate_text}::__private::serde");
+    let schemars_path = format!("{krate_text}::__private::schemars");
+    let args_struct = format_ident!("__McpArguments_{}", ident);
+    let schema_name = format!("{name}Arguments");
     let arguments: Vec<&Param> = item
         .params
         .iter()
@@ -174,28 +231,28 @@ fn tool(item: &Item) -> TokenStream {
     let fields = arguments
         .iter()
         .map(|p| {
-            let ident = &p.ident;
+            let field = &p.ident;
             let ty = &p.ty;
             let docs = doc_attrs(&p.docs);
             let default = p.default.as_ref().map(|expr| {
-                let f = format_ident!("__mcp_default_{}", ident);
+                let f = format_ident!("__mcp_default_{}_{}", ident, field);
                 let f_name = f.to_string();
-                defaults.push(quote!(fn #f() -> #ty { #expr }));
+                defaults.push(quote!(#[allow(non_snake_case)] fn #f() -> #ty { #expr }));
                 quote!(#[serde(default = #f_name)])
             });
             let header = p
                 .header
                 .as_ref()
                 .map(|h| quote!(#[schemars(extend("x-mcp-header" = #h))]));
-            quote!(#(#docs)* #default #header #ident: #ty)
+            quote!(#(#docs)* #default #header #field: #ty)
         })
         .collect::<Vec<_>>();
     let on_error = quote!(return ::core::result::Result::Err(__e));
     let r = resolved(&item.params, &argument_names, &on_error);
     let (reads, checks, registrations) = (r.reads, r.checks, r.registrations);
     let args = call_args(&item.params, |p| {
-        let ident = &p.ident;
-        quote!(__args.#ident)
+        let field = &p.ident;
+        quote!(__args.#field)
     });
     let description = description(item).map(|d| quote!(__def = __def.description(#d);));
     let title = item
@@ -221,51 +278,48 @@ fn tool(item: &Item) -> TokenStream {
         }
     });
     let ret = return_type(item);
-    let shell = shell(item);
-    quote! {
-        #shell
-
-        const _: () = {
-            #[allow(unused_imports)]
-            use #krate::__private as __mcp;
-
+    let body = quote! {
+        #(#reads)*
+        ::core::result::Result::Ok::<#ret, ::std::string::String>(__MCP_CALL.await)
+    };
+    let (call, closure) = call_and_closure(
+        item,
+        target,
+        &args,
+        quote!(|__ctx: __mcp::Context, __args: #args_struct, mut __resolved: __mcp::ResolvedValues|),
+        body,
+    );
+    let closure = with_call(closure, &call);
+    Parts {
+        prelude: quote! {
             #[derive(__mcp::serde::Deserialize, __mcp::schemars::JsonSchema)]
             #[serde(crate = #serde_path)]
-            #[schemars(crate = #schemars_path)]
+            #[schemars(crate = #schemars_path, rename = #schema_name)]
             #[allow(non_camel_case_types)]
-            struct __McpArguments {
+            struct #args_struct {
                 #(#fields,)*
             }
-
             #(#defaults)*
             #(#checks)*
-
-            impl __mcp::derive::ToolMeta for #ident {
-                fn tool_def() -> __mcp::ToolDef {
-                    let mut __resolvers: ::std::vec::Vec<__mcp::Resolver> = ::std::vec::Vec::new();
-                    let mut __def = __mcp::ToolDef::new(#name).arguments::<__McpArguments>();
-                    #description
-                    #title
-                    #(#icons)*
-                    #output
-                    #hints
-                    #(#registrations)*
-                    for __r in __resolvers {
-                        __def = __def.resolver(__r);
-                    }
-                    __def.handler_resolved(|__ctx: __mcp::Context, __args: __McpArguments, mut __resolved: __mcp::ResolvedValues| async move {
-                        #(#reads)*
-                        ::core::result::Result::Ok::<#ret, ::std::string::String>(#ident(#(#args),*).await)
-                    })
-                }
+        },
+        def: quote! {{
+            let mut __resolvers: ::std::vec::Vec<__mcp::Resolver> = ::std::vec::Vec::new();
+            let mut __def = __mcp::ToolDef::new(#name).arguments::<#args_struct>();
+            #description
+            #title
+            #(#icons)*
+            #output
+            #hints
+            #(#registrations)*
+            for __r in __resolvers {
+                __def = __def.resolver(__r);
             }
-        };
+            __def.handler_resolved(#closure)
+        }},
     }
 }
 
-fn prompt(item: &Item) -> TokenStream {
-    let krate = krate(item);
-    let ident = &item.sig.ident;
+pub(crate) fn prompt_parts(item: &Item, target: Target) -> Parts {
     let name = wire_name(item);
     let on_error = quote!(return ::core::result::Result::Err(__e));
     let argument_names: Vec<String> = item
@@ -283,8 +337,7 @@ fn prompt(item: &Item) -> TokenStream {
         .map(|p| {
             let arg = p.ident.to_string();
             let required = !is_option(&p.ty);
-            let desc = (!p.docs.is_empty()).then(|| p.docs.join("\n"));
-            let desc = match desc {
+            let desc = match (!p.docs.is_empty()).then(|| p.docs.join("\n")) {
                 Some(d) => quote!(::core::option::Option::Some(#d)),
                 None => quote!(::core::option::Option::None),
             };
@@ -305,39 +358,37 @@ fn prompt(item: &Item) -> TokenStream {
         .as_ref()
         .map(|t| quote!(__def = __def.title(#t);));
     let ret = return_type(item);
-    let shell = shell(item);
-    quote! {
-        #shell
-
-        const _: () = {
-            #[allow(unused_imports)]
-            use #krate::__private as __mcp;
-            #(#checks)*
-
-            impl __mcp::derive::PromptMeta for #ident {
-                fn prompt_def() -> __mcp::PromptDef {
-                    let mut __resolvers: ::std::vec::Vec<__mcp::Resolver> = ::std::vec::Vec::new();
-                    let mut __def = __mcp::PromptDef::new(#name);
-                    #description
-                    #title
-                    #(#declare)*
-                    #(#registrations)*
-                    for __r in __resolvers {
-                        __def = __def.resolver(__r);
-                    }
-                    __def.handler(|__ctx: __mcp::Context, __args: ::std::collections::BTreeMap<::std::string::String, ::std::string::String>, mut __resolved: __mcp::ResolvedValues| async move {
-                        #(#reads)*
-                        ::core::result::Result::Ok::<#ret, ::std::string::String>(#ident(#(#args),*).await)
-                    })
-                }
+    let body = quote! {
+        #(#reads)*
+        ::core::result::Result::Ok::<#ret, ::std::string::String>(__MCP_CALL.await)
+    };
+    let (call, closure) = call_and_closure(
+        item,
+        target,
+        &args,
+        quote!(|__ctx: __mcp::Context, __args: ::std::collections::BTreeMap<::std::string::String, ::std::string::String>, mut __resolved: __mcp::ResolvedValues|),
+        body,
+    );
+    let closure = with_call(closure, &call);
+    Parts {
+        prelude: quote!(#(#checks)*),
+        def: quote! {{
+            let mut __resolvers: ::std::vec::Vec<__mcp::Resolver> = ::std::vec::Vec::new();
+            let mut __def = __mcp::PromptDef::new(#name);
+            #description
+            #title
+            #(#declare)*
+            #(#registrations)*
+            for __r in __resolvers {
+                __def = __def.resolver(__r);
             }
-        };
+            __def.handler(#closure)
+        }},
     }
 }
 
-fn resource(item: &Item) -> TokenStream {
-    let krate = krate(item);
-    let ident = &item.sig.ident;
+/// A resource's parts; `def` evaluates to a `derive::ResourceEntry`.
+pub(crate) fn resource_parts(item: &Item, target: Target) -> Parts {
     let name = wire_name(item);
     let uri = item
         .options
@@ -351,33 +402,31 @@ fn resource(item: &Item) -> TokenStream {
         .mime_type
         .as_ref()
         .map(|m| quote!(__def = __def.mime_type(#m);));
+    let title = item
+        .options
+        .title
+        .as_ref()
+        .map(|t| quote!(__def = __def.title(#t);));
     let ret = return_type(item);
-    let shell = shell(item);
-    let is_template = uri.contains('{');
-    if !is_template {
+    if !uri.contains('{') {
         let args = call_args(&item.params, |_| quote!(::core::unreachable!()));
-        let title = item
-            .options
-            .title
-            .as_ref()
-            .map(|t| quote!(__def = __def.title(#t);));
-        return quote! {
-            #shell
-
-            const _: () = {
-                #[allow(unused_imports)]
-                use #krate::__private as __mcp;
-
-                impl __mcp::derive::ResourceMeta for #ident {
-                    fn resource_def() -> __mcp::derive::ResourceEntry {
-                        let mut __def = __mcp::ResourceDef::new(#uri, #name);
-                        #description
-                        #title
-                        #mime
-                        __mcp::derive::ResourceEntry::Static(__def.handler(|__ctx: __mcp::Context| async move { #ident(#(#args),*).await }))
-                    }
-                }
-            };
+        let (call, closure) = call_and_closure(
+            item,
+            target,
+            &args,
+            quote!(|__ctx: __mcp::Context|),
+            quote!(__MCP_CALL.await),
+        );
+        let closure = with_call(closure, &call);
+        return Parts {
+            prelude: TokenStream::new(),
+            def: quote! {{
+                let mut __def = __mcp::ResourceDef::new(#uri, #name);
+                #description
+                #title
+                #mime
+                __mcp::derive::ResourceEntry::Static(__def.handler(#closure))
+            }},
         };
     }
     let on_error = quote!(return ::core::result::Result::Err(__e));
@@ -393,30 +442,61 @@ fn resource(item: &Item) -> TokenStream {
         let var = p.ident.to_string();
         quote!(__vars.get(#var).cloned().unwrap_or_default())
     });
+    let body = quote! {
+        let _ = &__uri;
+        #(#reads)*
+        ::core::result::Result::Ok::<#ret, ::std::string::String>(__MCP_CALL.await)
+    };
+    let (call, closure) = call_and_closure(
+        item,
+        target,
+        &args,
+        quote!(|__ctx: __mcp::Context, __uri: ::std::string::String, __vars: ::std::collections::BTreeMap<::std::string::String, ::std::string::String>, mut __resolved: __mcp::ResolvedValues|),
+        body,
+    );
+    let closure = with_call(closure, &call);
+    Parts {
+        prelude: quote!(#(#checks)*),
+        def: quote! {{
+            let mut __resolvers: ::std::vec::Vec<__mcp::Resolver> = ::std::vec::Vec::new();
+            let mut __def = __mcp::ResourceTemplateDef::new(#uri, #name);
+            #description
+            #mime
+            #(#registrations)*
+            for __r in __resolvers {
+                __def = __def.resolver(__r);
+            }
+            __mcp::derive::ResourceEntry::Template(__def.handler(#closure))
+        }},
+    }
+}
+
+/// A free function item: the shell, then its parts behind the definition type.
+fn free(item: &Item) -> TokenStream {
+    let krate = krate(item);
+    let ident = &item.sig.ident;
+    let (parts, meta) = match item.kind {
+        Kind::Tool => (tool_parts(item, Target::Free), quote!(ToolMeta)),
+        Kind::Prompt => (prompt_parts(item, Target::Free), quote!(PromptMeta)),
+        _ => (resource_parts(item, Target::Free), quote!(ResourceMeta)),
+    };
+    let method = match item.kind {
+        Kind::Tool => quote!(fn tool_def() -> __mcp::ToolDef),
+        Kind::Prompt => quote!(fn prompt_def() -> __mcp::PromptDef),
+        _ => quote!(fn resource_def() -> __mcp::derive::ResourceEntry),
+    };
+    let shell = shell(item);
+    let Parts { prelude, def } = parts;
     quote! {
         #shell
 
         const _: () = {
             #[allow(unused_imports)]
             use #krate::__private as __mcp;
-            #(#checks)*
+            #prelude
 
-            impl __mcp::derive::ResourceMeta for #ident {
-                fn resource_def() -> __mcp::derive::ResourceEntry {
-                    let mut __resolvers: ::std::vec::Vec<__mcp::Resolver> = ::std::vec::Vec::new();
-                    let mut __def = __mcp::ResourceTemplateDef::new(#uri, #name);
-                    #description
-                    #mime
-                    #(#registrations)*
-                    for __r in __resolvers {
-                        __def = __def.resolver(__r);
-                    }
-                    __mcp::derive::ResourceEntry::Template(__def.handler(|__ctx: __mcp::Context, __uri: ::std::string::String, __vars: ::std::collections::BTreeMap<::std::string::String, ::std::string::String>, mut __resolved: __mcp::ResolvedValues| async move {
-                        let _ = &__uri;
-                        #(#reads)*
-                        ::core::result::Result::Ok::<#ret, ::std::string::String>(#ident(#(#args),*).await)
-                    }))
-                }
+            impl __mcp::derive::#meta for #ident {
+                #method #def
             }
         };
     }
@@ -520,9 +600,7 @@ fn resolver(item: &Item) -> TokenStream {
 
 pub(crate) fn expand(item: Item) -> TokenStream {
     match item.kind {
-        Kind::Tool => tool(&item),
-        Kind::Prompt => prompt(&item),
-        Kind::Resource => resource(&item),
         Kind::Resolver => resolver(&item),
+        _ => free(&item),
     }
 }

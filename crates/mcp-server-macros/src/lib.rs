@@ -8,6 +8,7 @@
 
 mod check;
 mod expand;
+mod methods;
 mod model;
 mod parse;
 
@@ -37,6 +38,21 @@ pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn resolver(args: TokenStream, item: TokenStream) -> TokenStream {
     run(model::Kind::Resolver, args, item)
+}
+
+/// Turns the `#[tool]`, `#[prompt]` and `#[resource("...")]` methods of an `impl` block into
+/// items that share one value of the type; register it with `McpServer::register`.
+#[proc_macro_attribute]
+pub fn tools(args: TokenStream, item: TokenStream) -> TokenStream {
+    let item: proc_macro2::TokenStream = item.into();
+    match methods::expand(args.into(), item.clone()) {
+        Ok(tokens) => tokens.into(),
+        Err(error) => {
+            let mut out = error.to_compile_error();
+            out.extend(methods::strip(item));
+            out.into()
+        }
+    }
 }
 
 fn run(kind: model::Kind, args: TokenStream, item: TokenStream) -> TokenStream {

@@ -13,6 +13,15 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
+    pub(crate) fn inner_attribute(self) -> &'static str {
+        match self {
+            Kind::Tool => "tool",
+            Kind::Prompt => "prompt",
+            Kind::Resource => "resource(\"uri\")",
+            Kind::Resolver => "resolver",
+        }
+    }
+
     pub(crate) fn attribute(self) -> &'static str {
         match self {
             Kind::Tool => "#[mcp::tool]",

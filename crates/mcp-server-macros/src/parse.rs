@@ -221,14 +221,21 @@ fn mcp_attr(attr: &Attribute, errors: &mut Errors) -> Vec<(Ident, Option<Expr>)>
     }
 }
 
-fn param(kind: Kind, arg: &FnArg, errors: &mut Errors) -> Option<Param> {
+fn param(kind: Kind, arg: &FnArg, method: bool, errors: &mut Errors) -> Option<Param> {
     let typed = match arg {
+        FnArg::Receiver(r) if method => {
+            if !matches!(r.kind, syn::ReceiverKind::Reference(_, _, None)) {
+                errors.push(r.span(), "take `&self`: the methods of a `#[mcp::tools]` type run concurrently on one shared value");
+            }
+            return None;
+        }
         FnArg::Receiver(r) => {
             errors.push(
                 r.span(),
                 format!(
-                    "{} cannot be a method taking `self`; use a free function, and reach shared state through a resolver",
-                    kind.attribute()
+                    "{} cannot be a method taking `self` on its own: annotate the `impl` block with `#[mcp::tools]` and this method with `#[{}]`",
+                    kind.attribute(),
+                    kind.inner_attribute()
                 ),
             );
             return None;
@@ -292,6 +299,16 @@ pub(crate) fn parse(kind: Kind, args: TokenStream, item: TokenStream) -> syn::Re
             format!("{} goes on an `async fn`", kind.attribute()),
         )
     })?;
+    parse_fn(kind, args, function, false)
+}
+
+/// Parses a function (or, with `method`, an `&self` method of a `#[mcp::tools]` block).
+pub(crate) fn parse_fn(
+    kind: Kind,
+    args: TokenStream,
+    function: ItemFn,
+    method: bool,
+) -> syn::Result<Item> {
     let mut errors = Errors::default();
     let mut options = Options::default();
     match Parser::parse2(parse_args, args) {
@@ -322,7 +339,9 @@ pub(crate) fn parse(kind: Kind, args: TokenStream, item: TokenStream) -> syn::Re
         .inputs
         .iter()
         .enumerate()
-        .filter_map(|(index, arg)| param(kind, arg, &mut errors).map(|p| Param { index, ..p }))
+        .filter_map(|(index, arg)| {
+            param(kind, arg, method, &mut errors).map(|p| Param { index, ..p })
+        })
         .collect();
     let mut sig = function.sig.clone();
     // The body keeps the user's parameters, without our attributes on them.

@@ -66,7 +66,7 @@ pub use mcp_server_core::{
 pub use mcp_types::mrtr::Outcome;
 
 #[cfg(feature = "macros")]
-pub use mcp_server_macros::{prompt, resolver, resource, tool};
+pub use mcp_server_macros::{prompt, resolver, resource, tool, tools};
 
 #[cfg(feature = "server")]
 pub use schemars;
@@ -79,8 +79,8 @@ pub use serde;
 pub mod __private {
     pub use mcp_server_core::mcp::derive;
     pub use mcp_server_core::mcp::{
-        Accepted, Context, PromptDef, Resolution, ResolvedValues, Resolver, ResolverInput,
-        ResourceDef, ResourceTemplateDef, ToolDef,
+        Accepted, Context, McpServer, PromptDef, Resolution, ResolvedValues, Resolver,
+        ResolverInput, ResourceDef, ResourceTemplateDef, ToolDef,
     };
     pub use mcp_types::content::Icon;
     pub use mcp_types::tools::ToolAnnotations;

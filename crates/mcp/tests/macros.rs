@@ -103,7 +103,7 @@ fn the_generated_input_schema_is_exact() {
             "description": "Book a table at the bistro.",
             "annotations": {"readOnlyHint": false, "openWorldHint": true},
             "inputSchema": {
-                "title": "__McpArguments",
+                "title": "reserveArguments",
                 "type": "object",
                 "properties": {
                     "date": {"description": "The day, as YYYY-MM-DD.", "type": "string"},
@@ -593,4 +593,127 @@ fn the_tool_body_stays_callable() {
         .unwrap()
         .block_on(async { delete_folder("/x".into(), ElicitationResult::Declined).await });
     assert_eq!(out, "declined: folder not deleted");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Methods on the server's own state.
+
+struct Files {
+    folders: std::sync::Mutex<BTreeMap<String, Vec<String>>>,
+}
+
+#[mcp::tools]
+impl Files {
+    /// Delete a folder, asking for confirmation when it is not empty.
+    #[tool]
+    async fn delete_folder(
+        &self,
+        path: String,
+        #[resolve(confirm_delete)] confirm: ElicitationResult<Confirm>,
+    ) -> String {
+        match confirm {
+            ElicitationResult::Accepted(Confirm { ok: true }) => {
+                self.folders.lock().unwrap().remove(&path);
+                format!("deleted {path}")
+            }
+            _ => "kept the folder".into(),
+        }
+    }
+
+    /// The folders left.
+    #[tool(read_only)]
+    async fn list_folders(&self) -> String {
+        self.folders
+            .lock()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// What is in the store.
+    #[prompt(name = "inventory")]
+    async fn inventory(&self, prefix: Option<String>) -> String {
+        format!(
+            "{} folder(s){}",
+            self.folders.lock().unwrap().len(),
+            prefix.unwrap_or_default()
+        )
+    }
+
+    /// One folder's files.
+    #[resource("files://{name}")]
+    async fn folder(&self, name: String) -> String {
+        self.folders
+            .lock()
+            .unwrap()
+            .get(&name)
+            .map(|f| f.join(","))
+            .unwrap_or_default()
+    }
+}
+
+#[tokio::test]
+async fn methods_share_the_servers_state() {
+    let files = Files {
+        folders: std::sync::Mutex::new(BTreeMap::from([
+            ("/tmp/empty".to_owned(), vec![]),
+            (
+                "/tmp/project".to_owned(),
+                vec!["main.py".to_owned(), "README.md".to_owned()],
+            ),
+        ])),
+    };
+    let service = McpServer::new("Files")
+        .register(files)
+        .into_service()
+        .unwrap();
+    let mut c = Client::new(&service);
+    let rounds = c
+        .modern(
+            "tools/call",
+            json!({"name": "delete_folder", "arguments": {"path": "/tmp/project"}}),
+            caps(),
+            |_, _| json!({"action": "accept", "content": {"ok": true}}),
+        )
+        .await;
+    assert_eq!(text(&rounds[1]), "deleted /tmp/project");
+    let left = c
+        .modern(
+            "tools/call",
+            json!({"name": "list_folders"}),
+            json!({}),
+            |_, _| Value::Null,
+        )
+        .await;
+    assert_eq!(text(&left[0]), "/tmp/empty");
+    let list = c
+        .modern("tools/list", json!({}), json!({}), |_, _| Value::Null)
+        .await;
+    assert_eq!(
+        list[0]["result"]["tools"][1]["annotations"],
+        json!({"readOnlyHint": true})
+    );
+    let prompt = c
+        .modern(
+            "prompts/get",
+            json!({"name": "inventory", "arguments": {"prefix": "!"}}),
+            json!({}),
+            |_, _| Value::Null,
+        )
+        .await;
+    assert_eq!(
+        prompt[0]["result"]["messages"][0]["content"]["text"],
+        "1 folder(s)!"
+    );
+    let read = c
+        .modern(
+            "resources/read",
+            json!({"uri": "files://tmp"}),
+            json!({}),
+            |_, _| Value::Null,
+        )
+        .await;
+    assert_eq!(read[0]["result"]["contents"][0]["text"], "");
 }

@@ -205,6 +205,13 @@ impl McpServer {
         self
     }
 
+    /// Registers every `#[tool]`, `#[prompt]` and `#[resource]` method of a type whose `impl`
+    /// block is annotated with `#[mcp::tools]`. The methods share this one value (as an
+    /// `Arc`), which is how a server keeps state across calls.
+    pub fn register<T: derive::Handlers>(self, handlers: impl Into<std::sync::Arc<T>>) -> Self {
+        T::register(handlers.into(), self)
+    }
+
     /// Registers a resource template.
     pub fn resource_template(mut self, template: ResourceTemplateDef) -> Self {
         self.templates.push(template);
