@@ -49,6 +49,13 @@ impl MemoryConnection {
         }
     }
 
+    /// A sender that outlives borrows of the connection (for transports that read and write
+    /// from different tasks).
+    pub fn sender(&self) -> impl Fn(&JsonRpcMessage) -> bool + Send + Sync + 'static + use<> {
+        let to_server = self.to_server.clone();
+        move |message| to_server.send(message.to_string().into_bytes()).is_ok()
+    }
+
     /// Sends raw bytes, exactly as a stdio line would carry them.
     pub fn send_raw(&self, bytes: impl Into<Vec<u8>>) -> bool {
         self.to_server.send(bytes.into()).is_ok()

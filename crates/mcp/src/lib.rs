@@ -40,7 +40,7 @@
 //! # Ok::<(), mcp::BuildError>(())
 //! ```
 //!
-//! Features: `server` (default) and `macros` (default).
+//! Features: `server`, `macros` and `client` (all default).
 #![forbid(unsafe_code)]
 
 pub use mcp_types as types;
@@ -67,6 +67,22 @@ pub use mcp_types::mrtr::Outcome;
 
 #[cfg(feature = "macros")]
 pub use mcp_server_macros::{prompt, resolver, resource, tool, tools};
+
+/// The client: [`client::Client`], its builder, the manual [`client::Session`], and the
+/// [`client::Transport`] trait.
+#[cfg(feature = "client")]
+pub mod client {
+    pub use mcp_client::*;
+
+    /// An in-process connection to a server built here.
+    #[cfg(feature = "server")]
+    pub fn in_memory(service: &mcp_server_core::Service) -> MemoryTransport {
+        MemoryTransport::new(service)
+    }
+
+    #[cfg(feature = "server")]
+    pub use mcp_client::memory::MemoryTransport;
+}
 
 #[cfg(feature = "server")]
 pub use schemars;

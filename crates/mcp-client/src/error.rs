@@ -1,0 +1,105 @@
+//! Everything a client call can fail with, one variant per cause.
+
+use std::fmt;
+use std::time::Duration;
+
+use mcp_types::ErrorObject;
+
+/// Why a client call failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientError {
+    /// The transport failed or the connection is gone.
+    Transport(String),
+    /// The server did not answer in time; the request was cancelled.
+    Timeout {
+        /// The method.
+        method: String,
+        /// How long the client waited.
+        after: Duration,
+    },
+    /// The server answered with a JSON-RPC error.
+    Server(ErrorObject),
+    /// The server's answer is not what the method returns.
+    InvalidResponse(String),
+    /// The result has a `resultType` this client does not know (the spec calls it invalid).
+    UnrecognizedResultType(String),
+    /// The server kept answering `input_required` past the round cap.
+    RoundsExceeded {
+        /// The cap.
+        max_rounds: u32,
+    },
+    /// The server asked for something this client has no callback for; nothing was retried.
+    MissingCallback {
+        /// `elicitation`, `sampling` or `roots`.
+        capability: &'static str,
+        /// The `inputRequests` key (2026-07-28) or request id (2025-11-25).
+        key: String,
+    },
+    /// The server asked with a method that is not an input request; nothing was retried.
+    UnsupportedInputRequest {
+        /// The method.
+        method: String,
+        /// The `inputRequests` key.
+        key: String,
+    },
+    /// A callback refused to answer; nothing was retried.
+    Callback(ErrorObject),
+    /// The server serves no protocol version this client speaks.
+    NoCommonVersion {
+        /// The versions the server named.
+        supported: Vec<String>,
+    },
+    /// The call was cancelled.
+    Cancelled,
+}
+
+impl fmt::Display for ClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientError::Transport(why) => write!(f, "transport error: {why}"),
+            ClientError::Timeout { method, after } => {
+                write!(
+                    f,
+                    "the server did not answer '{method}' within {} ms",
+                    after.as_millis()
+                )
+            }
+            ClientError::Server(e) => write!(
+                f,
+                "the server answered with error {}: {}",
+                e.code.0, e.message
+            ),
+            ClientError::InvalidResponse(why) => write!(f, "invalid response: {why}"),
+            ClientError::UnrecognizedResultType(t) => {
+                write!(
+                    f,
+                    "the server answered with resultType '{t}', which this client does not know"
+                )
+            }
+            ClientError::RoundsExceeded { max_rounds } => write!(
+                f,
+                "the server returned InputRequiredResult for more than {max_rounds} rounds; raise max_rounds on the Client, or drive the loop yourself with client.session()"
+            ),
+            ClientError::MissingCallback { capability, key } => write!(
+                f,
+                "the server asked for {capability} (input request '{key}') but this client has no {capability} callback"
+            ),
+            ClientError::UnsupportedInputRequest { method, key } => {
+                write!(
+                    f,
+                    "the server asked for '{method}' (input request '{key}'), which is not an input request method"
+                )
+            }
+            ClientError::Callback(e) => write!(f, "a callback refused: {}", e.message),
+            ClientError::NoCommonVersion { supported } => {
+                write!(
+                    f,
+                    "the server serves none of this client's protocol versions (it named {supported:?})"
+                )
+            }
+            ClientError::Cancelled => f.write_str("the call was cancelled"),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}

@@ -1,0 +1,25 @@
+//! The Model Context Protocol client.
+//!
+//! - [`Client`]: callbacks for elicitation, sampling and roots that serve both eras, era
+//!   detection ([`Mode::Auto`] probes with `server/discover` and falls back to `initialize`),
+//!   and the automatic multi-round-trip loop in `call_tool`, `get_prompt` and `read_resource`.
+//! - [`Session`]: one leg at a time, for applications that drive the loop themselves.
+//! - [`Transport`]: what any transport implements; `memory::MemoryTransport` (feature
+//!   `memory`) connects to an in-process server.
+#![forbid(unsafe_code)]
+
+mod callbacks;
+mod client;
+mod error;
+#[cfg(feature = "memory")]
+pub mod memory;
+mod transport;
+
+pub use callbacks::RequestInfo;
+pub use client::{
+    BACKOFF_CAP, BACKOFF_START, CallOptions, CallOutcome, Client, ClientBuilder,
+    DEFAULT_MAX_ROUNDS, DEFAULT_REQUEST_TIMEOUT, DISCOVER_TIMEOUT, HasMetaMut, LEGACY_VERSIONS,
+    MODERN_VERSIONS, Mode, Negotiated, Session,
+};
+pub use error::ClientError;
+pub use transport::{BoxFuture, Transport};

@@ -1,0 +1,31 @@
+//! The client side of a connection: any transport (stdio, HTTP, a socket, a queue, memory)
+//! moves JSON-RPC messages both ways. A third party implements [`Transport`] and nothing
+//! else.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use mcp_types::JsonRpcMessage;
+
+/// A boxed, sendable future.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A duplex message channel to one server.
+///
+/// The client calls [`send`](Transport::send) for every request, notification and response it
+/// writes, and one reader task calls [`receive`](Transport::receive) in a loop. An HTTP
+/// transport turns each sent request into a POST and feeds what comes back (JSON or SSE) to
+/// `receive`; a `notifications/cancelled` for a request it is streaming means "drop that
+/// stream".
+pub trait Transport: Send + Sync + 'static {
+    /// Writes one message.
+    fn send(&self, message: JsonRpcMessage) -> BoxFuture<'_, Result<(), String>>;
+
+    /// The next message from the server, or `None` once the connection is closed.
+    fn receive(&self) -> BoxFuture<'_, Option<JsonRpcMessage>>;
+
+    /// Closes the connection (stdio: close stdin, then stop the child).
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
