@@ -253,6 +253,7 @@ impl ClientBuilder {
             max_rounds: self.max_rounds,
             log_level: self.log_level,
             negotiated: Mutex::new(None),
+            closed: Mutex::new(None),
         });
         tokio::spawn(read_loop(inner.clone()));
         let client = Client { inner };
@@ -274,6 +275,7 @@ struct Inner {
     max_rounds: u32,
     log_level: Option<LoggingLevel>,
     negotiated: Mutex<Option<Negotiated>>,
+    closed: Mutex<Option<String>>,
 }
 
 /// A connected MCP client. Cheap to clone; every clone shares the connection.
@@ -308,6 +310,13 @@ async fn read_loop(inner: Arc<Inner>) {
         }
     }
     // The connection is gone: every waiting request fails now rather than at its timeout.
+    let reason = inner
+        .transport
+        .error()
+        .unwrap_or_else(|| "the connection closed".to_owned());
+    if let Ok(mut closed) = inner.closed.lock() {
+        *closed = Some(reason);
+    }
     if let Ok(mut pending) = inner.pending.lock() {
         pending.clear();
     }
@@ -519,9 +528,10 @@ impl Client {
             Ok(Ok(answer)) => answer,
             Ok(Err(_)) => {
                 inflight.done();
-                return Err(ClientError::Transport(
-                    "the connection closed before the server answered".into(),
-                ));
+                let reason = inner.closed.lock().ok().and_then(|c| c.clone());
+                return Err(ClientError::Transport(reason.unwrap_or_else(|| {
+                    "the connection closed before the server answered".into()
+                })));
             }
             Err(_) => {
                 return Err(ClientError::Timeout {

@@ -24,6 +24,12 @@ pub trait Transport: Send + Sync + 'static {
     /// The next message from the server, or `None` once the connection is closed.
     fn receive(&self) -> BoxFuture<'_, Option<JsonRpcMessage>>;
 
+    /// Why the connection ended, once [`receive`](Transport::receive) returned `None` (e.g.
+    /// "the server process exited with status 1").
+    fn error(&self) -> Option<String> {
+        None
+    }
+
     /// Closes the connection (stdio: close stdin, then stop the child).
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})

@@ -1,0 +1,16 @@
+//! The Model Context Protocol over stdio: one JSON message per line.
+//!
+//! - [`serve`] runs a server on the process's stdin and stdout (logs belong on stderr); an
+//!   `initialize` starts a 2025-11-25 session, requests carrying the 2026-07-28 envelope are
+//!   served statelessly, requests run concurrently, and EOF on stdin ends it cleanly after the
+//!   requests in flight are answered. [`serve_io`] does the same on any reader and writer.
+//! - [`StdioTransport`] is the client side: it spawns the server command, forwards its stderr
+//!   to `tracing`, reports a dead child as a typed error, and shuts it down gracefully (close
+//!   stdin, then terminate after a grace period).
+#![forbid(unsafe_code)]
+
+mod client;
+mod server;
+
+pub use client::{GRACE_PERIOD, StdioTransport};
+pub use server::{serve, serve_io};

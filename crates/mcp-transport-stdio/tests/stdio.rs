@@ -1,0 +1,176 @@
+//! stdio end to end with real child processes. This binary is its own child: with
+//! `MCP_STDIO_CHILD` set it serves (or misbehaves) on stdin/stdout instead of testing.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use mcp_client::{Client, ClientError, Mode};
+use mcp_server_core::mcp::{Accepted, McpServer, Resolution, Resolver, ToolDef};
+use mcp_transport_stdio::{StdioTransport, serve, serve_io};
+use mcp_types::JsonObject;
+use mcp_types::elicitation::{ElicitResult, ElicitValue};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+#[derive(Clone, Deserialize, JsonSchema)]
+struct Region {
+    region: String,
+}
+
+fn provisioner() -> mcp_server_core::Service {
+    let ask = Resolver::new("region", |_| async {
+        Resolution::<Region>::elicit("Which region should the database live in?")
+    });
+    let tool = ToolDef::new("provision")
+        .resolve::<Accepted<Region>>("region", ask)
+        .handler_resolved(|_ctx, args: JsonObject, mut r| async move {
+            let Accepted(Region { region }) = r.take::<Accepted<Region>>("region")?;
+            Ok::<_, String>(format!(
+                "Provisioned '{}' in {region}.",
+                args.get("name").and_then(|v| v.as_str()).unwrap_or("db")
+            ))
+        });
+    McpServer::new("Provisioner")
+        .tool(tool)
+        .into_service()
+        .unwrap()
+}
+
+fn child(role: &str) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(std::env::current_exe().unwrap());
+    command.env("MCP_STDIO_CHILD", role);
+    command
+}
+
+fn client() -> mcp_client::ClientBuilder {
+    Client::builder().elicitation(|_info, _params| async {
+        Ok(ElicitResult::accept(BTreeMap::from([(
+            "region".to_owned(),
+            ElicitValue::String("eu-west-1".into()),
+        )])))
+    })
+}
+
+async fn flows_work_in_both_eras() {
+    for (mode, version) in [(Mode::Auto, "2026-07-28"), (Mode::Legacy, "2025-11-25")] {
+        let transport = StdioTransport::spawn(child("serve")).unwrap();
+        let client = client().mode(mode).connect(transport).await.unwrap();
+        assert_eq!(client.protocol_version().as_deref(), Some(version));
+        let result = client
+            .call_tool("provision", json!({"name": "orders"}))
+            .await
+            .unwrap();
+        assert_eq!(
+            result.content[0].as_text(),
+            Some("Provisioned 'orders' in eu-west-1.")
+        );
+        client.close().await;
+    }
+}
+
+async fn a_dead_child_is_a_typed_error_naming_its_exit() {
+    let transport = StdioTransport::spawn(child("exit-3")).unwrap();
+    let e = client().connect(transport).await.unwrap_err();
+    let ClientError::Transport(reason) = &e else {
+        panic!("expected a transport error, got {e:?}")
+    };
+    assert!(reason.contains("exit status: 3"), "{reason}");
+}
+
+async fn noise_on_stdout_is_skipped() {
+    let transport = StdioTransport::spawn(child("noisy")).unwrap();
+    let client = client().connect(transport).await.unwrap();
+    let result = client
+        .call_tool("provision", json!({"name": "a"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        result.content[0].as_text(),
+        Some("Provisioned 'a' in eu-west-1.")
+    );
+}
+
+async fn eof_ends_the_server_after_answering_what_is_in_flight() {
+    let (client_side, server_side) = tokio::io::duplex(64 * 1024);
+    let (server_read, server_write) = tokio::io::split(server_side);
+    let server = tokio::spawn(serve_io(provisioner(), server_read, server_write));
+    let (client_read, mut client_write) = tokio::io::split(client_side);
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}});
+    client_write
+        .write_all(format!("{request}\n{{not json\n").as_bytes())
+        .await
+        .unwrap();
+    client_write.shutdown().await.unwrap();
+    drop(client_write);
+    let mut lines = BufReader::new(client_read).lines();
+    let mut answers = Vec::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        answers.push(serde_json::from_str::<serde_json::Value>(&line).unwrap());
+    }
+    tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(answers.len(), 2);
+    let by_id: Vec<_> = answers.iter().map(|a| a.get("id").cloned()).collect();
+    assert!(by_id.contains(&Some(json!(1))));
+    assert!(answers.iter().any(|a| a["error"]["code"] == -32700));
+}
+
+type Case = (&'static str, fn() -> Pin<Box<dyn Future<Output = ()>>>);
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    match std::env::var("MCP_STDIO_CHILD").as_deref() {
+        Ok("serve") => return runtime.block_on(serve(provisioner())).unwrap(),
+        Ok("noisy") => {
+            println!("hello from a server that prints");
+            return runtime.block_on(serve(provisioner())).unwrap();
+        }
+        Ok("exit-3") => std::process::exit(3),
+        _ => {}
+    }
+    let cases: [Case; 4] = [
+        ("flows_work_in_both_eras", || {
+            Box::pin(flows_work_in_both_eras())
+        }),
+        ("a_dead_child_is_a_typed_error_naming_its_exit", || {
+            Box::pin(a_dead_child_is_a_typed_error_naming_its_exit())
+        }),
+        ("noise_on_stdout_is_skipped", || {
+            Box::pin(noise_on_stdout_is_skipped())
+        }),
+        (
+            "eof_ends_the_server_after_answering_what_is_in_flight",
+            || Box::pin(eof_ends_the_server_after_answering_what_is_in_flight()),
+        ),
+    ];
+    let (mut passed, mut failed) = (0, 0);
+    for (name, case) in cases {
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(case())));
+        match outcome {
+            Ok(()) => {
+                println!("test {name} ... ok");
+                passed += 1;
+            }
+            Err(_) => {
+                println!("test {name} ... FAILED");
+                failed += 1;
+            }
+        }
+    }
+    println!("stdio: {passed} passed, {failed} failed");
+    if failed > 0 {
+        std::process::exit(1);
+    }
+}
