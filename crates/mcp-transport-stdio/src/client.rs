@@ -89,10 +89,9 @@ impl StdioTransport {
         let mut child = self.child.lock().await;
         if let Some(c) = child.as_mut()
             && let Ok(Some(status)) = c.try_wait()
+            && let Ok(mut ended) = self.ended.lock()
         {
-            if let Ok(mut ended) = self.ended.lock() {
-                *ended = Some(format!("the server process exited with {status}"));
-            }
+            *ended = Some(format!("the server process exited with {status}"));
         }
     }
 }
