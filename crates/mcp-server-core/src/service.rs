@@ -100,6 +100,14 @@ impl ResponseStream {
         self.rx.recv().await
     }
 
+    /// Polls for the next message (for transports that implement a body or a stream by hand).
+    pub fn poll_next(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<JsonRpcMessage>> {
+        self.rx.poll_recv(cx)
+    }
+
     /// Drains the stream.
     pub async fn collect(mut self) -> Vec<JsonRpcMessage> {
         let mut out = Vec::new();

@@ -78,3 +78,12 @@ pub use policy::{DEFAULT_TTL, RequestStateSecurity};
 pub use principal::{Principal, PrincipalSource};
 pub use pyjson::compact_json;
 pub use question::QuestionDigest;
+
+/// Fills `bytes` from the operating system's secure random source (for callers that need
+/// unguessable identifiers, such as session ids, without a dependency of their own).
+pub fn random_bytes(bytes: &mut [u8]) -> Result<(), SealError> {
+    use ring::rand::SecureRandom;
+    ring::rand::SystemRandom::new()
+        .fill(bytes)
+        .map_err(|_| SealError::Random)
+}

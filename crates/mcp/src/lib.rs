@@ -84,6 +84,124 @@ pub mod client {
     pub use mcp_client::memory::MemoryTransport;
 }
 
+/// Anything that can become a running [`Service`]: an [`McpServer`], a low-level [`Server`],
+/// or a service.
+#[cfg(feature = "server")]
+pub trait IntoService {
+    /// Builds the service (an `McpServer` checks its definitions here).
+    fn into_service(self) -> Result<Service, BuildError>;
+}
+
+#[cfg(feature = "server")]
+impl IntoService for McpServer {
+    fn into_service(self) -> Result<Service, BuildError> {
+        McpServer::into_service(self)
+    }
+}
+
+#[cfg(feature = "server")]
+impl IntoService for Server {
+    fn into_service(self) -> Result<Service, BuildError> {
+        Ok(Server::into_service(self))
+    }
+}
+
+#[cfg(feature = "server")]
+impl IntoService for Service {
+    fn into_service(self) -> Result<Service, BuildError> {
+        Ok(self)
+    }
+}
+
+/// The error of the `serve` functions.
+pub type ServeError = Box<dyn std::error::Error + Send + Sync>;
+
+/// stdio: serve on stdin/stdout, or spawn a server process as a client.
+#[cfg(feature = "stdio")]
+pub mod stdio {
+    pub use mcp_transport_stdio::*;
+
+    /// Serves `server` on stdin/stdout until stdin closes (log to stderr, never stdout).
+    pub async fn serve(server: impl super::IntoService) -> Result<(), super::ServeError> {
+        mcp_transport_stdio::serve(server.into_service()?).await?;
+        Ok(())
+    }
+}
+
+/// Streamable HTTP: serve the endpoint, mount it in axum, or connect as a client.
+#[cfg(feature = "http")]
+pub mod http {
+    pub use mcp_transport_http::*;
+
+    /// Serves `server` at `http://{addr}/mcp` until the process ends.
+    pub async fn serve(
+        server: impl super::IntoService,
+        addr: impl tokio::net::ToSocketAddrs,
+    ) -> Result<(), super::ServeError> {
+        mcp_transport_http::serve(server.into_service()?, addr).await?;
+        Ok(())
+    }
+
+    /// The endpoint as a hyper/`tower` service, to mount in an existing application.
+    pub fn endpoint(server: impl super::IntoService) -> Result<McpHttpService, super::BuildError> {
+        Ok(McpHttpService::new(server.into_service()?))
+    }
+}
+
+/// Connecting a [`client::ClientBuilder`] over the transports this crate has.
+#[cfg(feature = "client")]
+pub trait ClientBuilderExt: Sized {
+    /// Connects to a Streamable HTTP endpoint.
+    #[cfg(feature = "http")]
+    fn connect_http(
+        self,
+        url: &str,
+    ) -> impl std::future::Future<Output = Result<mcp_client::Client, mcp_client::ClientError>> + Send;
+
+    /// Spawns a server process and connects over its stdio.
+    #[cfg(feature = "stdio")]
+    fn connect_stdio(
+        self,
+        command: tokio::process::Command,
+    ) -> impl std::future::Future<Output = Result<mcp_client::Client, mcp_client::ClientError>> + Send;
+
+    /// Connects to a server in this process.
+    #[cfg(feature = "server")]
+    fn in_memory(
+        self,
+        service: &Service,
+    ) -> impl std::future::Future<Output = Result<mcp_client::Client, mcp_client::ClientError>> + Send;
+}
+
+#[cfg(feature = "client")]
+impl ClientBuilderExt for mcp_client::ClientBuilder {
+    #[cfg(feature = "http")]
+    async fn connect_http(self, url: &str) -> Result<mcp_client::Client, mcp_client::ClientError> {
+        let transport = mcp_transport_http::HttpTransport::new(url)
+            .map_err(mcp_client::ClientError::Transport)?;
+        self.connect(transport).await
+    }
+
+    #[cfg(feature = "stdio")]
+    async fn connect_stdio(
+        self,
+        command: tokio::process::Command,
+    ) -> Result<mcp_client::Client, mcp_client::ClientError> {
+        let transport = mcp_transport_stdio::StdioTransport::spawn(command)
+            .map_err(|e| mcp_client::ClientError::Transport(e.to_string()))?;
+        self.connect(transport).await
+    }
+
+    #[cfg(feature = "server")]
+    async fn in_memory(
+        self,
+        service: &Service,
+    ) -> Result<mcp_client::Client, mcp_client::ClientError> {
+        self.connect(mcp_client::memory::MemoryTransport::new(service))
+            .await
+    }
+}
+
 #[cfg(feature = "server")]
 pub use schemars;
 #[cfg(feature = "server")]

@@ -1,0 +1,604 @@
+//! The Streamable HTTP client transport: every request is a POST carrying the headers its era
+//! needs; answers come back as JSON or SSE and are fed to the client's reader. Tools whose
+//! `x-mcp-header` annotations are invalid are dropped from `tools/list` (with a warning), and
+//! valid ones become `Mcp-Param-*` headers on their calls.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
+use hyper::{Method, Request, StatusCode, Uri};
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use mcp_client::{BoxFuture, Transport};
+use mcp_types::methods;
+use mcp_types::{ErrorCode, ErrorObject, JsonRpcError, JsonRpcMessage, JsonRpcResponse, RequestId};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+use crate::headers;
+
+/// One `x-mcp-header` annotation: the argument path and the header name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderParam {
+    /// The property path inside `arguments`.
+    pub path: Vec<String>,
+    /// The `{Name}` of `Mcp-Param-{Name}`.
+    pub name: String,
+}
+
+/// Reads a tool's `x-mcp-header` annotations, or says why they are invalid.
+pub fn header_params(input_schema: &Value) -> Result<Vec<HeaderParam>, String> {
+    fn walk(
+        schema: &Value,
+        path: &mut Vec<String>,
+        via_properties: bool,
+        out: &mut Vec<HeaderParam>,
+    ) -> Result<(), String> {
+        let Some(object) = schema.as_object() else {
+            return Ok(());
+        };
+        if let Some(annotation) = object.get("x-mcp-header") {
+            if !via_properties || path.is_empty() {
+                return Err(
+                    "an x-mcp-header annotation is not on a property reached through `properties`"
+                        .into(),
+                );
+            }
+            let name = annotation
+                .as_str()
+                .ok_or("an x-mcp-header annotation is not a string")?;
+            if name.is_empty()
+                || !name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+            {
+                return Err(format!("x-mcp-header {name:?} is not a valid header name"));
+            }
+            let primitive = match object.get("type") {
+                Some(Value::String(t)) => matches!(t.as_str(), "string" | "integer" | "boolean"),
+                _ => false,
+            };
+            if !primitive {
+                return Err(format!(
+                    "x-mcp-header {name:?} annotates a property that is not a string, integer or boolean"
+                ));
+            }
+            out.push(HeaderParam {
+                path: path.clone(),
+                name: name.to_owned(),
+            });
+        }
+        for (key, child) in object {
+            match key.as_str() {
+                "properties" => {
+                    for (prop, sub) in child.as_object().into_iter().flatten() {
+                        path.push(prop.clone());
+                        walk(sub, path, true, out)?;
+                        path.pop();
+                    }
+                }
+                "x-mcp-header" => {}
+                _ => match child {
+                    Value::Object(_) => walk(child, path, false, out)?,
+                    Value::Array(items) => {
+                        for item in items {
+                            walk(item, path, false, out)?;
+                        }
+                    }
+                    _ => {}
+                },
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(input_schema, &mut Vec::new(), false, &mut out)?;
+    let mut seen = std::collections::HashSet::new();
+    for p in &out {
+        if !seen.insert(p.name.to_ascii_lowercase()) {
+            return Err(format!("x-mcp-header {:?} appears twice", p.name));
+        }
+    }
+    Ok(out)
+}
+
+struct State {
+    session_id: Mutex<Option<String>>,
+    legacy_version: Mutex<Option<String>>,
+    in_flight: Mutex<HashMap<RequestId, AbortHandle>>,
+    tool_headers: Mutex<HashMap<String, Vec<HeaderParam>>>,
+    error: Mutex<Option<String>>,
+}
+
+/// A client connection to a Streamable HTTP endpoint.
+pub struct HttpTransport {
+    url: Uri,
+    client: HyperClient<HttpConnector, Full<Bytes>>,
+    extra_headers: HeaderMap,
+    state: Arc<State>,
+    tx: mpsc::UnboundedSender<JsonRpcMessage>,
+    rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<JsonRpcMessage>>,
+}
+
+impl std::fmt::Debug for HttpTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpTransport")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpTransport {
+    /// A transport to `url` (e.g. `http://127.0.0.1:8000/mcp`).
+    pub fn new(url: &str) -> Result<Self, String> {
+        let url: Uri = url
+            .parse()
+            .map_err(|e| format!("invalid URL {url:?}: {e}"))?;
+        if url.scheme_str() != Some("http") {
+            return Err(
+                "only http:// URLs are supported by this transport (put TLS in front)".into(),
+            );
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        Ok(HttpTransport {
+            url,
+            client: HyperClient::builder(TokioExecutor::new()).build_http(),
+            extra_headers: HeaderMap::new(),
+            state: Arc::new(State {
+                session_id: Mutex::new(None),
+                legacy_version: Mutex::new(None),
+                in_flight: Mutex::new(HashMap::new()),
+                tool_headers: Mutex::new(HashMap::new()),
+                error: Mutex::new(None),
+            }),
+            tx,
+            rx: tokio::sync::Mutex::new(rx),
+        })
+    }
+
+    /// Adds a header to every request (e.g. `Authorization: Bearer …`).
+    pub fn header(mut self, name: &str, value: &str) -> Result<Self, String> {
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|e| e.to_string())?;
+        let value = HeaderValue::from_str(value).map_err(|e| e.to_string())?;
+        self.extra_headers.insert(name, value);
+        Ok(self)
+    }
+
+    /// A bearer token on every request.
+    pub fn bearer(self, token: &str) -> Result<Self, String> {
+        self.header("authorization", &format!("Bearer {token}"))
+    }
+
+    fn request_headers(&self, message: &JsonRpcMessage) -> Vec<(HeaderName, String)> {
+        let mut out = Vec::new();
+        let session = self.state.session_id.lock().ok().and_then(|s| s.clone());
+        if let Some(session) = &session {
+            out.push((
+                HeaderName::from_static(headers::SESSION_ID),
+                session.clone(),
+            ));
+        }
+        let JsonRpcMessage::Request(request) = message else {
+            if let Some(v) = self
+                .state
+                .legacy_version
+                .lock()
+                .ok()
+                .and_then(|v| v.clone())
+            {
+                out.push((HeaderName::from_static(headers::PROTOCOL_VERSION), v));
+            }
+            return out;
+        };
+        let params: Value = request
+            .params
+            .as_deref()
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or(Value::Null);
+        let modern = params
+            .get("_meta")
+            .and_then(|m| m.get(mcp_types::meta::PROTOCOL_VERSION))
+            .and_then(Value::as_str);
+        match modern {
+            Some(version) => {
+                out.push((
+                    HeaderName::from_static(headers::PROTOCOL_VERSION),
+                    version.to_owned(),
+                ));
+                out.push((
+                    HeaderName::from_static(headers::METHOD),
+                    request.method.clone(),
+                ));
+                let name = match request.method.as_str() {
+                    methods::TOOLS_CALL | methods::PROMPTS_GET => params.get("name"),
+                    methods::RESOURCES_READ => params.get("uri"),
+                    _ => None,
+                };
+                if let Some(name) = name.and_then(Value::as_str) {
+                    out.push((
+                        HeaderName::from_static(headers::NAME),
+                        headers::encode_value(name),
+                    ));
+                }
+                if request.method == methods::TOOLS_CALL
+                    && let Some(tool) = params.get("name").and_then(Value::as_str)
+                {
+                    let annotations = self
+                        .state
+                        .tool_headers
+                        .lock()
+                        .ok()
+                        .and_then(|t| t.get(tool).cloned())
+                        .unwrap_or_default();
+                    for param in annotations {
+                        let mut value = params.get("arguments");
+                        for key in &param.path {
+                            value = value.and_then(|v| v.get(key));
+                        }
+                        let rendered = match value {
+                            Some(Value::String(s)) => Some(headers::encode_value(s)),
+                            Some(Value::Bool(b)) => Some(b.to_string()),
+                            Some(Value::Number(n)) if n.is_i64() || n.is_u64() => {
+                                Some(n.to_string())
+                            }
+                            _ => None,
+                        };
+                        if let (Some(rendered), Ok(name)) = (
+                            rendered,
+                            HeaderName::from_bytes(
+                                format!("{}{}", headers::PARAM_PREFIX, param.name).as_bytes(),
+                            ),
+                        ) {
+                            out.push((name, rendered));
+                        }
+                    }
+                }
+            }
+            None if request.method != methods::INITIALIZE => {
+                if let Some(v) = self
+                    .state
+                    .legacy_version
+                    .lock()
+                    .ok()
+                    .and_then(|v| v.clone())
+                {
+                    out.push((HeaderName::from_static(headers::PROTOCOL_VERSION), v));
+                }
+            }
+            None => {}
+        }
+        out
+    }
+}
+
+/// Drops tools with invalid `x-mcp-header` annotations from a `tools/list` result and records
+/// the valid ones.
+fn filter_tools(state: &State, result: &mut Value) {
+    let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) else {
+        return;
+    };
+    tools.retain(|tool| {
+        let name = tool.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+        match header_params(tool.get("inputSchema").unwrap_or(&Value::Null)) {
+            Ok(params) => {
+                if let Ok(mut t) = state.tool_headers.lock() {
+                    t.insert(name, params);
+                }
+                true
+            }
+            Err(why) => {
+                tracing::warn!(tool = %name, %why, "dropping a tool with an invalid x-mcp-header annotation");
+                false
+            }
+        }
+    });
+}
+
+fn deliver(
+    state: &State,
+    tx: &mpsc::UnboundedSender<JsonRpcMessage>,
+    method: &str,
+    message: JsonRpcMessage,
+) {
+    let message = match (method, message) {
+        (methods::TOOLS_LIST, JsonRpcMessage::Response(response)) => {
+            let mut result: Value =
+                serde_json::from_str(response.result.get()).unwrap_or(Value::Null);
+            filter_tools(state, &mut result);
+            match JsonRpcResponse::new(response.id.clone(), &result) {
+                Ok(filtered) => JsonRpcMessage::Response(filtered),
+                Err(_) => JsonRpcMessage::Response(response),
+            }
+        }
+        (methods::INITIALIZE, JsonRpcMessage::Response(response)) => {
+            if let Some(version) = serde_json::from_str::<Value>(response.result.get())
+                .ok()
+                .and_then(|r| {
+                    r.get("protocolVersion")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                })
+                && let Ok(mut v) = state.legacy_version.lock()
+            {
+                *v = Some(version);
+            }
+            JsonRpcMessage::Response(response)
+        }
+        (_, other) => other,
+    };
+    let _ = tx.send(message);
+}
+
+/// Splits an SSE byte stream into the JSON of its `data:` fields.
+#[derive(Default)]
+struct SseParser {
+    buffer: String,
+}
+
+impl SseParser {
+    fn push(&mut self, chunk: &[u8]) -> Vec<String> {
+        self.buffer.push_str(&String::from_utf8_lossy(chunk));
+        let mut events = Vec::new();
+        loop {
+            let normalized = self.buffer.replace("\r\n", "\n");
+            let Some(end) = normalized.find("\n\n") else {
+                self.buffer = normalized;
+                break;
+            };
+            let event = normalized[..end].to_owned();
+            self.buffer = normalized[end + 2..].to_owned();
+            let data: Vec<&str> = event
+                .lines()
+                .filter_map(|line| {
+                    line.strip_prefix("data:")
+                        .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                })
+                .collect();
+            if !data.is_empty() {
+                events.push(data.join("\n"));
+            }
+        }
+        events
+    }
+}
+
+impl Transport for HttpTransport {
+    fn send(&self, message: JsonRpcMessage) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            let session = self.state.session_id.lock().ok().and_then(|s| s.clone());
+            // A cancellation on 2026-07-28 HTTP is dropping the request's stream.
+            if let JsonRpcMessage::Notification(n) = &message
+                && session.is_none()
+            {
+                if n.method == methods::NOTIFICATION_CANCELLED
+                    && let Some(id) = n
+                        .params
+                        .as_deref()
+                        .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+                        .and_then(|p| p.get("requestId").and_then(RequestId::from_value))
+                    && let Some(handle) = self
+                        .state
+                        .in_flight
+                        .lock()
+                        .ok()
+                        .and_then(|mut f| f.remove(&id))
+                {
+                    handle.abort();
+                }
+                return Ok(());
+            }
+            let method = match &message {
+                JsonRpcMessage::Request(r) => Some((r.id.clone(), r.method.clone())),
+                _ => None,
+            };
+            let mut builder = Request::builder()
+                .method(Method::POST)
+                .uri(self.url.clone())
+                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::ACCEPT, "application/json, text/event-stream");
+            for (name, value) in self.request_headers(&message) {
+                builder = builder.header(name, value);
+            }
+            for (name, value) in &self.extra_headers {
+                builder = builder.header(name, value);
+            }
+            let request = builder
+                .body(Full::new(Bytes::from(message.to_string())))
+                .map_err(|e| e.to_string())?;
+            let client = self.client.clone();
+            let state = self.state.clone();
+            let tx = self.tx.clone();
+            let task = tokio::spawn(async move {
+                let id = method.as_ref().map(|(id, _)| id.clone());
+                let method_name = method.as_ref().map(|(_, m)| m.clone()).unwrap_or_default();
+                let fail = |why: String| {
+                    if let Some(id) = &id {
+                        let error = ErrorObject::new(ErrorCode(-32000), why);
+                        let _ = tx.send(JsonRpcMessage::Error(JsonRpcError::new(
+                            Some(id.clone()),
+                            error,
+                        )));
+                    } else {
+                        tracing::warn!(%why, "a message the client sent was refused");
+                    }
+                };
+                let response = match client.request(request).await {
+                    Ok(response) => response,
+                    Err(e) => {
+                        if let Ok(mut err) = state.error.lock() {
+                            *err = Some(format!("HTTP request failed: {e}"));
+                        }
+                        return fail(format!("HTTP request failed: {e}"));
+                    }
+                };
+                let status = response.status();
+                if method_name == methods::INITIALIZE
+                    && let Some(session) = response
+                        .headers()
+                        .get(headers::SESSION_ID)
+                        .and_then(|v| v.to_str().ok())
+                    && let Ok(mut s) = state.session_id.lock()
+                {
+                    *s = Some(session.to_owned());
+                }
+                let content_type = response
+                    .headers()
+                    .get(header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_owned();
+                let mut body = response.into_body();
+                if content_type.starts_with("text/event-stream") {
+                    let mut parser = SseParser::default();
+                    while let Some(frame) = body.frame().await {
+                        let Ok(frame) = frame else { break };
+                        let Ok(data) = frame.into_data() else {
+                            continue;
+                        };
+                        for json in parser.push(&data) {
+                            match JsonRpcMessage::from_str(&json) {
+                                Ok(message) => deliver(&state, &tx, &method_name, message),
+                                Err(e) => {
+                                    tracing::warn!(error = %e, "the server sent an SSE event that is not a JSON-RPC message")
+                                }
+                            }
+                        }
+                    }
+                } else {
+                    let bytes = match body.collect().await {
+                        Ok(collected) => collected.to_bytes(),
+                        Err(e) => return fail(format!("reading the response failed: {e}")),
+                    };
+                    if status == StatusCode::ACCEPTED || bytes.is_empty() {
+                        if status.is_success() {
+                            return;
+                        }
+                        return fail(format!("HTTP {status}"));
+                    }
+                    match JsonRpcMessage::from_slice(&bytes) {
+                        Ok(message) => deliver(&state, &tx, &method_name, message),
+                        Err(_) => fail(format!(
+                            "HTTP {status}: {}",
+                            String::from_utf8_lossy(&bytes)
+                                .chars()
+                                .take(200)
+                                .collect::<String>()
+                        )),
+                    }
+                }
+                if let Some(id) = &id
+                    && let Ok(mut f) = state.in_flight.lock()
+                {
+                    f.remove(id);
+                }
+            });
+            if let Some((id, _)) = &message_id(&message)
+                && let Ok(mut f) = self.state.in_flight.lock()
+            {
+                f.insert(id.clone(), task.abort_handle());
+            }
+            Ok(())
+        })
+    }
+
+    fn receive(&self) -> BoxFuture<'_, Option<JsonRpcMessage>> {
+        Box::pin(async move { self.rx.lock().await.recv().await })
+    }
+
+    fn error(&self) -> Option<String> {
+        self.state.error.lock().ok().and_then(|e| e.clone())
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if let Ok(mut f) = self.state.in_flight.lock() {
+                f.drain().for_each(|(_, h)| h.abort());
+            }
+            let session = self.state.session_id.lock().ok().and_then(|mut s| s.take());
+            if let Some(session) = session
+                && let Ok(request) = Request::builder()
+                    .method(Method::DELETE)
+                    .uri(self.url.clone())
+                    .header(headers::SESSION_ID, session)
+                    .body(Full::new(Bytes::new()))
+            {
+                let _ = self.client.request(request).await;
+            }
+        })
+    }
+}
+
+fn message_id(message: &JsonRpcMessage) -> Option<(RequestId, ())> {
+    match message {
+        JsonRpcMessage::Request(r) => Some((r.id.clone(), ())),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn valid_and_invalid_header_annotations() {
+        let ok = json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "nested": {"type": "object", "properties": {"p": {"type": "integer", "x-mcp-header": "Priority"}}}}});
+        let params = header_params(&ok).unwrap();
+        assert_eq!(
+            params[0],
+            HeaderParam {
+                path: vec!["nested".into(), "p".into()],
+                name: "Priority".into()
+            }
+        );
+        assert_eq!(
+            params[1],
+            HeaderParam {
+                path: vec!["region".into()],
+                name: "Region".into()
+            }
+        );
+        for bad in [
+            json!({"properties": {"a": {"type": "string", "x-mcp-header": ""}}}),
+            json!({"properties": {"a": {"type": "object", "x-mcp-header": "A"}}}),
+            json!({"properties": {"a": {"type": "number", "x-mcp-header": "A"}}}),
+            json!({"properties": {"a": {"type": "string", "x-mcp-header": "A B"}}}),
+            json!({"properties": {"a": {"type": "string", "x-mcp-header": "Ä"}}}),
+            json!({"properties": {"a": {"type": "string", "x-mcp-header": "A"}, "b": {"type": "string", "x-mcp-header": "a"}}}),
+            json!({"properties": {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "A"}}}}),
+        ] {
+            assert!(header_params(&bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sse_events_are_split_on_blank_lines() {
+        let mut p = SseParser::default();
+        assert!(p.push(b"event: message\r\ndata: {\"a\":").is_empty());
+        let events = p.push(b"1}\r\n\r\n: ping\n\nevent: message\ndata: 2\n\n");
+        assert_eq!(events, ["{\"a\":1}", "2"]);
+    }
+
+    #[test]
+    fn filtered_tools_lose_only_the_invalid_ones() {
+        let state = State {
+            session_id: Mutex::new(None),
+            legacy_version: Mutex::new(None),
+            in_flight: Mutex::new(HashMap::new()),
+            tool_headers: Mutex::new(HashMap::new()),
+            error: Mutex::new(None),
+        };
+        let mut result = json!({"tools": [
+            {"name": "valid_tool", "inputSchema": {"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "Region"}}}},
+            {"name": "invalid_empty_header", "inputSchema": {"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": ""}}}}]});
+        filter_tools(&state, &mut result);
+        assert_eq!(result["tools"].as_array().unwrap().len(), 1);
+    }
+}

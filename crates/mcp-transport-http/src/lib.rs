@@ -1,0 +1,22 @@
+//! The Model Context Protocol over Streamable HTTP, on hyper 1.
+//!
+//! - [`McpHttpService`]: the endpoint, as a hyper and `tower` service (mount it in axum with
+//!   `Router::route_service("/mcp", endpoint)`), or served by [`serve`] /
+//!   [`McpHttpService::serve_with_shutdown`]. Both eras on one endpoint: stateless 2026-07-28
+//!   POSTs validated in the digest's order (`_meta`, headers against the body, version), JSON
+//!   or a request-scoped SSE stream, `subscriptions/listen` as a long-lived SSE response;
+//!   2025-11-25 `initialize` sessions with `Mcp-Session-Id`, a GET stream and DELETE. Origin
+//!   and Host validation, a body limit, header timeouts, graceful shutdown, bearer auth.
+//! - [`HttpTransport`]: the client side, for `mcp_client::Client`.
+#![forbid(unsafe_code)]
+
+pub mod auth;
+mod body;
+mod client;
+pub mod headers;
+mod server;
+
+pub use auth::{AuthError, TokenVerifier};
+pub use body::{KEEP_ALIVE, McpBody};
+pub use client::{HeaderParam, HttpTransport, header_params};
+pub use server::{DEFAULT_MAX_BODY, HEADER_READ_TIMEOUT, McpHttpService, SHUTDOWN_GRACE, serve};
