@@ -19,4 +19,7 @@ mod server;
 pub use auth::{AuthError, TokenVerifier};
 pub use body::{KEEP_ALIVE, McpBody};
 pub use client::{HeaderParam, HttpTransport, header_params};
-pub use server::{DEFAULT_MAX_BODY, HEADER_READ_TIMEOUT, McpHttpService, SHUTDOWN_GRACE, serve};
+pub use server::{
+    DEFAULT_MAX_BODY, HEADER_READ_TIMEOUT, McpHttpService, SESSION_IDLE_TIMEOUT, SHUTDOWN_GRACE,
+    serve,
+};

@@ -30,6 +30,8 @@ use crate::headers;
 pub const DEFAULT_MAX_BODY: usize = 4 * 1024 * 1024;
 /// How long a client may take to send its request headers.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a legacy session may stay unused before it is closed.
+pub const SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// How long graceful shutdown waits for requests in flight.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
@@ -37,6 +39,7 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 struct LegacySession {
     session: Session,
     unsolicited: Mutex<Option<mpsc::UnboundedReceiver<JsonRpcMessage>>>,
+    last_seen: Mutex<tokio::time::Instant>,
 }
 
 struct Inner {
@@ -47,6 +50,7 @@ struct Inner {
     verifier: Option<Arc<dyn TokenVerifier>>,
     resource_metadata: Option<String>,
     sessions: Mutex<HashMap<String, Arc<LegacySession>>>,
+    session_idle: Duration,
 }
 
 /// The MCP endpoint as a hyper and `tower` service: mount it in axum (`route_service`) or
@@ -98,6 +102,7 @@ impl McpHttpService {
                 verifier: None,
                 resource_metadata: None,
                 sessions: Mutex::new(HashMap::new()),
+                session_idle: SESSION_IDLE_TIMEOUT,
             }),
         }
     }
@@ -111,6 +116,7 @@ impl McpHttpService {
             verifier: arc.verifier.clone(),
             resource_metadata: arc.resource_metadata.clone(),
             sessions: Mutex::new(HashMap::new()),
+            session_idle: arc.session_idle,
         });
         f(&mut inner);
         McpHttpService {
@@ -128,6 +134,11 @@ impl McpHttpService {
     pub fn allowed_hosts<I: IntoIterator<Item = S>, S: Into<String>>(self, hosts: I) -> Self {
         let hosts = hosts.into_iter().map(Into::into).collect();
         self.map(|i| i.allowed_hosts = Some(hosts))
+    }
+
+    /// How long a legacy session may stay unused before it is closed (default 30 minutes).
+    pub fn session_idle_timeout(self, timeout: Duration) -> Self {
+        self.map(|i| i.session_idle = timeout)
     }
 
     /// The largest request body accepted (413 beyond).
@@ -487,8 +498,7 @@ impl Inner {
         };
 
         if let Some(id) = session_id {
-            let session = self.sessions.lock().ok().and_then(|s| s.get(&id).cloned());
-            let Some(session) = session else {
+            let Some(session) = self.session(&id) else {
                 return plain(StatusCode::NOT_FOUND, "Session not found");
             };
             return legacy(&session.session, message, sse).await;
@@ -580,6 +590,7 @@ impl Inner {
         let session = Arc::new(LegacySession {
             session,
             unsolicited: Mutex::new(Some(unsolicited)),
+            last_seen: Mutex::new(tokio::time::Instant::now()),
         });
         let mut response = legacy(&session.session, JsonRpcMessage::Request(request), sse).await;
         if response.status() == StatusCode::OK {
@@ -593,12 +604,33 @@ impl Inner {
         response
     }
 
+    /// The live session `id`, touched; sessions idle past the timeout are closed on the way.
+    fn session(&self, id: &str) -> Option<Arc<LegacySession>> {
+        let now = tokio::time::Instant::now();
+        let mut sessions = self.sessions.lock().ok()?;
+        sessions.retain(|_, s| {
+            let fresh = s
+                .last_seen
+                .lock()
+                .map(|t| now.duration_since(*t) < self.session_idle)
+                .unwrap_or(false);
+            if !fresh {
+                s.session.close();
+            }
+            fresh
+        });
+        let session = sessions.get(id).cloned()?;
+        if let Ok(mut t) = session.last_seen.lock() {
+            *t = now;
+        }
+        Some(session)
+    }
+
     fn get(&self, session_id: Option<&str>) -> Response<McpBody> {
         let Some(id) = session_id else {
             return not_allowed();
         };
-        let session = self.sessions.lock().ok().and_then(|s| s.get(id).cloned());
-        let Some(session) = session else {
+        let Some(session) = self.session(id) else {
             return plain(StatusCode::NOT_FOUND, "Session not found");
         };
         let Some(rx) = session.unsolicited.lock().ok().and_then(|mut u| u.take()) else {

@@ -494,6 +494,20 @@ async fn a_legacy_session_gets_its_elicitation_on_the_posts_sse_stream() {
         events[1]["result"]["content"][0]["text"],
         "Provisioned 'legacy' in us-east-2."
     );
+    // An idle session expires.
+    let short = start(
+        McpHttpService::new(provisioner(None)).session_idle_timeout(Duration::from_millis(100)),
+    )
+    .await;
+    let (_, headers, _) = post(&short.url, &[], &init).await;
+    let idle = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let ping = json!({"jsonrpc": "2.0", "id": 9, "method": "ping"}).to_string();
+    let (status, _, _) = post(&short.url, &[("mcp-session-id", idle.as_str())], &ping).await;
+    assert_eq!(status, StatusCode::OK);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let (status, _, _) = post(&short.url, &[("mcp-session-id", idle.as_str())], &ping).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    short.shutdown().await;
     // An unknown session is 404; DELETE ends the session.
     let (status, _, _) = post(
         &server.url,
