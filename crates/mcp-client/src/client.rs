@@ -107,8 +107,9 @@ pub struct ClientBuilder {
     mode: Mode,
     request_timeout: Duration,
     discover_timeout: Duration,
-    max_rounds: u32,
+        max_rounds: u32,
     log_level: Option<LoggingLevel>,
+    declared: ClientCapabilities,
 }
 
 impl Default for ClientBuilder {
@@ -123,8 +124,9 @@ impl Default for ClientBuilder {
             mode: Mode::Auto,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             discover_timeout: DISCOVER_TIMEOUT,
-            max_rounds: DEFAULT_MAX_ROUNDS,
+                        max_rounds: DEFAULT_MAX_ROUNDS,
             log_level: None,
+            declared: ClientCapabilities::default(),
         }
     }
 }
@@ -239,9 +241,41 @@ impl ClientBuilder {
         self
     }
 
+        /// Declares capabilities beyond what the registered callbacks imply: for an application
+    /// that answers input requests itself, one leg at a time ([`Client::session`]). Each
+    /// capability a callback declares wins over the same one given here.
+    ///
+    /// A server only asks what the client declared on the request, so a manual loop that
+    /// answers elicitation must declare it:
+    ///
+    /// ```
+    /// use mcp_client::Client;
+    /// use mcp_types::capabilities::{ClientCapabilities, ElicitationCapability};
+    ///
+    /// let builder = Client::builder().capabilities(ClientCapabilities {
+    ///     elicitation: Some(ElicitationCapability::default()),
+    ///     ..Default::default()
+    /// });
+    /// # drop(builder);
+    /// ```
+    pub fn capabilities(mut self, capabilities: ClientCapabilities) -> Self {
+        self.declared = capabilities;
+        self
+    }
+
     /// Connects over `transport` and negotiates the era.
     pub async fn connect(self, transport: impl Transport) -> Result<Client, ClientError> {
-        let capabilities = self.callbacks.capabilities();
+        let mut capabilities = self.callbacks.capabilities();
+        let declared = self.declared;
+        capabilities.experimental = capabilities.experimental.or(declared.experimental);
+        capabilities.roots = capabilities.roots.or(declared.roots);
+        capabilities.sampling = capabilities.sampling.or(declared.sampling);
+        capabilities.elicitation = capabilities.elicitation.or(declared.elicitation);
+        capabilities.tasks = capabilities.tasks.or(declared.tasks);
+        capabilities.extensions = capabilities.extensions.or(declared.extensions);
+        for (key, value) in declared.extra {
+            capabilities.extra.entry(key).or_insert(value);
+        }
         let inner = Arc::new(Inner {
             transport: Arc::new(transport),
             pending: Mutex::new(HashMap::new()),

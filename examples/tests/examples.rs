@@ -1,0 +1,414 @@
+//! Runs the example programs as a user would and checks what they print, and drives the
+//! example servers over stdio and HTTP with our client, in separate processes.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use mcp::ClientBuilderExt;
+use mcp::client::{CallOptions, Client, ClientError, Mode};
+use mcp::types::elicitation::{ElicitResult, ElicitValue};
+use mcp::types::mrtr::{InputResponse, InputResponses};
+use mcp::{Outcome, types::tools::CallToolResult};
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// `target/<profile>/examples/<name>`: cargo builds the examples before it runs this test.
+fn example(name: &str) -> PathBuf {
+    let mut dir = std::env::current_exe().expect("the test binary has a path");
+    dir.pop();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    let path = dir.join("examples").join(name);
+    assert!(path.exists(), "{} is not built", path.display());
+    path
+}
+
+async fn output_of(name: &str, args: &[&str]) -> String {
+    let output = Command::new(example(name))
+        .args(args)
+        .output()
+        .await
+        .expect("the example starts");
+    assert!(
+        output.status.success(),
+        "{name} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("UTF-8 output")
+}
+
+fn text(result: &CallToolResult) -> String {
+    mcp_examples::cli::text(result)
+}
+
+fn accept(fields: &[(&str, ElicitValue)]) -> ElicitResult {
+    ElicitResult::accept(
+        fields
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect(),
+    )
+}
+
+#[tokio::test]
+async fn the_readme_demo_prints_the_question_and_the_booking() {
+    let out = output_of("demo", &[]).await;
+    let lines: Vec<&str> = out.lines().skip(1).collect();
+    assert_eq!(
+        lines,
+        [
+            "book_table(date=2025-12-25, party_size=2)",
+            "  ? No tables for 2 on 2025-12-25. Would you like to try another date?",
+            "  > yes, 2025-12-27",
+            "  = Booked a table for 2 on 2025-12-27.",
+            "pay_deposit(booking_id=B-1225)",
+            "  ? A 20 EUR deposit confirms your booking.",
+            "  Open this link to continue: https://pay.example.com/deposit/B-1225",
+            "  = Complete the payment in your browser.",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_client_examples_reach_the_provisioner() {
+    assert_eq!(
+        output_of("client", &[]).await,
+        "server asks: Which region should the database live in?\nProvisioned 'orders' in eu-west-1.\n"
+    );
+    assert_eq!(
+        output_of("manual_loop", &[]).await,
+        "server asks: Which region should the database live in?\nretrying with 1 answer(s)\nProvisioned 'orders' in eu-west-1.\n"
+    );
+    let resumed = output_of("resume", &[]).await;
+    let lines: Vec<&str> = resumed.lines().collect();
+    assert_eq!(lines.len(), 3, "{resumed}");
+    assert!(lines[0].ends_with("server asks: Which region should the database live in?"));
+    assert!(lines[2].ends_with("] Provisioned 'orders' in eu-west-1."));
+    let pid = |line: &str| {
+        line.split(']')
+            .next()
+            .unwrap()
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    assert_ne!(pid(lines[0]), pid(lines[2]), "two processes: {resumed}");
+}
+
+async fn stdio_client(name: &str, builder: mcp::client::ClientBuilder) -> Client {
+    let mut command = Command::new(example(name));
+    command.arg("--stdio");
+    builder.connect_stdio(command).await.expect("connects")
+}
+
+#[tokio::test]
+async fn files_over_stdio_asks_only_for_a_folder_with_files() {
+    for (answer, expected) in [
+        (
+            accept(&[("ok", ElicitValue::Bool(true))]),
+            "deleted /tmp/project",
+        ),
+        (
+            accept(&[("ok", ElicitValue::Bool(false))]),
+            "kept the folder",
+        ),
+        (ElicitResult::decline(), "declined: folder not deleted"),
+        (
+            serde_json::from_value(json!({"action": "cancel"})).unwrap(),
+            "cancelled: folder not deleted",
+        ),
+    ] {
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = asked.clone();
+        let client = stdio_client(
+            "files",
+            Client::builder().elicitation(move |_info, params| {
+                seen.lock().unwrap().push(params.message().to_owned());
+                let answer = answer.clone();
+                async move { Ok(answer) }
+            }),
+        )
+        .await;
+        let result = client
+            .call_tool("delete_folder", json!({"path": "/tmp/project"}))
+            .await
+            .unwrap();
+        assert_eq!(text(&result), expected);
+        let empty = client
+            .call_tool("delete_folder", json!({"path": "/tmp/empty"}))
+            .await
+            .unwrap();
+        assert_eq!(text(&empty), "deleted /tmp/empty");
+        assert_eq!(
+            *asked.lock().unwrap(),
+            ["/tmp/project has 2 file(s). Delete anyway?"]
+        );
+        let tools = client.list_all_tools().await.unwrap();
+        let schema = serde_json::to_value(&tools[0].input_schema).unwrap();
+        assert_eq!(schema["required"], json!(["path"]));
+        assert!(schema["properties"].get("confirm").is_none(), "{schema}");
+        client.close().await;
+    }
+}
+
+#[tokio::test]
+async fn briefing_and_bistro_over_stdio_in_both_eras() {
+    for mode in [Mode::Auto, Mode::Legacy] {
+        let client = stdio_client(
+            "briefing",
+            Client::builder()
+                .mode(mode.clone())
+                .elicitation(|_i, params| async move {
+                    assert_eq!(params.message(), "Who is the briefing for?");
+                    Ok(accept(&[(
+                        "audience",
+                        ElicitValue::String("the board".into()),
+                    )]))
+                }),
+        )
+        .await;
+        let prompt = client
+            .get_prompt("briefing", BTreeMap::new())
+            .await
+            .unwrap();
+        let message = serde_json::to_value(&prompt.messages).unwrap();
+        assert_eq!(
+            message,
+            json!([{"role": "user", "content": {"type": "text", "text": "Write a briefing for the board."}}])
+        );
+        client.close().await;
+    }
+    let client = stdio_client(
+        "bistro",
+        Client::builder()
+            .mode(Mode::Legacy)
+            .elicitation(|_i, _p| async {
+                Ok(accept(&[
+                    ("accept_alternative", ElicitValue::Bool(true)),
+                    ("date", ElicitValue::String("2025-12-27".into())),
+                ]))
+            }),
+    )
+    .await;
+    let booked = client
+        .call_tool("book_table", json!({"date": "2025-12-25", "party_size": 2}))
+        .await
+        .unwrap();
+    assert_eq!(text(&booked), "Booked a table for 2 on 2025-12-27.");
+    let confirmed = client
+        .call_tool("confirm_deposit", json!({"booking_id": "B-1"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&confirmed), "Deposit received for booking B-1.");
+    client.close().await;
+}
+
+fn region(value: &str) -> InputResponses {
+    InputResponses::from([(
+        "region".to_owned(),
+        InputResponse::Elicit(accept(&[("region", ElicitValue::String(value.into()))])),
+    )])
+}
+
+#[tokio::test]
+async fn the_provisioner_seals_its_hand_built_state() {
+    let client = stdio_client(
+        "provisioner",
+        Client::builder()
+            .mode(Mode::Pinned("2026-07-28".into()))
+            .elicitation(|_i, _p| async { Ok(ElicitResult::decline()) }),
+    )
+    .await;
+    let session = client.session();
+    let args = json!({"name": "orders"});
+    let Outcome::InputRequired(round) = session
+        .call_tool("provision", args.clone(), CallOptions::default())
+        .await
+        .unwrap()
+    else {
+        panic!("the first leg asks");
+    };
+    let state = round.request_state.clone().unwrap();
+    assert_ne!(state, "provision-v1", "the state is sealed on the wire");
+    assert!(state.starts_with("v1."), "{state}");
+    let done = session
+        .call_tool(
+            "provision",
+            args.clone(),
+            CallOptions::resume(Some(region("eu-west-1")), Some(state.clone())),
+        )
+        .await
+        .unwrap();
+    let Outcome::Complete(done) = done else {
+        panic!("the retry completes")
+    };
+    assert_eq!(text(&done), "Provisioned 'orders' in eu-west-1.");
+    // The plaintext state a client might guess is not accepted.
+    let forged = session
+        .call_tool(
+            "provision",
+            args,
+            CallOptions::resume(Some(region("eu-west-1")), Some("provision-v1".into())),
+        )
+        .await
+        .unwrap_err();
+    let ClientError::Server(error) = forged else {
+        panic!("{forged:?}")
+    };
+    assert_eq!(
+        (error.code.0, error.message.as_str()),
+        (-32602, "Invalid or expired requestState")
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn the_deployer_mints_kms1_tokens() {
+    let client = stdio_client(
+        "deployer",
+        Client::builder()
+            .mode(Mode::Pinned("2026-07-28".into()))
+            .elicitation(|_i, params| async move {
+                assert_eq!(params.message(), "Deploy api to production?");
+                Ok(accept(&[("ok", ElicitValue::Bool(true))]))
+            }),
+    )
+    .await;
+    let Outcome::InputRequired(round) = client
+        .session()
+        .call_tool("deploy", json!({"service": "api"}), CallOptions::default())
+        .await
+        .unwrap()
+    else {
+        panic!("the deployer asks first");
+    };
+    let token = round.request_state.unwrap();
+    let hex = token.strip_prefix("kms1.").expect("the codec's prefix");
+    assert!(
+        hex.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+        "{token}"
+    );
+    let result = client
+        .call_tool("deploy", json!({"service": "api"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "Deployed api.");
+    client.close().await;
+}
+
+/// Starts `fleet --http 127.0.0.1:0` and returns the child and its URL.
+async fn fleet_instance(keys: &str) -> (Child, String) {
+    let mut child = Command::new(example("fleet"))
+        .args(["--http", "127.0.0.1:0"])
+        .env("MCP_STATE_KEYS", keys)
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("fleet starts");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let line = lines
+        .next_line()
+        .await
+        .unwrap()
+        .expect("fleet prints its address");
+    let url = line
+        .strip_prefix("serving MCP at ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line}"))
+        .to_owned();
+    (child, url)
+}
+
+async fn modern(url: &str) -> Client {
+    Client::builder()
+        .mode(Mode::Pinned("2026-07-28".into()))
+        .elicitation(|_i, _p| async { Ok(ElicitResult::decline()) })
+        .connect_http(url)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_fleet_instance_finishes_the_round_another_started_across_a_rotation() {
+    const OLD: &str = "old-secret-old-secret-old-secret-0001";
+    const NEW: &str = "new-secret-new-secret-new-secret-0002";
+    let confirm = || {
+        InputResponses::from([(
+            "confirm_restart".to_owned(),
+            InputResponse::Elicit(accept(&[("ok", ElicitValue::Bool(true))])),
+        )])
+    };
+    let args = json!({"service": "api"});
+    // Phase 1 and 2 side by side: [OLD, NEW] seals with OLD, [NEW, OLD] accepts it.
+    let (_a, url_a) = fleet_instance(&format!("{OLD},{NEW}")).await;
+    let (_b, url_b) = fleet_instance(&format!("{NEW},{OLD}")).await;
+    let (_c, url_c) = fleet_instance(NEW).await;
+    let a = modern(&url_a).await;
+    let Outcome::InputRequired(round) = a
+        .session()
+        .call_tool("restart", args.clone(), CallOptions::default())
+        .await
+        .unwrap()
+    else {
+        panic!("instance A asks");
+    };
+    let state = round.request_state.unwrap();
+    let b = modern(&url_b).await;
+    let Outcome::Complete(done) = b
+        .session()
+        .call_tool(
+            "restart",
+            args.clone(),
+            CallOptions::resume(Some(confirm()), Some(state.clone())),
+        )
+        .await
+        .unwrap()
+    else {
+        panic!("instance B finishes A's round");
+    };
+    assert_eq!(text(&done), "Restarted api.");
+    // Phase 3 dropped OLD: a round sealed under it is refused.
+    let c = modern(&url_c).await;
+    let refused = c
+        .session()
+        .call_tool(
+            "restart",
+            args,
+            CallOptions::resume(Some(confirm()), Some(state)),
+        )
+        .await
+        .unwrap_err();
+    let ClientError::Server(error) = refused else {
+        panic!("{refused:?}")
+    };
+    assert_eq!(error.message, "Invalid or expired requestState");
+}
+
+#[tokio::test]
+async fn every_server_example_rejects_a_bad_command_line() {
+    let output = Command::new(example("files"))
+        .arg("--port")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.starts_with("unknown argument `--port`\nusage: "),
+        "{stderr}"
+    );
+    let output = Command::new(example("fleet"))
+        .env_remove("MCP_STATE_KEYS")
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stderr)
+            .contains("set MCP_STATE_KEYS to the fleet's shared secrets")
+    );
+}
