@@ -5,11 +5,14 @@
 //! - `test`: the README's test command: layers, the Python interop environment, then every
 //!   test of the workspace (unit, integration, doc).
 //! - `ci`: what `.ci/run` runs after installing tools: fmt, clippy, cargo-deny, then `test`.
+//! - `interop`: the Python SDK's client against our server and our client against the Python
+//!   SDK's server, over stdio and Streamable HTTP, in both eras (see `interop.rs`).
 
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+mod interop;
 mod layers;
 
 /// The Python SDK version the interop tests run against.
@@ -21,12 +24,14 @@ fn main() -> ExitCode {
         Some("layers") => layers::check(&workspace_root()),
         Some("test") => test(&args[1..]),
         Some("ci") => ci(),
+        Some("interop") => interop::interop(),
         Some("python-env") => python_env().map(|py| println!("{}", py.display())),
         _ => Err(format!(
-            "usage: cargo xtask <layers|test|ci|python-env>\n  \
+            "usage: cargo xtask <layers|test|ci|interop|python-env>\n  \
              layers      check the crate layering of DESIGN.md\n  \
              test        run every test (sets up the Python interop venv first)\n  \
              ci          fmt, clippy, cargo-deny, then test\n  \
+             interop     Python SDK client x our server, our client x Python SDK server\n  \
              python-env  create target/py with {PYTHON_MCP} and print its python"
         )),
     };

@@ -1,0 +1,342 @@
+//! `cargo xtask interop`: the Python SDK against our server, and our client against the Python
+//! SDK's server, on both transports and in both eras.
+//!
+//! The matrix: the Python `Client` (`examples/python/interop_client.py`) × our `interop-server`
+//! and our `interop-client` × the Python `MCPServer` (`examples/python/interop_server.py`), each
+//! over stdio and Streamable HTTP, each at 2025-11-25 (legacy session) and 2026-07-28
+//! (stateless). Every cell runs every flow; a cell passes when its client exits 0. HTTP
+//! servers listen on 127.0.0.1 at a free port; each is started for its cell and stopped by the
+//! PID of the child spawned here. Logs go to `target/interop/`.
+
+use std::fs::File;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{cargo, python_env, run, workspace_root};
+
+const ERAS: [&str; 2] = ["2025-11-25", "2026-07-28"];
+/// How long one cell may take (each flow also has its own 60 s limit inside the clients).
+const CELL_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long an HTTP server may take to accept connections.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    /// The Python client against our server.
+    PythonClient,
+    /// Our client against the Python server.
+    RustClient,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wire {
+    Stdio,
+    Http,
+}
+
+struct Cell {
+    side: Side,
+    wire: Wire,
+    era: &'static str,
+}
+
+impl Cell {
+    fn name(&self) -> String {
+        let pair = match self.side {
+            Side::PythonClient => "python client -> rust server",
+            Side::RustClient => "rust client -> python server",
+        };
+        let wire = match self.wire {
+            Wire::Stdio => "stdio",
+            Wire::Http => "http ",
+        };
+        format!("{pair}  {wire}  {}", self.era)
+    }
+
+    fn slug(&self) -> String {
+        let side = match self.side {
+            Side::PythonClient => "py-client",
+            Side::RustClient => "rs-client",
+        };
+        let wire = match self.wire {
+            Wire::Stdio => "stdio",
+            Wire::Http => "http",
+        };
+        format!("{side}-{wire}-{}", self.era)
+    }
+}
+
+/// Everything a cell needs to start its processes.
+struct Programs {
+    python: PathBuf,
+    rust_server: PathBuf,
+    rust_client: PathBuf,
+    python_server: PathBuf,
+    python_client: PathBuf,
+    logs: PathBuf,
+}
+
+impl Programs {
+    /// The server of a cell, with the arguments that choose the transport.
+    fn server(&self, side: Side, listen: Option<SocketAddr>) -> Command {
+        let mut command = match side {
+            Side::PythonClient => {
+                let mut c = Command::new(&self.rust_server);
+                match listen {
+                    Some(addr) => c.arg("--http").arg(addr.to_string()),
+                    None => c.arg("--stdio"),
+                };
+                c
+            }
+            Side::RustClient => {
+                let mut c = Command::new(&self.python);
+                c.arg(&self.python_server).env("PYTHONUNBUFFERED", "1");
+                match listen {
+                    Some(addr) => c.arg("--http").arg(addr.port().to_string()),
+                    None => c.arg("--stdio"),
+                };
+                c
+            }
+        };
+        command.current_dir(workspace_root());
+        command
+    }
+
+    /// The client of a cell, pointed at a URL or told to spawn the server command.
+    fn client(&self, side: Side, era: &str, url: Option<&str>, server: &Command) -> Command {
+        let mut command = match side {
+            Side::PythonClient => {
+                let mut c = Command::new(&self.python);
+                c.arg(&self.python_client).env("PYTHONUNBUFFERED", "1");
+                c
+            }
+            Side::RustClient => Command::new(&self.rust_client),
+        };
+        command.args(["--era", era]);
+        match url {
+            Some(url) => {
+                command.args(["--url", url]);
+            }
+            None => {
+                command
+                    .arg("--")
+                    .arg(server.get_program())
+                    .args(server.get_args());
+            }
+        }
+        command.current_dir(workspace_root());
+        command
+    }
+}
+
+/// Builds the examples, ensures the Python SDK, runs every cell, and fails if any cell did.
+pub(crate) fn interop() -> Result<(), String> {
+    let root = workspace_root();
+    let python = python_env()?;
+    run(cargo().args([
+        "build",
+        "-p",
+        "mcp-examples",
+        "--example",
+        "interop-server",
+        "--example",
+        "interop-client",
+    ]))?;
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|dir| {
+            if dir.is_absolute() {
+                dir
+            } else {
+                root.join(dir)
+            }
+        })
+        .unwrap_or_else(|| root.join("target"));
+    let examples = target.join("debug").join("examples");
+    let programs = Programs {
+        python,
+        rust_server: examples.join(format!("interop-server{}", std::env::consts::EXE_SUFFIX)),
+        rust_client: examples.join(format!("interop-client{}", std::env::consts::EXE_SUFFIX)),
+        python_server: root.join("examples/python/interop_server.py"),
+        python_client: root.join("examples/python/interop_client.py"),
+        logs: target.join("interop"),
+    };
+    std::fs::create_dir_all(&programs.logs)
+        .map_err(|e| format!("could not create {}: {e}", programs.logs.display()))?;
+
+    let mut cells = Vec::new();
+    for side in [Side::PythonClient, Side::RustClient] {
+        for wire in [Wire::Stdio, Wire::Http] {
+            for era in ERAS {
+                cells.push(Cell { side, wire, era });
+            }
+        }
+    }
+    let (mut passed, mut failed) = (0, 0);
+    for cell in &cells {
+        let started = Instant::now();
+        match run_cell(&programs, cell) {
+            Ok(summary) => {
+                passed += 1;
+                println!(
+                    "PASS  {}  ({summary}, {:.1}s)",
+                    cell.name(),
+                    started.elapsed().as_secs_f64()
+                );
+            }
+            Err(detail) => {
+                failed += 1;
+                println!("FAIL  {}", cell.name());
+                for line in detail.lines() {
+                    println!("        {line}");
+                }
+            }
+        }
+    }
+    println!("interop: {passed} passed, {failed} failed");
+    if failed == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "{failed} interop cell(s) failed; logs in {}",
+            programs.logs.display()
+        ))
+    }
+}
+
+/// Runs one cell; on success returns the client's summary line, on failure what it printed.
+fn run_cell(programs: &Programs, cell: &Cell) -> Result<String, String> {
+    let slug = cell.slug();
+    let log = |suffix: &str| programs.logs.join(format!("{slug}.{suffix}"));
+    let mut server = None;
+    let url = match cell.wire {
+        Wire::Stdio => None,
+        Wire::Http => {
+            let addr = free_port()?;
+            let child = spawn(
+                &mut programs.server(cell.side, Some(addr)),
+                &log("server.log"),
+            )?;
+            // Owned from here, so the server is stopped on every path out of this function.
+            let guard = server.insert(Server(child));
+            wait_ready(&mut guard.0, addr)?;
+            Some(format!("http://{addr}/mcp"))
+        }
+    };
+    let stdio_server = programs.server(cell.side, None);
+    let mut client = programs.client(cell.side, cell.era, url.as_deref(), &stdio_server);
+    let out = log("client.out");
+    let err = log("client.err");
+    let mut child = spawn_to(&mut client, &out, &err)?;
+    let status = wait_with_timeout(&mut child, CELL_TIMEOUT);
+    drop(server);
+    let output = std::fs::read_to_string(&out).unwrap_or_default();
+    let summary = output.lines().last().unwrap_or("").to_owned();
+    match status {
+        Some(s) if s.success() => Ok(summary),
+        status => {
+            let mut detail = match status {
+                Some(s) => format!("client exited with {s}\n"),
+                None => format!("client killed after {}s\n", CELL_TIMEOUT.as_secs()),
+            };
+            for line in output.lines().filter(|l| !l.starts_with("ok ")) {
+                detail.push_str(line);
+                detail.push('\n');
+            }
+            let errors = std::fs::read_to_string(&err).unwrap_or_default();
+            let tail: Vec<&str> = errors.lines().rev().take(15).collect();
+            if !tail.is_empty() {
+                detail.push_str(&format!("last lines of {}:\n", err.display()));
+                for line in tail.into_iter().rev() {
+                    detail.push_str("  ");
+                    detail.push_str(line);
+                    detail.push('\n');
+                }
+            }
+            Err(detail)
+        }
+    }
+}
+
+/// An HTTP server this task spawned; dropping it kills that child (by its PID) and reaps it.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A port on 127.0.0.1 nobody listens on right now.
+fn free_port() -> Result<SocketAddr, String> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .map_err(|e| format!("no free port on 127.0.0.1: {e}"))?;
+    listener
+        .local_addr()
+        .map_err(|e| format!("no local address: {e}"))
+}
+
+fn spawn(command: &mut Command, log: &Path) -> Result<Child, String> {
+    spawn_to(command, log, log)
+}
+
+fn spawn_to(command: &mut Command, out: &Path, err: &Path) -> Result<Child, String> {
+    let open = |path: &Path| {
+        File::create(path).map_err(|e| format!("could not create {}: {e}", path.display()))
+    };
+    let stdout = open(out)?;
+    let stderr = if out == err {
+        stdout
+            .try_clone()
+            .map_err(|e| format!("could not share {}: {e}", out.display()))?
+    } else {
+        open(err)?
+    };
+    command
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .map_err(|e| format!("could not start {command:?}: {e}"))
+}
+
+/// Polls until the server accepts a connection, failing if it exits or takes too long.
+fn wait_ready(child: &mut Child, addr: SocketAddr) -> Result<(), String> {
+    let deadline = Instant::now() + READY_TIMEOUT;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("the server exited with {status} before listening"));
+        }
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "the server did not listen on {addr} within {}s",
+                READY_TIMEOUT.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Waits for the child; kills it (by its PID) and returns `None` past the timeout.
+fn wait_with_timeout(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+}
