@@ -107,7 +107,7 @@ pub struct ClientBuilder {
     mode: Mode,
     request_timeout: Duration,
     discover_timeout: Duration,
-        max_rounds: u32,
+    max_rounds: u32,
     log_level: Option<LoggingLevel>,
     declared: ClientCapabilities,
 }
@@ -124,7 +124,7 @@ impl Default for ClientBuilder {
             mode: Mode::Auto,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             discover_timeout: DISCOVER_TIMEOUT,
-                        max_rounds: DEFAULT_MAX_ROUNDS,
+            max_rounds: DEFAULT_MAX_ROUNDS,
             log_level: None,
             declared: ClientCapabilities::default(),
         }
@@ -241,7 +241,7 @@ impl ClientBuilder {
         self
     }
 
-        /// Declares capabilities beyond what the registered callbacks imply: for an application
+    /// Declares capabilities beyond what the registered callbacks imply: for an application
     /// that answers input requests itself, one leg at a time ([`Client::session`]). Each
     /// capability a callback declares wins over the same one given here.
     ///
@@ -546,6 +546,7 @@ impl Client {
             inner,
             id: Some(id.clone()),
         };
+        let request_id = id.clone();
         let request = JsonRpcRequest {
             id,
             method: method.to_owned(),
@@ -575,7 +576,10 @@ impl Client {
             }
         };
         inflight.done();
-        answer.map_err(ClientError::Server)
+        answer.map_err(|error| match inner.transport.local_failure(&request_id) {
+            Some(why) => ClientError::Transport(why),
+            None => ClientError::Server(error),
+        })
     }
 
     /// Sends a notification.

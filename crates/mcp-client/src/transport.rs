@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use mcp_types::JsonRpcMessage;
+use mcp_types::{JsonRpcMessage, RequestId};
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -27,6 +27,14 @@ pub trait Transport: Send + Sync + 'static {
     /// Why the connection ended, once [`receive`](Transport::receive) returned `None` (e.g.
     /// "the server process exited with status 1").
     fn error(&self) -> Option<String> {
+        None
+    }
+
+    /// Why the error answer to request `id` was made up by the transport itself (the request
+    /// never reached the server, or what came back was not MCP), so the client reports a
+    /// transport error rather than a server's. Each failure is reported once.
+    fn local_failure(&self, id: &RequestId) -> Option<String> {
+        let _ = id;
         None
     }
 

@@ -113,6 +113,9 @@ struct State {
     in_flight: Mutex<HashMap<RequestId, AbortHandle>>,
     tool_headers: Mutex<HashMap<String, Vec<HeaderParam>>>,
     error: Mutex<Option<String>>,
+    /// Requests answered with an error made up here (never reached the server, or its reply
+    /// was not MCP), and why.
+    failures: Mutex<HashMap<RequestId, String>>,
 }
 
 /// A client connection to a Streamable HTTP endpoint.
@@ -155,6 +158,7 @@ impl HttpTransport {
                 in_flight: Mutex::new(HashMap::new()),
                 tool_headers: Mutex::new(HashMap::new()),
                 error: Mutex::new(None),
+                failures: Mutex::new(HashMap::new()),
             }),
             tx,
             rx: tokio::sync::Mutex::new(rx),
@@ -418,6 +422,9 @@ impl Transport for HttpTransport {
                 let method_name = method.as_ref().map(|(_, m)| m.clone()).unwrap_or_default();
                 let fail = |why: String| {
                     if let Some(id) = &id {
+                        if let Ok(mut failures) = state.failures.lock() {
+                            failures.insert(id.clone(), why.clone());
+                        }
                         let error = ErrorObject::new(ErrorCode(-32000), why);
                         let _ = tx.send(JsonRpcMessage::Error(JsonRpcError::new(
                             Some(id.clone()),
@@ -514,6 +521,14 @@ impl Transport for HttpTransport {
         self.state.error.lock().ok().and_then(|e| e.clone())
     }
 
+    fn local_failure(&self, id: &RequestId) -> Option<String> {
+        self.state
+            .failures
+            .lock()
+            .ok()
+            .and_then(|mut f| f.remove(id))
+    }
+
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             if let Ok(mut f) = self.state.in_flight.lock() {
@@ -594,6 +609,7 @@ mod tests {
             in_flight: Mutex::new(HashMap::new()),
             tool_headers: Mutex::new(HashMap::new()),
             error: Mutex::new(None),
+            failures: Mutex::new(HashMap::new()),
         };
         let mut result = json!({"tools": [
             {"name": "valid_tool", "inputSchema": {"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "Region"}}}},

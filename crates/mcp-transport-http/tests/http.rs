@@ -733,3 +733,27 @@ async fn a_fleet_sharing_keys_completes_rounds_across_instances_and_other_keys_f
     b.shutdown().await;
     stranger.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_server_that_is_not_there_is_a_transport_error_not_a_server_error() {
+    // Bind, learn a free port, and close it again: nothing listens there.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let transport = HttpTransport::new(&format!("http://127.0.0.1:{port}/mcp")).unwrap();
+    // A pinned client does not probe, so connecting succeeds and the first request fails.
+    let client = Client::builder()
+        .mode(Mode::Pinned("2026-07-28".into()))
+        .connect(transport)
+        .await
+        .unwrap();
+    match client.list_tools(None).await.unwrap_err() {
+        mcp_client::ClientError::Transport(why) => {
+            assert!(why.starts_with("HTTP request failed: "), "{why}")
+        }
+        other => panic!("expected a transport error, got {other:?}"),
+    }
+}
