@@ -13,7 +13,7 @@ use mcp_types::logging::LoggingMessageParams;
 use mcp_types::notifications::ProgressParams;
 use mcp_types::roots::ListRootsResult;
 use mcp_types::sampling::{CreateMessageRequestParams, CreateMessageResult};
-use mcp_types::{ErrorObject, JsonObject};
+use mcp_types::{ErrorObject, JsonObject, ServerNotification};
 
 use crate::transport::BoxFuture;
 
@@ -47,6 +47,7 @@ pub(crate) type RootsFn = Arc<
 >;
 pub(crate) type ProgressFn = Arc<dyn Fn(ProgressParams) + Send + Sync>;
 pub(crate) type LogFn = Arc<dyn Fn(LoggingMessageParams) + Send + Sync>;
+pub(crate) type NotificationFn = Arc<dyn Fn(&ServerNotification) + Send + Sync>;
 
 /// The callbacks a client was built with.
 #[derive(Clone, Default)]
@@ -59,6 +60,7 @@ pub(crate) struct Callbacks {
     pub(crate) roots: Option<RootsFn>,
     pub(crate) progress: Option<ProgressFn>,
     pub(crate) log: Option<LogFn>,
+    pub(crate) notification: Option<NotificationFn>,
 }
 
 impl Callbacks {

@@ -205,6 +205,29 @@ impl ClientBuilder {
         self
     }
 
+    /// Sees every notification from the server, after the progress and log handlers: list
+    /// changes, `notifications/resources/updated`, `notifications/elicitation/complete` (a URL
+    /// flow finished), subscription acknowledgements...
+    ///
+    /// ```
+    /// use mcp_client::Client;
+    /// use mcp_types::ServerNotification;
+    ///
+    /// let builder = Client::builder().on_notification(|notification| {
+    ///     if let ServerNotification::ElicitationComplete(done) = notification {
+    ///         println!("the user finished {}", done.elicitation_id);
+    ///     }
+    /// });
+    /// # drop(builder);
+    /// ```
+    pub fn on_notification(
+        mut self,
+        handler: impl Fn(&ServerNotification) + Send + Sync + 'static,
+    ) -> Self {
+        self.callbacks.notification = Some(Arc::new(handler));
+        self
+    }
+
     /// Asks for log messages at or above `level` on every 2026-07-28 request.
     pub fn log_level(mut self, level: LoggingLevel) -> Self {
         self.log_level = Some(level);
@@ -370,19 +393,25 @@ impl Inner {
     }
 
     fn notification(&self, n: &JsonRpcNotification) {
-        match ServerNotification::from_notification(n) {
-            Ok(ServerNotification::Progress(p)) => {
+        let notification = match ServerNotification::from_notification(n) {
+            Ok(notification) => notification,
+            Err(e) => return tracing::debug!(error = %e, "unknown notification ignored"),
+        };
+        match &notification {
+            ServerNotification::Progress(p) => {
                 if let Some(handler) = &self.callbacks.progress {
-                    handler(p);
+                    handler(p.clone());
                 }
             }
-            Ok(ServerNotification::LoggingMessage(m)) => {
+            ServerNotification::LoggingMessage(m) => {
                 if let Some(handler) = &self.callbacks.log {
-                    handler(m);
+                    handler(m.clone());
                 }
             }
-            Ok(other) => tracing::debug!(method = other.method(), "notification"),
-            Err(e) => tracing::debug!(error = %e, "unknown notification ignored"),
+            other => tracing::debug!(method = other.method(), "notification"),
+        }
+        if let Some(handler) = &self.callbacks.notification {
+            handler(&notification);
         }
     }
 
@@ -865,15 +894,7 @@ impl Client {
         arguments: Value,
         options: CallOptions,
     ) -> Result<CallToolResult, ClientError> {
-        let arguments = match arguments {
-            Value::Object(o) => Some(o),
-            Value::Null => None,
-            other => {
-                return Err(ClientError::InvalidResponse(format!(
-                    "tool arguments must be a JSON object, not {other}"
-                )));
-            }
-        };
+        let arguments = tool_arguments(arguments)?;
         let params = CallToolRequestParams {
             name: name.to_owned(),
             arguments,
@@ -888,23 +909,41 @@ impl Client {
         name: &str,
         arguments: BTreeMap<String, String>,
     ) -> Result<GetPromptResult, ClientError> {
+        self.get_prompt_with(name, arguments, CallOptions::default())
+            .await
+    }
+
+    /// [`get_prompt`](Self::get_prompt) with options (resuming, progress, timeout).
+    pub async fn get_prompt_with(
+        &self,
+        name: &str,
+        arguments: BTreeMap<String, String>,
+        options: CallOptions,
+    ) -> Result<GetPromptResult, ClientError> {
         let params = GetPromptRequestParams {
             name: name.to_owned(),
             arguments: Some(arguments),
             ..Default::default()
         };
-        self.drive(methods::PROMPTS_GET, params, CallOptions::default())
-            .await
+        self.drive(methods::PROMPTS_GET, params, options).await
     }
 
     /// Reads a resource, answering every round of questions with the callbacks.
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ClientError> {
+        self.read_resource_with(uri, CallOptions::default()).await
+    }
+
+    /// [`read_resource`](Self::read_resource) with options (resuming, progress, timeout).
+    pub async fn read_resource_with(
+        &self,
+        uri: &str,
+        options: CallOptions,
+    ) -> Result<ReadResourceResult, ClientError> {
         let params = ReadResourceRequestParams {
             uri: uri.to_owned(),
             ..Default::default()
         };
-        self.drive(methods::RESOURCES_READ, params, CallOptions::default())
-            .await
+        self.drive(methods::RESOURCES_READ, params, options).await
     }
 
     /// Sends one leg of a call that may answer `input_required`.
@@ -1039,6 +1078,17 @@ impl Client {
     }
 }
 
+/// Tool arguments: a JSON object, or `null` for none.
+fn tool_arguments(arguments: Value) -> Result<Option<JsonObject>, ClientError> {
+    match arguments {
+        Value::Object(o) => Ok(Some(o)),
+        Value::Null => Ok(None),
+        other => Err(ClientError::InvalidRequest(format!(
+            "tool arguments must be a JSON object or null, not {other}"
+        ))),
+    }
+}
+
 /// Setting `_meta` on the params of the three retrying methods.
 pub trait HasMetaMut {
     /// Replaces `_meta`.
@@ -1080,10 +1130,7 @@ impl Session<'_> {
         arguments: Value,
         options: CallOptions,
     ) -> Result<CallOutcome, ClientError> {
-        let arguments = match arguments {
-            Value::Object(o) => Some(o),
-            _ => None,
-        };
+        let arguments = tool_arguments(arguments)?;
         let mut params = CallToolRequestParams {
             name: name.to_owned(),
             arguments,

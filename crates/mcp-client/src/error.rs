@@ -21,6 +21,9 @@ pub enum ClientError {
     Server(ErrorObject),
     /// The server's answer is not what the method returns.
     InvalidResponse(String),
+    /// The call cannot be sent as asked (tool arguments that are not a JSON object...);
+    /// nothing was sent.
+    InvalidRequest(String),
     /// The result has a `resultType` this client does not know (the spec calls it invalid).
     UnrecognizedResultType(String),
     /// The server kept answering `input_required` past the round cap.
@@ -70,6 +73,7 @@ impl fmt::Display for ClientError {
                 e.code.0, e.message
             ),
             ClientError::InvalidResponse(why) => write!(f, "invalid response: {why}"),
+            ClientError::InvalidRequest(why) => write!(f, "invalid request: {why}"),
             ClientError::UnrecognizedResultType(t) => {
                 write!(
                     f,

@@ -457,3 +457,94 @@ async fn the_manual_loop_returns_each_leg_and_a_fresh_client_resumes_from_persis
         JsonRpcNotification::new("x", &json!({})),
     );
 }
+
+#[tokio::test]
+async fn declared_capabilities_notifications_and_bad_arguments() {
+    let script = |m: &Value| match m["method"].as_str()? {
+        "tools/call" => Some(json!({"result": {"resultType": "complete", "content": []}})),
+        "prompts/get" => Some(
+            match m["params"].get("requestState").and_then(Value::as_str) {
+                Some("p-1") => {
+                    json!({"result": {"resultType": "complete", "messages": [{"role": "user", "content": {"type": "text", "text": "resumed"}}]}})
+                }
+                _ => {
+                    json!({"error": {"code": -32602, "message": "Invalid or expired requestState"}})
+                }
+            },
+        ),
+        _ => None,
+    };
+    let (fake, sent) = Fake::new(script);
+    let server = fake.tx.clone();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen_by_handler = seen.clone();
+    let client = Client::builder()
+        .mode(Mode::Pinned("2026-07-28".into()))
+        // A manual loop with no callback still declares that it answers elicitation; the
+        // sampling callback's own declaration wins over the one given here.
+        .capabilities(mcp_types::capabilities::ClientCapabilities {
+            elicitation: Some(Default::default()),
+            sampling: Some(mcp_types::capabilities::SamplingCapability {
+                tools: Some(Default::default()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .sampling(|_, _| async { Err(mcp_types::ErrorObject::internal("not used in this test")) })
+        .on_notification(move |n| seen_by_handler.lock().unwrap().push(n.method().to_owned()))
+        .connect(fake)
+        .await
+        .unwrap();
+    client.call_tool("noop", Value::Null).await.unwrap();
+    assert_eq!(
+        calls(&sent, "tools/call")[0].1["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
+        json!({"elicitation": {}, "sampling": {}})
+    );
+    let error = client.call_tool("noop", json!([1, 2])).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "invalid request: tool arguments must be a JSON object or null, not [1,2]"
+    );
+    let error = client
+        .session()
+        .call_tool("noop", json!("text"), CallOptions::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ClientError::InvalidRequest(_)), "{error:?}");
+    assert_eq!(calls(&sent, "tools/call").len(), 1, "nothing else was sent");
+
+    let prompt = client
+        .get_prompt_with(
+            "briefing",
+            Default::default(),
+            CallOptions::resume(None, Some("p-1".into())),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&prompt.messages).unwrap()[0]["content"]["text"],
+        "resumed"
+    );
+
+    for notification in [
+        json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": {"elicitationId": "deposit-1"}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+    ] {
+        server
+            .send(JsonRpcMessage::from_value(&notification).unwrap())
+            .unwrap();
+    }
+    for _ in 0..100 {
+        if seen.lock().unwrap().len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            "notifications/elicitation/complete",
+            "notifications/tools/list_changed"
+        ]
+    );
+}
