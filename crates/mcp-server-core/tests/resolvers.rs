@@ -621,3 +621,69 @@ fn mistakes_are_caught_when_the_server_is_built() {
     );
     let _ = ElicitationResult::<Name>::Declined;
 }
+
+/// A resolver that sends the user to a page, with or without naming the elicitation.
+fn pay(named: bool) -> Service {
+    let ask = Resolver::new("pay", move |_| async move {
+        let question =
+            Resolution::<()>::elicit_url("Pay the deposit.", "https://pay.example.com/d/1");
+        if named {
+            question.with_elicitation_id("deposit-1")
+        } else {
+            question
+        }
+    });
+    let tool = ToolDef::new("deposit")
+        .resolve::<ElicitationResult<()>>("paid", ask)
+        .handler_resolved(|_ctx, _args: Args, mut r| async move {
+            Ok::<_, String>(match r.take::<ElicitationResult<()>>("paid")? {
+                ElicitationResult::Accepted(_) => "opened".to_owned(),
+                _ => "not opened".to_owned(),
+            })
+        });
+    McpServer::new("pay").tool(tool).into_service().unwrap()
+}
+
+#[tokio::test]
+async fn a_url_question_has_an_elicitation_id_on_legacy_sessions_only() {
+    for named in [true, false] {
+        let mut c = TestClient::new(&pay(named));
+        c.initialize("2025-11-25", url_caps()).await;
+        let mut asked = Vec::new();
+        let messages = c
+            .exchange_with("tools/call", json!({"name": "deposit"}), |request| {
+                asked.push(request["params"].clone());
+                Some(json!({"result": {"action": "accept"}}))
+            })
+            .await;
+        assert_eq!(
+            messages.last().unwrap()["result"]["content"][0]["text"],
+            "opened"
+        );
+        let id = asked[0]["elicitationId"].as_str().unwrap().to_owned();
+        if named {
+            assert_eq!(id, "deposit-1");
+        } else {
+            assert!(
+                id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{id}"
+            );
+        }
+        assert_eq!(
+            asked[0],
+            json!({"mode": "url", "message": "Pay the deposit.", "url": "https://pay.example.com/d/1", "elicitationId": id})
+        );
+        let mut modern = TestClient::new(&pay(named));
+        let round = modern
+            .modern("tools/call", json!({"name": "deposit"}), url_caps())
+            .await;
+        assert_eq!(
+            round["result"]["inputRequests"]["pay"],
+            json!({"method": "elicitation/create", "params": {"mode": "url", "message": "Pay the deposit.", "url": "https://pay.example.com/d/1"}})
+        );
+    }
+}
+
+fn url_caps() -> Value {
+    json!({"elicitation": {"form": {}, "url": {}}})
+}

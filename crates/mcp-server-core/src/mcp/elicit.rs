@@ -222,14 +222,17 @@ pub(crate) fn parse_elicit_result<T: ElicitModel>(
     match result.action {
         ElicitAction::Decline => Ok(ElicitationResult::Declined),
         ElicitAction::Cancel => Ok(ElicitationResult::Cancelled),
-        ElicitAction::Accept => {
-            let content = result
-                .content
-                .as_ref()
-                .ok_or("an accepted elicitation with no content")?;
-            let value = serde_json::to_value(content).map_err(|e| e.to_string())?;
-            parse_content(value)
-        }
+        ElicitAction::Accept => match &result.content {
+            Some(content) => {
+                let value = serde_json::to_value(content).map_err(|e| e.to_string())?;
+                parse_content(value)
+            }
+            // A URL elicitation's accept carries nothing: `()` (or any model that reads
+            // `null`) takes it; a form model cannot.
+            None => serde_json::from_value::<T>(Value::Null)
+                .map(ElicitationResult::Accepted)
+                .map_err(|_| "an accepted elicitation with no content".to_owned()),
+        },
     }
 }
 

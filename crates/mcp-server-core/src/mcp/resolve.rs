@@ -85,6 +85,19 @@ impl<T> Resolution<T> {
         })
     }
 
+    /// Names a URL question's `elicitationId`, so a 2025-11-25 server can announce the
+    /// out-of-band step's end with `ctx.send_elicit_complete(id)`. Without it a legacy session
+    /// gets a random id (the 2025-11-25 schema requires one); a 2026-07-28 client never sees
+    /// it (that revision has no such field). Other resolutions are returned unchanged.
+    pub fn with_elicitation_id(mut self, id: impl Into<String>) -> Self {
+        if let Resolution::Ask(question) = &mut self
+            && let InputRequest::Elicit(ElicitRequestParams::Url(url)) = &mut *question.request
+        {
+            url.elicitation_id = Some(id.into());
+        }
+        self
+    }
+
     /// Asks the client's LLM (`sampling/createMessage`); the value is its `CreateMessageResult`.
     pub fn sample(params: CreateMessageRequestParams) -> Self {
         Resolution::Ask(Question {
@@ -636,6 +649,7 @@ pub(crate) async fn run_round(
             return Err(requirement.error(&format!("resolver '{key}'")));
         }
         if !modern {
+            let question = with_legacy_elicitation_id(question)?;
             let Some(request) = as_server_request(question.clone()) else {
                 return Err(ErrorObject::internal(format!(
                     "resolver '{key}' asked with an unsupported method"
@@ -647,6 +661,11 @@ pub(crate) async fn run_round(
                 Err(message) => return Ok(Round::Fail(message)),
             };
             continue;
+        }
+        // 2026-07-28 has no `elicitationId`: the client learns the outcome by retrying.
+        let mut question = question;
+        if let InputRequest::Elicit(ElicitRequestParams::Url(url)) = &mut question {
+            url.elicitation_id = None;
         }
         let q = digest(&question);
         // An answer from an earlier round, to exactly this question.
@@ -823,4 +842,18 @@ pub(crate) fn check_resolvers(
         (p.check)().map_err(|e| format!("{owner}: parameter '{}': {e}", p.param))?;
     }
     Graph::build(owner, resolvers)
+}
+
+/// A URL question sent live on a 2025-11-25 session needs an `elicitationId`; one is made up
+/// when the resolver named none.
+fn with_legacy_elicitation_id(mut question: InputRequest) -> Result<InputRequest, ErrorObject> {
+    if let InputRequest::Elicit(ElicitRequestParams::Url(url)) = &mut question
+        && url.elicitation_id.is_none()
+    {
+        let mut bytes = [0u8; 16];
+        crate::seal::random_bytes(&mut bytes)
+            .map_err(|e| ErrorObject::internal(format!("no elicitation id: {e}")))?;
+        url.elicitation_id = Some(bytes.iter().map(|b| format!("{b:02x}")).collect());
+    }
+    Ok(question)
 }
