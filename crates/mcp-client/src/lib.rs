@@ -13,6 +13,8 @@ mod client;
 mod error;
 #[cfg(feature = "memory")]
 pub mod memory;
+#[cfg(feature = "oauth")]
+pub mod oauth;
 mod transport;
 
 pub use callbacks::RequestInfo;
