@@ -684,6 +684,16 @@ fn method_served(server: &Server, method: &str) -> bool {
     }
 }
 
+/// Whether `method` exists on the 2026-07-28 wire and this server serves it.
+fn modern_method_served(server: &Server, method: &str) -> bool {
+    methods::exists(
+        ProtocolVersion::V2026_07_28,
+        method,
+        Kind::Request,
+        Direction::ClientToServer,
+    ) && method_served(server, method)
+}
+
 async fn serve_modern(
     inner: &Arc<Inner>,
     request: &JsonRpcRequest,
@@ -697,6 +707,11 @@ async fn serve_modern(
         Err(e) => {
             if let Err(envelope) = check_raw_envelope(request.params.as_deref()) {
                 return Some(Err(envelope));
+            }
+            // The method is checked before its params: a removed method (`initialize`,
+            // `logging/setLevel`...) is -32601 whatever params it carries.
+            if !modern_method_served(&inner.server, &request.method) {
+                return Some(Err(ErrorObject::method_not_found(&request.method)));
             }
             return Some(Err(params_error(e)));
         }
@@ -713,13 +728,7 @@ async fn serve_modern(
         return Some(Err(e));
     }
     let method = typed.method();
-    if !methods::exists(
-        ProtocolVersion::V2026_07_28,
-        method,
-        Kind::Request,
-        Direction::ClientToServer,
-    ) || !method_served(&inner.server, method)
-    {
+    if !modern_method_served(&inner.server, method) {
         return Some(Err(ErrorObject::method_not_found(&request.method)));
     }
     let ctx = RequestContext {

@@ -115,6 +115,38 @@ async fn removed_and_unknown_methods_are_method_not_found_with_the_method_as_dat
 }
 
 #[tokio::test]
+async fn removed_methods_without_their_own_params_are_method_not_found_not_invalid_params() {
+    let service = service();
+    for (id, method) in [
+        "initialize",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let request =
+            mcp_types::JsonRpcRequest::new(id as i64, method, &with_meta(json!({}), json!({})))
+                .unwrap();
+        let out: Vec<String> = service
+            .handle_modern(request, Default::default())
+            .collect()
+            .await
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            out,
+            vec![format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32601,"message":"Method not found","data":"{method}"}}}}"#
+            )],
+            "{method}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn initialize_on_the_modern_path_is_method_not_found() {
     let service = service();
     let request = mcp_types::JsonRpcRequest::new(

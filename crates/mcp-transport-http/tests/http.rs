@@ -313,6 +313,25 @@ async fn every_validation_error_has_its_status_and_code() {
         (status, body_json(&body)["error"]["code"].clone()),
         (StatusCode::NOT_FOUND, json!(-32601))
     );
+    // Removed methods carrying only the envelope (no params of their own): still 404 -32601,
+    // not a params error for the missing `protocolVersion`/`level`/`uri`.
+    for method in [
+        "initialize",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+    ] {
+        let request = json!({"jsonrpc": "2.0", "id": 500, "method": method, "params": {"_meta": envelope("2026-07-28")}}).to_string();
+        let (status, _, body) = post(url, &modern_headers(method, None), &request).await;
+        assert_eq!(
+            (status, body.as_str()),
+            (
+                StatusCode::NOT_FOUND,
+                format!(r#"{{"jsonrpc":"2.0","id":500,"error":{{"code":-32601,"message":"Method not found","data":"{method}"}}}}"#).as_str()
+            ),
+            "{method}"
+        );
+    }
     // Parse error and batch: 400 with an id-less error.
     let (status, _, body) = post(url, &modern_headers("tools/list", None), "{").await;
     assert_eq!(
