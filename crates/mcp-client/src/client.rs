@@ -559,7 +559,64 @@ impl Client {
     }
 
     /// Sends one request and waits for its answer.
+    ///
+    /// On 2026-07-28, a server that answers `-32022` (unsupported protocol version) naming a
+    /// version this client also speaks gets the request once more, with that version in the
+    /// envelope (and the connection switches to it).
     pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Box<RawValue>>,
+        timeout: Option<Duration>,
+    ) -> Result<Box<RawValue>, ClientError> {
+        let again = params.clone();
+        match self.request_once(method, params, timeout).await {
+            Err(ClientError::Server(error))
+                if error.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION =>
+            {
+                match self.retry_version(&error, again.as_deref()) {
+                    Some((version, params)) => {
+                        if let Ok(mut n) = self.inner.negotiated.lock()
+                            && let Some(n) = n.as_mut()
+                        {
+                            n.protocol_version = version;
+                        }
+                        self.request_once(method, Some(params), timeout).await
+                    }
+                    None => Err(ClientError::Server(error)),
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// The version and params to retry a request refused with `-32022` with: only on an
+    /// established 2026-07-28 connection, for a request that carried the envelope, and when
+    /// the server's `supported` list names a version this client speaks.
+    fn retry_version(
+        &self,
+        error: &ErrorObject,
+        params: Option<&RawValue>,
+    ) -> Option<(String, Box<RawValue>)> {
+        if self.era() != Some(Era::Modern) {
+            return None;
+        }
+        let supported = error.unsupported_protocol_version_data()?.supported;
+        let version = MODERN_VERSIONS
+            .iter()
+            .find(|v| supported.iter().any(|s| s == *v))?;
+        let mut params: Value = serde_json::from_str(params?.get()).ok()?;
+        let envelope = params.get_mut("_meta")?.as_object_mut()?;
+        envelope.get(mcp_types::meta::PROTOCOL_VERSION)?;
+        envelope.insert(
+            mcp_types::meta::PROTOCOL_VERSION.to_owned(),
+            Value::from(*version),
+        );
+        let params = mcp_types::jsonrpc::to_raw(&params).ok()?;
+        Some(((*version).to_owned(), params))
+    }
+
+    async fn request_once(
         &self,
         method: &str,
         params: Option<Box<RawValue>>,

@@ -357,6 +357,53 @@ async fn auto_mode_retries_once_on_unsupported_version_and_legacy_mode_sends_no_
 }
 
 #[tokio::test]
+async fn a_modern_request_refused_with_unsupported_version_is_retried_once_at_a_supported_one() {
+    let refusals = Arc::new(Mutex::new(0));
+    let seen = refusals.clone();
+    let (fake, sent) = Fake::new(move |m| match m["method"].as_str()? {
+        "tools/list" if *seen.lock().unwrap() == 0 => {
+            *seen.lock().unwrap() += 1;
+            Some(
+                json!({"error": {"code": -32022, "message": "Unsupported protocol version",
+                "data": {"supported": ["2026-07-28"], "requested": "2026-07-28"}}}),
+            )
+        }
+        "tools/list" => Some(json!({"result": {"resultType": "complete", "tools": []}})),
+        "prompts/list" => Some(
+            json!({"error": {"code": -32022, "message": "Unsupported protocol version",
+            "data": {"supported": ["2099-01-01"], "requested": "2026-07-28"}}}),
+        ),
+        _ => None,
+    });
+    let client = Client::builder()
+        .client_info("c", "1")
+        .mode(Mode::Pinned("2026-07-28".into()))
+        .connect(fake)
+        .await
+        .unwrap();
+    assert!(client.list_tools(None).await.unwrap().tools.is_empty());
+    let lists: Vec<String> = calls(&sent, "tools/list")
+        .iter()
+        .map(|(_, m)| m.to_string())
+        .collect();
+    let envelope = r#""_meta":{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#;
+    assert_eq!(
+        lists,
+        [
+            format!(r#"{{"id":1,"jsonrpc":"2.0","method":"tools/list","params":{{{envelope}}}}}"#),
+            format!(r#"{{"id":2,"jsonrpc":"2.0","method":"tools/list","params":{{{envelope}}}}}"#),
+        ]
+    );
+    // No version in common: the error, and no retry.
+    let e = client.list_prompts(None).await.unwrap_err();
+    assert!(
+        matches!(&e, ClientError::Server(err) if err.code.0 == -32022),
+        "{e:?}"
+    );
+    assert_eq!(calls(&sent, "prompts/list").len(), 1);
+}
+
+#[tokio::test]
 async fn a_timed_out_request_is_cancelled_on_the_server() {
     let (fake, sent) = Fake::new(|_| None);
     let client = Client::builder()

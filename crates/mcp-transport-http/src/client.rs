@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -116,6 +117,8 @@ struct State {
     /// Requests answered with an error made up here (never reached the server, or its reply
     /// was not MCP), and why.
     failures: Mutex<HashMap<RequestId, String>>,
+    /// The standalone GET stream of a 2025-11-25 session (server-initiated messages).
+    listener: Mutex<Option<AbortHandle>>,
 }
 
 /// A client connection to a Streamable HTTP endpoint.
@@ -159,6 +162,7 @@ impl HttpTransport {
                 tool_headers: Mutex::new(HashMap::new()),
                 error: Mutex::new(None),
                 failures: Mutex::new(HashMap::new()),
+                listener: Mutex::new(None),
             }),
             tx,
             rx: tokio::sync::Mutex::new(rx),
@@ -280,6 +284,80 @@ impl HttpTransport {
     }
 }
 
+impl HttpTransport {
+    /// Opens the standalone GET stream of a 2025-11-25 session, on which the server sends
+    /// requests and notifications unrelated to a POST (the spec's "listening for messages from
+    /// the server"). A server without one answers 405 and nothing more is tried; a stream the
+    /// server closes is reopened (with `Last-Event-ID`) while the session lives.
+    ///
+    /// The returned receiver fires once the first GET has its answer's status.
+    fn open_listener(&self) -> tokio::sync::oneshot::Receiver<()> {
+        let (opened_tx, opened) = tokio::sync::oneshot::channel();
+        let mut opened_tx = Some(opened_tx);
+        let client = self.client.clone();
+        let state = self.state.clone();
+        let tx = self.tx.clone();
+        let url = self.url.clone();
+        let extra_headers = self.extra_headers.clone();
+        let task = tokio::spawn(async move {
+            let mut last_event_id: Option<String> = None;
+            let mut retry = DEFAULT_RETRY;
+            let mut reopened = 0;
+            loop {
+                let Some(session) = state.session_id.lock().ok().and_then(|s| s.clone()) else {
+                    return;
+                };
+                let mut builder = Request::builder()
+                    .method(Method::GET)
+                    .uri(url.clone())
+                    .header(header::ACCEPT, "text/event-stream")
+                    .header(headers::SESSION_ID, session);
+                if let Some(version) = state.legacy_version.lock().ok().and_then(|v| v.clone()) {
+                    builder = builder.header(headers::PROTOCOL_VERSION, version);
+                }
+                if let Some(id) = &last_event_id {
+                    builder = builder.header(headers::LAST_EVENT_ID, id.as_str());
+                }
+                for (name, value) in &extra_headers {
+                    builder = builder.header(name, value);
+                }
+                let Ok(request) = builder.body(Full::new(Bytes::new())) else {
+                    return;
+                };
+                let response = client.request(request).await;
+                if let Some(opened) = opened_tx.take() {
+                    let _ = opened.send(());
+                }
+                let response = match response {
+                    Ok(r) if r.status() == StatusCode::OK => r,
+                    Ok(r) => {
+                        tracing::debug!(status = %r.status(), "the server offers no standalone SSE stream");
+                        return;
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, "opening the standalone SSE stream failed");
+                        return;
+                    }
+                };
+                let end = read_sse(response.into_body(), &state, &tx, "", None).await;
+                last_event_id = end.last_event_id.or(last_event_id);
+                retry = end.retry.unwrap_or(retry);
+                reopened += 1;
+                if reopened > MAX_RESUMPTIONS {
+                    return;
+                }
+                tokio::time::sleep(retry).await;
+            }
+        });
+        if let Ok(mut listener) = self.state.listener.lock()
+            && let Some(old) = listener.replace(task.abort_handle())
+        {
+            old.abort();
+        }
+        opened
+    }
+}
+
 /// Drops tools with invalid `x-mcp-header` annotations from a `tools/list` result and records
 /// the valid ones.
 fn filter_tools(state: &State, result: &mut Value) {
@@ -338,14 +416,25 @@ fn deliver(
     let _ = tx.send(message);
 }
 
-/// Splits an SSE byte stream into the JSON of its `data:` fields.
+/// One SSE event: the fields this client uses.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct SseEvent {
+    /// `id:`, the event id a resumed stream names in `Last-Event-ID`.
+    id: Option<String>,
+    /// `retry:`, how long to wait (ms) before reconnecting.
+    retry: Option<u64>,
+    /// The `data:` lines joined, when there were any.
+    data: Option<String>,
+}
+
+/// Splits an SSE byte stream into events.
 #[derive(Default)]
 struct SseParser {
     buffer: String,
 }
 
 impl SseParser {
-    fn push(&mut self, chunk: &[u8]) -> Vec<String> {
+    fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
         self.buffer.push_str(&String::from_utf8_lossy(chunk));
         let mut events = Vec::new();
         loop {
@@ -354,21 +443,103 @@ impl SseParser {
                 self.buffer = normalized;
                 break;
             };
-            let event = normalized[..end].to_owned();
+            let block = normalized[..end].to_owned();
             self.buffer = normalized[end + 2..].to_owned();
-            let data: Vec<&str> = event
-                .lines()
-                .filter_map(|line| {
-                    line.strip_prefix("data:")
-                        .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                })
-                .collect();
+            let mut event = SseEvent::default();
+            let mut data: Vec<&str> = Vec::new();
+            for line in block.lines() {
+                let (field, value) = match line.split_once(':') {
+                    Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+                    None => (line, ""),
+                };
+                match field {
+                    "data" => data.push(value),
+                    "id" if !value.contains('\0') => event.id = Some(value.to_owned()),
+                    "retry" => {
+                        if let Ok(ms) = value.parse() {
+                            event.retry = Some(ms);
+                        }
+                    }
+                    _ => {}
+                }
+            }
             if !data.is_empty() {
-                events.push(data.join("\n"));
+                event.data = Some(data.join("\n"));
+            }
+            if event != SseEvent::default() {
+                events.push(event);
             }
         }
         events
     }
+}
+
+/// How a response's SSE stream ended.
+#[derive(Debug, Default)]
+struct StreamEnd {
+    /// The answer to the request arrived.
+    answered: bool,
+    /// The last event id seen: the stream can be resumed from it.
+    last_event_id: Option<String>,
+    /// The reconnection delay the server asked for.
+    retry: Option<Duration>,
+}
+
+/// How long to wait before resuming a stream when the server named no `retry`.
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// How long `notifications/initialized` waits for the standalone GET stream to open.
+const LISTENER_OPEN_TIMEOUT: Duration = Duration::from_secs(5);
+/// How many times one request's stream is resumed before giving up.
+const MAX_RESUMPTIONS: u32 = 5;
+
+/// Reads an SSE response body, delivering its messages, until the answer to `id` arrives or
+/// the stream ends.
+async fn read_sse(
+    mut body: hyper::body::Incoming,
+    state: &State,
+    tx: &mpsc::UnboundedSender<JsonRpcMessage>,
+    method: &str,
+    id: Option<&RequestId>,
+) -> StreamEnd {
+    let mut parser = SseParser::default();
+    let mut end = StreamEnd::default();
+    while let Some(frame) = body.frame().await {
+        let Ok(frame) = frame else { break };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        for event in parser.push(&data) {
+            if let Some(event_id) = event.id {
+                end.last_event_id = Some(event_id);
+            }
+            if let Some(ms) = event.retry {
+                end.retry = Some(Duration::from_millis(ms));
+            }
+            // A priming event (an id with empty data) carries no message.
+            let Some(json) = event.data.filter(|d| !d.trim().is_empty()) else {
+                continue;
+            };
+            match JsonRpcMessage::from_str(&json) {
+                Ok(message) => {
+                    let answers = id.is_some()
+                        && matches!(
+                            &message,
+                            JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_)
+                        )
+                        && message.id() == id;
+                    deliver(state, tx, method, message);
+                    end.answered |= answers;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "the server sent an SSE event that is not a JSON-RPC message")
+                }
+            }
+        }
+        if end.answered {
+            break;
+        }
+    }
+    end
 }
 
 impl Transport for HttpTransport {
@@ -417,6 +588,8 @@ impl Transport for HttpTransport {
             let client = self.client.clone();
             let state = self.state.clone();
             let tx = self.tx.clone();
+            let url = self.url.clone();
+            let extra_headers = self.extra_headers.clone();
             let task = tokio::spawn(async move {
                 let id = method.as_ref().map(|(id, _)| id.clone());
                 let method_name = method.as_ref().map(|(_, m)| m.clone()).unwrap_or_default();
@@ -459,22 +632,60 @@ impl Transport for HttpTransport {
                     .and_then(|v| v.to_str().ok())
                     .unwrap_or("")
                     .to_owned();
-                let mut body = response.into_body();
+                let body = response.into_body();
                 if content_type.starts_with("text/event-stream") {
-                    let mut parser = SseParser::default();
-                    while let Some(frame) = body.frame().await {
-                        let Ok(frame) = frame else { break };
-                        let Ok(data) = frame.into_data() else {
-                            continue;
+                    let mut end = read_sse(body, &state, &tx, &method_name, id.as_ref()).await;
+                    // A 2025-11-25 server may close the stream before answering (SSE polling):
+                    // resume it with GET and Last-Event-ID after the delay it asked for.
+                    let mut resumptions = 0;
+                    while let (false, Some(last_event_id)) =
+                        (end.answered, end.last_event_id.clone())
+                    {
+                        let session = state.session_id.lock().ok().and_then(|s| s.clone());
+                        let Some(session) = session.filter(|_| id.is_some()) else {
+                            break;
                         };
-                        for json in parser.push(&data) {
-                            match JsonRpcMessage::from_str(&json) {
-                                Ok(message) => deliver(&state, &tx, &method_name, message),
-                                Err(e) => {
-                                    tracing::warn!(error = %e, "the server sent an SSE event that is not a JSON-RPC message")
-                                }
-                            }
+                        if resumptions == MAX_RESUMPTIONS {
+                            break;
                         }
+                        resumptions += 1;
+                        tokio::time::sleep(end.retry.unwrap_or(DEFAULT_RETRY)).await;
+                        let mut builder = Request::builder()
+                            .method(Method::GET)
+                            .uri(url.clone())
+                            .header(header::ACCEPT, "text/event-stream")
+                            .header(headers::SESSION_ID, session)
+                            .header(headers::LAST_EVENT_ID, last_event_id.as_str());
+                        if let Some(version) =
+                            state.legacy_version.lock().ok().and_then(|v| v.clone())
+                        {
+                            builder = builder.header(headers::PROTOCOL_VERSION, version);
+                        }
+                        for (name, value) in &extra_headers {
+                            builder = builder.header(name, value);
+                        }
+                        let Ok(request) = builder.body(Full::new(Bytes::new())) else {
+                            break;
+                        };
+                        let resumed = match client.request(request).await {
+                            Ok(r) if r.status() == StatusCode::OK => r,
+                            Ok(r) => {
+                                tracing::warn!(status = %r.status(), "the server refused to resume an SSE stream");
+                                break;
+                            }
+                            Err(e) => {
+                                tracing::warn!(error = %e, "resuming an SSE stream failed");
+                                break;
+                            }
+                        };
+                        let next =
+                            read_sse(resumed.into_body(), &state, &tx, &method_name, id.as_ref())
+                                .await;
+                        end = StreamEnd {
+                            answered: next.answered,
+                            last_event_id: next.last_event_id.or(Some(last_event_id)),
+                            retry: next.retry.or(end.retry),
+                        };
                     }
                 } else {
                     let bytes = match body.collect().await {
@@ -504,10 +715,26 @@ impl Transport for HttpTransport {
                     f.remove(id);
                 }
             });
-            if let Some((id, _)) = &message_id(&message)
-                && let Ok(mut f) = self.state.in_flight.lock()
+            match &message_id(&message) {
+                Some((id, _)) => {
+                    if let Ok(mut f) = self.state.in_flight.lock() {
+                        f.insert(id.clone(), task.abort_handle());
+                    }
+                }
+                // Notifications and answers are posted in order: `notifications/initialized`
+                // reaches the server before the session's next request.
+                None => {
+                    let _ = task.await;
+                }
+            }
+            if let JsonRpcMessage::Notification(n) = &message
+                && n.method == methods::NOTIFICATION_INITIALIZED
+                && session.is_some()
             {
-                f.insert(id.clone(), task.abort_handle());
+                // Wait until the stream is open (or refused), so a server request sent during
+                // the session's first call finds it.
+                let opened = self.open_listener();
+                let _ = tokio::time::timeout(LISTENER_OPEN_TIMEOUT, opened).await;
             }
             Ok(())
         })
@@ -533,6 +760,9 @@ impl Transport for HttpTransport {
         Box::pin(async move {
             if let Ok(mut f) = self.state.in_flight.lock() {
                 f.drain().for_each(|(_, h)| h.abort());
+            }
+            if let Some(listener) = self.state.listener.lock().ok().and_then(|mut l| l.take()) {
+                listener.abort();
             }
             let session = self.state.session_id.lock().ok().and_then(|mut s| s.take());
             if let Some(session) = session
@@ -598,7 +828,29 @@ mod tests {
         let mut p = SseParser::default();
         assert!(p.push(b"event: message\r\ndata: {\"a\":").is_empty());
         let events = p.push(b"1}\r\n\r\n: ping\n\nevent: message\ndata: 2\n\n");
-        assert_eq!(events, ["{\"a\":1}", "2"]);
+        let data: Vec<_> = events.iter().map(|e| e.data.as_deref()).collect();
+        assert_eq!(data, [Some("{\"a\":1}"), Some("2")]);
+    }
+
+    #[test]
+    fn sse_events_carry_their_id_and_retry() {
+        let mut p = SseParser::default();
+        let events = p.push(b"id: event-1\nretry: 500\ndata: \n\nid: event-2\ndata: {}\n\n");
+        assert_eq!(
+            events,
+            [
+                SseEvent {
+                    id: Some("event-1".into()),
+                    retry: Some(500),
+                    data: Some(String::new())
+                },
+                SseEvent {
+                    id: Some("event-2".into()),
+                    retry: None,
+                    data: Some("{}".into())
+                }
+            ]
+        );
     }
 
     #[test]
@@ -610,6 +862,7 @@ mod tests {
             tool_headers: Mutex::new(HashMap::new()),
             error: Mutex::new(None),
             failures: Mutex::new(HashMap::new()),
+            listener: Mutex::new(None),
         };
         let mut result = json!({"tools": [
             {"name": "valid_tool", "inputSchema": {"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "Region"}}}},

@@ -12,6 +12,8 @@ pub const METHOD: &str = "mcp-method";
 pub const NAME: &str = "mcp-name";
 /// `Mcp-Session-Id` (2025-11-25 sessions only).
 pub const SESSION_ID: &str = "mcp-session-id";
+/// `Last-Event-ID`, naming where a resumed SSE stream picks up.
+pub const LAST_EVENT_ID: &str = "last-event-id";
 /// The prefix of `Mcp-Param-{Name}` headers.
 pub const PARAM_PREFIX: &str = "mcp-param-";
 
