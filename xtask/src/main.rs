@@ -5,6 +5,8 @@
 //! - `test`: the README's test command: layers, the Python interop environment, then every
 //!   test of the workspace (unit, integration, doc).
 //! - `ci`: what `.ci/run` runs after installing tools: fmt, clippy, cargo-deny, then `test`.
+//! - `conformance`: the official MCP conformance suite against the `conformance-server` and
+//!   `conformance-client` examples (see `conformance.rs`).
 //! - `interop`: the Python SDK's client against our server and our client against the Python
 //!   SDK's server, over stdio and Streamable HTTP, in both eras (see `interop.rs`).
 
@@ -12,6 +14,7 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+mod conformance;
 mod interop;
 mod layers;
 
@@ -24,13 +27,16 @@ fn main() -> ExitCode {
         Some("layers") => layers::check(&workspace_root()),
         Some("test") => test(&args[1..]),
         Some("ci") => ci(),
+        Some("conformance") => conformance::conformance(&args[1..]),
         Some("interop") => interop::interop(),
         Some("python-env") => python_env().map(|py| println!("{}", py.display())),
         _ => Err(format!(
-            "usage: cargo xtask <layers|test|ci|interop|python-env>\n  \
+            "usage: cargo xtask <layers|test|ci|conformance|interop|python-env>\n  \
              layers      check the crate layering of DESIGN.md\n  \
              test        run every test (sets up the Python interop venv first)\n  \
              ci          fmt, clippy, cargo-deny, then test\n  \
+             conformance the official MCP conformance suite against the conformance-server\n              \
+             and conformance-client examples (needs npm; installs Node 22 and the harness)\n  \
              interop     Python SDK client x our server, our client x Python SDK server\n  \
              python-env  create target/py with {PYTHON_MCP} and print its python"
         )),
