@@ -9,12 +9,17 @@
 //! The harness starts a mock server, appends its URL as the last argument, and names the
 //! scenario in `MCP_CONFORMANCE_SCENARIO`. `MCP_CONFORMANCE_PROTOCOL_VERSION` picks the era:
 //! `2025-11-25` runs the `initialize` handshake, `2026-07-28` speaks the stateless wire.
-//! `MCP_CONFORMANCE_CONTEXT` carries scenario data (the `toolCalls` of `http-custom-headers`).
-//! The OAuth scenarios (`auth/*`) are not supported yet.
+//! `MCP_CONFORMANCE_CONTEXT` carries scenario data (the `toolCalls` of `http-custom-headers`,
+//! the pre-registered credentials of `auth/pre-registration`). The OAuth scenarios (`auth/*`)
+//! authorize with `mcp::client::oauth` and a headless authorizer (the harness's authorization
+//! server redirects at once), then list the tools and call `test-tool`.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
+use std::sync::Arc;
+
+use mcp::client::oauth::{ClientCredentials, HeadlessAuthorizer, OAuth, OAuthConfig};
 use mcp::client::{Client, ClientError, Mode};
 use mcp::http::HttpTransport;
 use mcp::types::elicitation::{ElicitAction, ElicitRequestParams, ElicitResult, ElicitValue};
@@ -70,12 +75,45 @@ fn wire<T: serde::de::DeserializeOwned>(value: Value) -> T {
     }
 }
 
-async fn connect(url: &str, version: &str) -> Result<Client, ClientError> {
+fn context() -> Option<Value> {
+    std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+}
+
+/// An OAuth client for the `auth/*` scenarios: the conformance CIMD URL where the server
+/// supports it, the context's pre-registered credentials, dynamic registration otherwise.
+fn oauth(transport: &HttpTransport) -> Arc<OAuth> {
+    let fetch = transport.fetcher();
+    let mut config = OAuthConfig::new("http://localhost:3030/callback");
+    config.client_name = "mcp-rs conformance client".into();
+    config.client_metadata_url = Some("https://conformance-test.local/client-metadata.json".into());
+    if let Some(context) = context()
+        && let (Some(issuer), Some(id)) = (
+            context.get("issuer").and_then(Value::as_str),
+            context.get("client_id").and_then(Value::as_str),
+        )
+    {
+        let secret = context
+            .get("client_secret")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        config.pre_registered = vec![ClientCredentials::pre_registered(issuer, id, secret)];
+    }
+    let authorizer = Arc::new(HeadlessAuthorizer::new(fetch.clone()));
+    Arc::new(OAuth::new(config, fetch, authorizer))
+}
+
+async fn connect(url: &str, version: &str, authorize: bool) -> Result<Client, ClientError> {
     let mode = match version {
         "2026-07-28" => Mode::Pinned(version.to_owned()),
         _ => Mode::Legacy,
     };
-    let transport = HttpTransport::new(url).map_err(ClientError::Transport)?;
+    let mut transport = HttpTransport::new(url).map_err(ClientError::Transport)?;
+    if authorize {
+        let oauth = oauth(&transport);
+        transport = transport.oauth(oauth);
+    }
     Client::builder()
         .client_info("mcp-rs-conformance-client", env!("CARGO_PKG_VERSION"))
         .mode(mode)
@@ -104,8 +142,14 @@ async fn call_every_tool(client: &Client) -> Result<(), ClientError> {
 }
 
 async fn run(scenario: &str, url: &str, version: &str) -> Result<(), ClientError> {
-    let client = connect(url, version).await?;
+    let client = connect(url, version, scenario.starts_with("auth/")).await?;
     let outcome = match scenario {
+        auth if auth.starts_with("auth/") => {
+            client.list_all_tools().await?;
+            let result = client.call_tool("test-tool", json!({})).await?;
+            eprintln!("test-tool: {:?}", result.content);
+            Ok(())
+        }
         "initialize" => client.list_all_tools().await.map(drop),
         "tools_call" => {
             client.list_all_tools().await?;
@@ -154,10 +198,8 @@ async fn run(scenario: &str, url: &str, version: &str) -> Result<(), ClientError
         }
         "http-custom-headers" => {
             client.list_all_tools().await?;
-            let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
-                .ok()
-                .and_then(|c| serde_json::from_str(&c).ok())
-                .ok_or_else(|| fail("MCP_CONFORMANCE_CONTEXT is missing or not JSON"))?;
+            let context: Value =
+                context().ok_or_else(|| fail("MCP_CONFORMANCE_CONTEXT is missing or not JSON"))?;
             let calls = context
                 .get("toolCalls")
                 .and_then(Value::as_array)
@@ -212,12 +254,7 @@ async fn main() -> ExitCode {
         eprintln!("conformance-client: MCP_CONFORMANCE_SCENARIO is not set");
         return ExitCode::from(2);
     }
-    if scenario.starts_with("auth/") {
-        eprintln!(
-            "conformance-client: scenario `{scenario}` needs an OAuth client, which is not implemented yet (issue #10)"
-        );
-        return ExitCode::from(3);
-    }
+
     let version = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION")
         .unwrap_or_else(|_| DEFAULT_VERSION.to_owned());
     match run(&scenario, &url, &version).await {

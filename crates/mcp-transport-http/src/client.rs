@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use crate::headers;
+use crate::oauth::{Attempts, Auth, Retry};
 
 /// One `x-mcp-header` annotation: the argument path and the header name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,6 +127,8 @@ pub struct HttpTransport {
     url: Uri,
     client: HyperClient<HttpConnector, Full<Bytes>>,
     extra_headers: HeaderMap,
+    /// Authorization on 401/403 (feature `oauth`).
+    auth: Auth,
     state: Arc<State>,
     tx: mpsc::UnboundedSender<JsonRpcMessage>,
     rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<JsonRpcMessage>>,
@@ -155,6 +158,7 @@ impl HttpTransport {
             url,
             client: HyperClient::builder(TokioExecutor::new()).build_http(),
             extra_headers: HeaderMap::new(),
+            auth: Auth::default(),
             state: Arc::new(State {
                 session_id: Mutex::new(None),
                 legacy_version: Mutex::new(None),
@@ -180,6 +184,21 @@ impl HttpTransport {
     /// A bearer token on every request.
     pub fn bearer(self, token: &str) -> Result<Self, String> {
         self.header("authorization", &format!("Bearer {token}"))
+    }
+
+    /// Authorizes with OAuth when the server answers 401, and asks for more scope on a 403
+    /// `insufficient_scope` (once per request each); the token then goes on every request.
+    #[cfg(feature = "oauth")]
+    pub fn oauth(mut self, oauth: Arc<mcp_client::oauth::OAuth>) -> Self {
+        self.auth = Auth::new(oauth);
+        self
+    }
+
+    /// Plain HTTP requests for OAuth discovery, registration and tokens over this transport's
+    /// connection pool (http:// only; redirects are not followed).
+    #[cfg(feature = "oauth")]
+    pub fn fetcher(&self) -> Arc<dyn mcp_client::oauth::HttpFetch> {
+        Arc::new(crate::oauth::HyperFetch::new(self.client.clone()))
     }
 
     fn request_headers(&self, message: &JsonRpcMessage) -> Vec<(HeaderName, String)> {
@@ -299,6 +318,7 @@ impl HttpTransport {
         let tx = self.tx.clone();
         let url = self.url.clone();
         let extra_headers = self.extra_headers.clone();
+        let auth = self.auth.clone();
         let task = tokio::spawn(async move {
             let mut last_event_id: Option<String> = None;
             let mut retry = DEFAULT_RETRY;
@@ -320,6 +340,9 @@ impl HttpTransport {
                 }
                 for (name, value) in &extra_headers {
                     builder = builder.header(name, value);
+                }
+                if let Some(value) = auth.header() {
+                    builder = builder.header(header::AUTHORIZATION, value);
                 }
                 let Ok(request) = builder.body(Full::new(Bytes::new())) else {
                     return;
@@ -571,20 +594,26 @@ impl Transport for HttpTransport {
                 JsonRpcMessage::Request(r) => Some((r.id.clone(), r.method.clone())),
                 _ => None,
             };
-            let mut builder = Request::builder()
-                .method(Method::POST)
-                .uri(self.url.clone())
-                .header(header::CONTENT_TYPE, "application/json")
-                .header(header::ACCEPT, "application/json, text/event-stream");
+            let mut base_headers: Vec<(HeaderName, HeaderValue)> = vec![
+                (
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                ),
+                (
+                    header::ACCEPT,
+                    HeaderValue::from_static("application/json, text/event-stream"),
+                ),
+            ];
             for (name, value) in self.request_headers(&message) {
-                builder = builder.header(name, value);
+                let value =
+                    HeaderValue::from_str(&value).map_err(|e| format!("header {name}: {e}"))?;
+                base_headers.push((name, value));
             }
             for (name, value) in &self.extra_headers {
-                builder = builder.header(name, value);
+                base_headers.push((name.clone(), value.clone()));
             }
-            let request = builder
-                .body(Full::new(Bytes::from(message.to_string())))
-                .map_err(|e| e.to_string())?;
+            let payload = Bytes::from(message.to_string());
+            let auth = self.auth.clone();
             let client = self.client.clone();
             let state = self.state.clone();
             let tx = self.tx.clone();
@@ -607,13 +636,47 @@ impl Transport for HttpTransport {
                         tracing::warn!(%why, "a message the client sent was refused");
                     }
                 };
-                let response = match client.request(request).await {
-                    Ok(response) => response,
-                    Err(e) => {
-                        if let Ok(mut err) = state.error.lock() {
-                            *err = Some(format!("HTTP request failed: {e}"));
+                let mut attempts = Attempts::default();
+                let response = loop {
+                    let mut request = Request::builder().method(Method::POST).uri(url.clone());
+                    for (name, value) in &base_headers {
+                        request = request.header(name, value);
+                    }
+                    let mut request = match request.body(Full::new(payload.clone())) {
+                        Ok(request) => request,
+                        Err(e) => return fail(format!("could not build the request: {e}")),
+                    };
+                    let token = auth.token();
+                    if let Some(value) = Auth::bearer(token.as_deref()) {
+                        request.headers_mut().insert(header::AUTHORIZATION, value);
+                    }
+                    let response = match client.request(request).await {
+                        Ok(response) => response,
+                        Err(e) => {
+                            if let Ok(mut err) = state.error.lock() {
+                                *err = Some(format!("HTTP request failed: {e}"));
+                            }
+                            return fail(format!("HTTP request failed: {e}"));
                         }
-                        return fail(format!("HTTP request failed: {e}"));
+                    };
+                    let challenge = response
+                        .headers()
+                        .get(header::WWW_AUTHENTICATE)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned);
+                    match auth
+                        .refused(
+                            &url.to_string(),
+                            response.status(),
+                            challenge.as_deref(),
+                            token.as_deref(),
+                            &mut attempts,
+                        )
+                        .await
+                    {
+                        Retry::Again => continue,
+                        Retry::Fail(why) => return fail(why),
+                        Retry::Deliver => break response,
                     }
                 };
                 let status = response.status();
@@ -663,6 +726,9 @@ impl Transport for HttpTransport {
                         }
                         for (name, value) in &extra_headers {
                             builder = builder.header(name, value);
+                        }
+                        if let Some(value) = auth.header() {
+                            builder = builder.header(header::AUTHORIZATION, value);
                         }
                         let Ok(request) = builder.body(Full::new(Bytes::new())) else {
                             break;

@@ -14,6 +14,7 @@ pub mod auth;
 mod body;
 mod client;
 pub mod headers;
+mod oauth;
 mod server;
 
 pub use auth::{AuthError, TokenVerifier};
