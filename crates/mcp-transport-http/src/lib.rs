@@ -17,7 +17,7 @@ pub mod headers;
 mod oauth;
 mod server;
 
-pub use auth::{AuthError, TokenVerifier};
+pub use auth::{AuthError, ProtectedResource, TokenVerifier, VerifiedToken};
 pub use body::{KEEP_ALIVE, McpBody};
 pub use client::{HeaderParam, HttpTransport, header_params};
 pub use server::{

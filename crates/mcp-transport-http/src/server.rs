@@ -22,7 +22,7 @@ use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
-use crate::auth::{AuthError, TokenVerifier, challenge};
+use crate::auth::{AuthError, ProtectedResource, TokenVerifier};
 use crate::body::McpBody;
 use crate::headers;
 
@@ -48,7 +48,7 @@ struct Inner {
     allowed_hosts: Option<Vec<String>>,
     max_body: usize,
     verifier: Option<Arc<dyn TokenVerifier>>,
-    resource_metadata: Option<String>,
+    protected: Option<Arc<ProtectedResource>>,
     sessions: Mutex<HashMap<String, Arc<LegacySession>>>,
     session_idle: Duration,
 }
@@ -100,7 +100,7 @@ impl McpHttpService {
                 allowed_hosts: None,
                 max_body: DEFAULT_MAX_BODY,
                 verifier: None,
-                resource_metadata: None,
+                protected: None,
                 sessions: Mutex::new(HashMap::new()),
                 session_idle: SESSION_IDLE_TIMEOUT,
             }),
@@ -114,7 +114,7 @@ impl McpHttpService {
             allowed_hosts: arc.allowed_hosts.clone(),
             max_body: arc.max_body,
             verifier: arc.verifier.clone(),
-            resource_metadata: arc.resource_metadata.clone(),
+            protected: arc.protected.clone(),
             sessions: Mutex::new(HashMap::new()),
             session_idle: arc.session_idle,
         });
@@ -146,18 +146,23 @@ impl McpHttpService {
         self.map(|i| i.max_body = bytes)
     }
 
-    /// Requires `Authorization: Bearer` tokens that `verifier` accepts; `resource_metadata` is
-    /// the URL of the protected resource metadata named in `WWW-Authenticate`.
-    pub fn bearer_auth(
-        self,
-        verifier: impl TokenVerifier,
-        resource_metadata: Option<String>,
-    ) -> Self {
+    /// Protects the endpoint: every request needs an `Authorization: Bearer` token that
+    /// `verifier` accepts, whose audience names `resource` and which carries its required
+    /// scopes (401 or 403 with `WWW-Authenticate` otherwise). The protected resource metadata
+    /// is served, without authentication, at [`ProtectedResource::metadata_path`]; mount that
+    /// path too when the endpoint lives inside another router.
+    pub fn bearer_auth(self, verifier: impl TokenVerifier, resource: ProtectedResource) -> Self {
         let verifier: Arc<dyn TokenVerifier> = Arc::new(verifier);
+        let resource = Arc::new(resource);
         self.map(|i| {
             i.verifier = Some(verifier);
-            i.resource_metadata = resource_metadata;
+            i.protected = Some(resource);
         })
+    }
+
+    /// The path of the protected resource metadata, when the endpoint is protected.
+    pub fn metadata_path(&self) -> Option<String> {
+        self.inner.protected.as_ref().map(|p| p.metadata_path())
     }
 
     /// The MCP service behind the endpoint.
@@ -203,7 +208,13 @@ impl McpHttpService {
                     let endpoint = endpoint.clone();
                     let path = path.clone();
                     async move {
-                        if request.uri().path() != &*path {
+                        let served = request.uri().path() == &*path
+                            || endpoint
+                                .inner
+                                .protected
+                                .as_ref()
+                                .is_some_and(|p| request.uri().path() == p.metadata_path());
+                        if !served {
                             return Ok::<_, Infallible>(plain(StatusCode::NOT_FOUND, "Not Found"));
                         }
                         Ok(endpoint.handle(request).await)
@@ -388,20 +399,40 @@ impl Inner {
                 return plain(StatusCode::MISDIRECTED_REQUEST, "Invalid Host header");
             }
         }
-        let principal = match &self.verifier {
-            None => None,
-            Some(verifier) => {
+        if let Some(protected) = &self.protected
+            && parts.uri.path() == protected.metadata_path()
+        {
+            return match parts.method {
+                Method::GET | Method::HEAD => {
+                    let mut response =
+                        Response::new(McpBody::full(protected.document().to_string()));
+                    response.headers_mut().insert(
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("application/json"),
+                    );
+                    response
+                }
+                _ => not_allowed(),
+            };
+        }
+        let principal = match (&self.verifier, &self.protected) {
+            (Some(verifier), Some(protected)) => {
                 let token = parts
                     .headers
                     .get(header::AUTHORIZATION)
                     .and_then(|v| v.to_str().ok())
                     .and_then(|v| {
-                        v.strip_prefix("Bearer ")
-                            .or_else(|| v.strip_prefix("bearer "))
-                    });
+                        v.get(..7)
+                            .filter(|scheme| scheme.eq_ignore_ascii_case("bearer "))
+                            .map(|_| v[7..].trim())
+                    })
+                    .filter(|t| !t.is_empty());
                 let verified = match token {
                     None => Err(AuthError::Missing),
-                    Some(token) => verifier.verify(token.trim()).await,
+                    Some(token) => match verifier.verify(token).await {
+                        Ok(verified) => protected.admit(&verified).map(|()| verified.principal),
+                        Err(e) => Err(e),
+                    },
                 };
                 match verified {
                     Ok(principal) => Some(principal),
@@ -419,9 +450,7 @@ impl Inner {
                                 "Unauthorized"
                             },
                         );
-                        if let Ok(value) =
-                            HeaderValue::from_str(&challenge(&e, self.resource_metadata.as_deref()))
-                        {
+                        if let Ok(value) = HeaderValue::from_str(&protected.challenge(&e)) {
                             response
                                 .headers_mut()
                                 .insert(header::WWW_AUTHENTICATE, value);
@@ -430,6 +459,7 @@ impl Inner {
                     }
                 }
             }
+            _ => None,
         };
         let session_id = match header_str(&parts.headers, headers::SESSION_ID) {
             Ok(id) => id.map(str::to_owned),

@@ -17,7 +17,9 @@ use mcp_client::{Client, Mode};
 use mcp_server_core::Service;
 use mcp_server_core::mcp::{Accepted, McpServer, Resolution, Resolver, ToolDef};
 use mcp_server_core::seal::{Principal, RequestStateSecurity};
-use mcp_transport_http::{AuthError, HttpTransport, McpHttpService, TokenVerifier};
+use mcp_transport_http::{
+    AuthError, HttpTransport, McpHttpService, ProtectedResource, TokenVerifier, VerifiedToken,
+};
 use mcp_types::JsonObject;
 use mcp_types::elicitation::{ElicitResult, ElicitValue};
 use mcp_types::logging::LoggingLevel;
@@ -554,18 +556,31 @@ async fn a_legacy_session_gets_its_elicitation_on_the_posts_sse_stream() {
     server.shutdown().await;
 }
 
-/// Tokens `alice-token` and `bob-token`; anything else is refused.
+/// The resource the protected test server is.
+const RESOURCE: &str = "http://127.0.0.1/mcp";
+
+/// Tokens `alice-token` and `bob-token` for this resource, `elsewhere-token` for another one,
+/// `narrow-token` without the `mcp` scope; anything else is refused.
 struct TestVerifier;
 
 impl TokenVerifier for TestVerifier {
-    fn verify(&self, token: &str) -> mcp_client::BoxFuture<'_, Result<Principal, AuthError>> {
+    fn verify(&self, token: &str) -> mcp_client::BoxFuture<'_, Result<VerifiedToken, AuthError>> {
+        let user = |client: &str, subject: &str| {
+            VerifiedToken::new(
+                Principal::new(client)
+                    .issuer("https://issuer.example")
+                    .subject(subject),
+            )
+        };
         let result = match token {
-            "alice-token" => Ok(Principal::new("client-a")
-                .issuer("https://issuer.example")
-                .subject("alice")),
-            "bob-token" => Ok(Principal::new("client-b")
-                .issuer("https://issuer.example")
-                .subject("bob")),
+            "alice-token" => Ok(user("client-a", "alice").audience(RESOURCE).scopes("mcp")),
+            "bob-token" => Ok(user("client-b", "bob")
+                .audience(RESOURCE)
+                .scopes("mcp other")),
+            "elsewhere-token" => Ok(user("client-a", "alice")
+                .audience("http://127.0.0.1/other")
+                .scopes("mcp")),
+            "narrow-token" => Ok(user("client-a", "alice").audience(RESOURCE).scopes("other")),
             _ => Err(AuthError::InvalidToken("unknown token".into())),
         };
         Box::pin(async move { result })
@@ -576,22 +591,80 @@ impl TokenVerifier for TestVerifier {
 async fn two_users_cannot_swap_request_state() {
     let endpoint = McpHttpService::new(provisioner(None)).bearer_auth(
         TestVerifier,
-        Some("http://127.0.0.1/.well-known/oauth-protected-resource".into()),
+        ProtectedResource::new(RESOURCE)
+            .authorization_server("https://issuer.example")
+            .scopes_supported(["mcp", "other"])
+            .required_scopes(["mcp"]),
     );
     let server = start(endpoint).await;
+    let metadata = "http://127.0.0.1/.well-known/oauth-protected-resource/mcp";
     let (status, headers, _) = post(&server.url, &modern_headers("tools/list", None), "{}").await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert_eq!(
         headers["www-authenticate"],
-        "Bearer resource_metadata=\"http://127.0.0.1/.well-known/oauth-protected-resource\""
+        format!("Bearer resource_metadata=\"{metadata}\", scope=\"mcp\"")
     );
-    let (status, headers, _) = post(&server.url, &[("authorization", "Bearer wrong")], "{}").await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED);
-    assert!(
-        headers["www-authenticate"]
-            .to_str()
-            .unwrap()
-            .contains("error=\"invalid_token\"")
+    for (token, status, challenge) in [
+        (
+            "Bearer wrong",
+            StatusCode::UNAUTHORIZED,
+            format!(
+                "Bearer resource_metadata=\"{metadata}\", error=\"invalid_token\", error_description=\"unknown token\""
+            ),
+        ),
+        (
+            "Bearer elsewhere-token",
+            StatusCode::UNAUTHORIZED,
+            format!(
+                "Bearer resource_metadata=\"{metadata}\", error=\"invalid_token\", error_description=\"the token was not issued for this resource\""
+            ),
+        ),
+        (
+            "Bearer narrow-token",
+            StatusCode::FORBIDDEN,
+            format!(
+                "Bearer resource_metadata=\"{metadata}\", error=\"insufficient_scope\", scope=\"mcp\""
+            ),
+        ),
+        (
+            "Basic YWxpY2U6cGFzcw==",
+            StatusCode::UNAUTHORIZED,
+            format!("Bearer resource_metadata=\"{metadata}\", scope=\"mcp\""),
+        ),
+    ] {
+        let (got, headers, body) = post(&server.url, &[("authorization", token)], "{}").await;
+        assert_eq!(
+            (got, headers["www-authenticate"].to_str().unwrap()),
+            (status, challenge.as_str()),
+            "{token}"
+        );
+        assert!(!body.contains("-token"), "no token in the body: {body}");
+    }
+    // The metadata document, without a token.
+    let port = server
+        .url
+        .trim_start_matches("http://127.0.0.1:")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let document = HyperClient::builder(TokioExecutor::new())
+        .build_http::<Full<Bytes>>()
+        .request(
+            Request::get(format!(
+                "http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp"
+            ))
+            .body(Full::new(Bytes::new()))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(document.status(), StatusCode::OK);
+    let document = document.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&document).unwrap(),
+        json!({"resource": RESOURCE, "authorization_servers": ["https://issuer.example"],
+               "bearer_methods_supported": ["header"], "scopes_supported": ["mcp", "other"]})
     );
 
     let call = |state: Option<&str>| {
