@@ -157,6 +157,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn requests_and_responses_hide_what_may_be_secret() {
+        let request = crate::oauth::HttpRequest {
+            method: "POST",
+            url: "http://as/token?x=code-123".into(),
+            headers: vec![("Authorization".into(), "Basic c2VjcmV0".into())],
+            body: b"client_secret=s3cret".to_vec(),
+        };
+        let response = crate::oauth::HttpResponse {
+            status: 200,
+            headers: vec![],
+            body: br#"{"access_token":"t0ken"}"#.to_vec(),
+        };
+        let shown = format!("{request:?} {response:?}");
+        for secret in ["c2VjcmV0", "s3cret", "code-123", "t0ken"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
+    }
+
+    #[test]
     fn secrets_never_show_in_debug_output() {
         let c = ClientCredentials::pre_registered("https://as", "id", Some("s3cret".into()));
         let t = Tokens {

@@ -40,8 +40,9 @@ use text::{RawUrl, bearer_params, form, parse_form, resource_covers};
 
 use crate::transport::BoxFuture;
 
-/// One HTTP request made during authorization.
-#[derive(Debug, Clone)]
+/// One HTTP request made during authorization. Its `Debug` output shows no header value and
+/// no body: they may hold a client secret or a code.
+#[derive(Clone)]
 pub struct HttpRequest {
     /// `GET` or `POST`.
     pub method: &'static str,
@@ -53,8 +54,20 @@ pub struct HttpRequest {
     pub body: Vec<u8>,
 }
 
-/// Its response.
-#[derive(Debug, Clone)]
+impl fmt::Debug for HttpRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("HttpRequest")
+            .field("method", &self.method)
+            .field("url", &self.url.split('?').next().unwrap_or_default())
+            .field("headers", &names)
+            .field("body_len", &self.body.len())
+            .finish()
+    }
+}
+
+/// Its response. Its `Debug` output shows no body: it may hold a token.
+#[derive(Clone)]
 pub struct HttpResponse {
     /// The status code.
     pub status: u16,
@@ -62,6 +75,16 @@ pub struct HttpResponse {
     pub headers: Vec<(String, String)>,
     /// The body.
     pub body: Vec<u8>,
+}
+
+impl fmt::Debug for HttpResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpResponse")
+            .field("status", &self.status)
+            .field("headers", &self.headers)
+            .field("body_len", &self.body.len())
+            .finish()
+    }
 }
 
 impl HttpResponse {
