@@ -327,24 +327,14 @@ impl HttpTransport {
                 let Some(session) = state.session_id.lock().ok().and_then(|s| s.clone()) else {
                     return;
                 };
-                let mut builder = Request::builder()
-                    .method(Method::GET)
-                    .uri(url.clone())
-                    .header(header::ACCEPT, "text/event-stream")
-                    .header(headers::SESSION_ID, session);
-                if let Some(version) = state.legacy_version.lock().ok().and_then(|v| v.clone()) {
-                    builder = builder.header(headers::PROTOCOL_VERSION, version);
-                }
-                if let Some(id) = &last_event_id {
-                    builder = builder.header(headers::LAST_EVENT_ID, id.as_str());
-                }
-                for (name, value) in &extra_headers {
-                    builder = builder.header(name, value);
-                }
-                if let Some(value) = auth.header() {
-                    builder = builder.header(header::AUTHORIZATION, value);
-                }
-                let Ok(request) = builder.body(Full::new(Bytes::new())) else {
+                let Some(request) = stream_request(
+                    &url,
+                    &session,
+                    &state,
+                    last_event_id.as_deref(),
+                    &extra_headers,
+                    &auth,
+                ) else {
                     return;
                 };
                 let response = client.request(request).await;
@@ -379,6 +369,36 @@ impl HttpTransport {
         }
         opened
     }
+}
+
+/// A GET for a 2025-11-25 session's SSE stream (the standalone one, or a POST's stream being
+/// resumed after `last_event_id`).
+fn stream_request(
+    url: &Uri,
+    session: &str,
+    state: &State,
+    last_event_id: Option<&str>,
+    extra_headers: &HeaderMap,
+    auth: &Auth,
+) -> Option<Request<Full<Bytes>>> {
+    let mut builder = Request::builder()
+        .method(Method::GET)
+        .uri(url.clone())
+        .header(header::ACCEPT, "text/event-stream")
+        .header(headers::SESSION_ID, session);
+    if let Some(version) = state.legacy_version.lock().ok().and_then(|v| v.clone()) {
+        builder = builder.header(headers::PROTOCOL_VERSION, version);
+    }
+    if let Some(id) = last_event_id {
+        builder = builder.header(headers::LAST_EVENT_ID, id);
+    }
+    for (name, value) in extra_headers {
+        builder = builder.header(name, value);
+    }
+    if let Some(value) = auth.header() {
+        builder = builder.header(header::AUTHORIZATION, value);
+    }
+    builder.body(Full::new(Bytes::new())).ok()
 }
 
 /// Drops tools with invalid `x-mcp-header` annotations from a `tools/list` result and records
@@ -713,24 +733,14 @@ impl Transport for HttpTransport {
                         }
                         resumptions += 1;
                         tokio::time::sleep(end.retry.unwrap_or(DEFAULT_RETRY)).await;
-                        let mut builder = Request::builder()
-                            .method(Method::GET)
-                            .uri(url.clone())
-                            .header(header::ACCEPT, "text/event-stream")
-                            .header(headers::SESSION_ID, session)
-                            .header(headers::LAST_EVENT_ID, last_event_id.as_str());
-                        if let Some(version) =
-                            state.legacy_version.lock().ok().and_then(|v| v.clone())
-                        {
-                            builder = builder.header(headers::PROTOCOL_VERSION, version);
-                        }
-                        for (name, value) in &extra_headers {
-                            builder = builder.header(name, value);
-                        }
-                        if let Some(value) = auth.header() {
-                            builder = builder.header(header::AUTHORIZATION, value);
-                        }
-                        let Ok(request) = builder.body(Full::new(Bytes::new())) else {
+                        let Some(request) = stream_request(
+                            &url,
+                            &session,
+                            &state,
+                            Some(&last_event_id),
+                            &extra_headers,
+                            &auth,
+                        ) else {
                             break;
                         };
                         let resumed = match client.request(request).await {
