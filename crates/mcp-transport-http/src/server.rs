@@ -285,7 +285,13 @@ fn plain(status: StatusCode, text: &'static str) -> Response<McpBody> {
 }
 
 fn json(status: StatusCode, message: &JsonRpcMessage) -> Response<McpBody> {
-    let mut response = Response::new(McpBody::full(message.to_string()));
+    // Straight into one buffer (`to_string` would go through `Display` and copy twice).
+    let mut bytes = Vec::with_capacity(512);
+    if let Err(e) = serde_json::to_writer(&mut bytes, message) {
+        tracing::error!(error = %e, "a response could not be serialized");
+        return plain(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error");
+    }
+    let mut response = Response::new(McpBody::full(bytes));
     *response.status_mut() = status;
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -343,9 +349,69 @@ fn accepts(headers: &HeaderMap, media: &str) -> bool {
 #[derive(serde::Deserialize, Default)]
 struct ParamsProbe {
     #[serde(rename = "_meta")]
-    meta: Option<Value>,
+    meta: Option<MetaProbe>,
     name: Option<Value>,
     uri: Option<Value>,
+}
+
+/// The one member of `_meta` the HTTP layer reads, `protocolVersion`, without building the rest
+/// (the service parses the whole envelope again). Any JSON is accepted: a `_meta` that is not
+/// an object has no version, as before.
+#[derive(Default)]
+struct MetaProbe {
+    protocol_version: Option<Value>,
+}
+
+impl<'de> serde::Deserialize<'de> for MetaProbe {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = MetaProbe;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<MetaProbe, A::Error> {
+                let mut probe = MetaProbe::default();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    if key == mcp_types::meta::PROTOCOL_VERSION {
+                        probe.protocol_version = Some(map.next_value()?);
+                    } else {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                }
+                Ok(probe)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<MetaProbe, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(MetaProbe::default())
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<MetaProbe, E> {
+                Ok(MetaProbe::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<MetaProbe, E> {
+                Ok(MetaProbe::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<MetaProbe, E> {
+                Ok(MetaProbe::default())
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<MetaProbe, E> {
+                Ok(MetaProbe::default())
+            }
+            fn visit_str<E>(self, _: &str) -> Result<MetaProbe, E> {
+                Ok(MetaProbe::default())
+            }
+            fn visit_unit<E>(self) -> Result<MetaProbe, E> {
+                Ok(MetaProbe::default())
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 fn new_session_id() -> String {
@@ -521,10 +587,12 @@ impl Inner {
                 return json(StatusCode::BAD_REQUEST, &JsonRpcMessage::Error(response));
             }
         };
-        let sse = accepts(&parts.headers, "text/event-stream");
+        // The headers move into the context the handlers see; the checks below borrow them.
+        let request_headers = Arc::new(parts.headers);
+        let sse = accepts(&request_headers, "text/event-stream");
         let transport = TransportContext {
             principal,
-            context: Some(Arc::new(parts.headers.clone())),
+            context: Some(request_headers.clone()),
         };
 
         if let Some(id) = session_id {
@@ -533,7 +601,7 @@ impl Inner {
             };
             return legacy(&session.session, message, sse).await;
         }
-        let version_header = match header_str(&parts.headers, headers::PROTOCOL_VERSION) {
+        let version_header = match header_str(&request_headers, headers::PROTOCOL_VERSION) {
             Ok(v) => v.map(str::to_owned),
             Err(e) => return error(message.id().cloned(), ErrorObject::header_mismatch(e)),
         };
@@ -561,7 +629,7 @@ impl Inner {
         let meta_version = probe
             .meta
             .as_ref()
-            .and_then(|m| m.get(mcp_types::meta::PROTOCOL_VERSION))
+            .and_then(|m| m.protocol_version.as_ref())
             .and_then(Value::as_str)
             .map(str::to_owned);
         // Legacy clients open a session with `initialize` and no modern header or envelope.
@@ -595,7 +663,7 @@ impl Inner {
             }
             if MODERN_VERSIONS.contains(&meta_version.as_str())
                 && let Err(mismatch) =
-                    check_routing_headers(&parts.headers, &request.method, &probe)
+                    check_routing_headers(&request_headers, &request.method, &probe)
             {
                 return error(Some(request.id), ErrorObject::header_mismatch(mismatch));
             }
@@ -802,5 +870,76 @@ async fn legacy(session: &Session, message: JsonRpcMessage, sse: bool) -> Respon
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(params: &str) -> ParamsProbe {
+        serde_json::from_str(params).unwrap()
+    }
+
+    fn version(params: &str) -> Option<Value> {
+        probe(params).meta.and_then(|m| m.protocol_version)
+    }
+
+    #[test]
+    fn the_meta_probe_reads_only_the_protocol_version() {
+        let params = r#"{"name":"echo","_meta":{"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},
+            "io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}"#;
+        assert_eq!(version(params), Some(Value::from("2026-07-28")));
+        assert_eq!(probe(params).name, Some(Value::from("echo")));
+        // Not a string: kept as sent, so the caller sees no version (as with a `Value` probe).
+        assert_eq!(
+            version(r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":7}}"#),
+            Some(Value::from(7))
+        );
+        // A repeated key: the last one counts, as when `_meta` was read into a map.
+        assert_eq!(
+            version(
+                r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"a","io.modelcontextprotocol/protocolVersion":"b"}}"#
+            ),
+            Some(Value::from("b"))
+        );
+        assert_eq!(version(r#"{"_meta":{}}"#), None);
+    }
+
+    #[test]
+    fn a_meta_that_is_not_an_object_has_no_version_and_the_rest_is_still_read() {
+        for meta in ["5", "-1", "1.5", "true", "null", r#""x""#, r#"[1,{"a":2}]"#] {
+            let parsed = probe(&format!(
+                r#"{{"_meta":{meta},"name":"echo","uri":"a://b"}}"#
+            ));
+            assert!(
+                parsed.meta.and_then(|m| m.protocol_version).is_none(),
+                "{meta}"
+            );
+            assert_eq!(parsed.name, Some(Value::from("echo")), "{meta}");
+            assert_eq!(parsed.uri, Some(Value::from("a://b")), "{meta}");
+        }
+    }
+
+    #[test]
+    fn a_json_response_is_the_message_serialized() {
+        let message = JsonRpcMessage::Error(JsonRpcError::new(
+            Some(RequestId::Number(3)),
+            ErrorObject::new(ErrorCode::INVALID_PARAMS, "bad \"quote\""),
+        ));
+        let response = json(StatusCode::BAD_REQUEST, &message);
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            HeaderValue::from_static("application/json")
+        );
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let body = runtime
+            .block_on(response.into_body().collect())
+            .unwrap()
+            .to_bytes();
+        assert_eq!(body, Bytes::from(message.to_string()));
     }
 }

@@ -123,6 +123,36 @@ async fn eof_ends_the_server_after_answering_what_is_in_flight() {
     assert!(answers.iter().any(|a| a["error"]["code"] == -32700));
 }
 
+/// `serve` reads stdin and writes stdout through the reactor when both are pipes; with stdout
+/// sent to a file it falls back to tokio's blocking stdio, and still answers.
+async fn stdout_to_a_file_still_serves() {
+    let path = std::env::temp_dir().join(format!("mcp-stdio-out-{}.jsonl", std::process::id()));
+    let out = std::fs::File::create(&path).unwrap();
+    let mut server = child("serve")
+        .stdin(std::process::Stdio::piped())
+        .stdout(out)
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    let request = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}});
+    stdin
+        .write_all(format!("{request}\n").as_bytes())
+        .await
+        .unwrap();
+    drop(stdin);
+    let status = tokio::time::timeout(Duration::from_secs(60), server.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+    let written = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let answer: serde_json::Value = serde_json::from_str(written.trim()).unwrap();
+    assert_eq!(answer["id"], 7);
+    assert_eq!(answer["result"]["tools"][0]["name"], "provision");
+}
+
 type Case = (&'static str, fn() -> Pin<Box<dyn Future<Output = ()>>>);
 
 fn main() {
@@ -139,7 +169,7 @@ fn main() {
         Ok("exit-3") => std::process::exit(3),
         _ => {}
     }
-    let cases: [Case; 4] = [
+    let cases: [Case; 5] = [
         ("flows_work_in_both_eras", || {
             Box::pin(flows_work_in_both_eras())
         }),
@@ -153,6 +183,9 @@ fn main() {
             "eof_ends_the_server_after_answering_what_is_in_flight",
             || Box::pin(eof_ends_the_server_after_answering_what_is_in_flight()),
         ),
+        ("stdout_to_a_file_still_serves", || {
+            Box::pin(stdout_to_a_file_still_serves())
+        }),
     ];
     let (mut passed, mut failed) = (0, 0);
     for (name, case) in cases {
