@@ -9,11 +9,14 @@
 //!   `conformance-client` examples (see `conformance.rs`).
 //! - `interop`: the Python SDK's client against our server and our client against the Python
 //!   SDK's server, over stdio and Streamable HTTP, in both eras (see `interop.rs`).
+//! - `bench`: our server side by side with rmcp, a hyper floor and the Python SDK; writes
+//!   `target/bench/report.md` (see `bench.rs` and docs/performance.md).
 
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+mod bench;
 mod conformance;
 mod interop;
 mod layers;
@@ -29,15 +32,17 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("conformance") => conformance::conformance(&args[1..]),
         Some("interop") => interop::interop(),
+        Some("bench") => bench::bench(&args[1..]),
         Some("python-env") => python_env().map(|py| println!("{}", py.display())),
         _ => Err(format!(
-            "usage: cargo xtask <layers|test|ci|conformance|interop|python-env>\n  \
+            "usage: cargo xtask <layers|test|ci|conformance|interop|bench|python-env>\n  \
              layers      check the crate layering of DESIGN.md\n  \
              test        run every test (sets up the Python interop venv first)\n  \
              ci          fmt, clippy, cargo-deny, then test\n  \
              conformance the official MCP conformance suite against the conformance-server\n              \
              and conformance-client examples (needs npm; installs Node 22 and the harness)\n  \
              interop     Python SDK client x our server, our client x Python SDK server\n  \
+             bench       side-by-side benchmarks vs rmcp, a hyper floor, the Python SDK [--quick]\n  \
              python-env  create target/py with {PYTHON_MCP} and print its python"
         )),
     };

@@ -1,0 +1,280 @@
+//! Streamable HTTP: cold start, idle memory, closed-loop load at several connection counts,
+//! the multi-round flow, peak memory.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper::{Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::net::TcpStream;
+use tokio::process::{Child, Command};
+
+use crate::wire::{self, Answer};
+use crate::{Settings, percentile, procfs, text_for};
+
+const WARMUP: u8 = 0;
+const MEASURE: u8 = 1;
+const STOP: u8 = 2;
+
+/// One client connection.
+struct Connection {
+    sender: SendRequest<Full<Bytes>>,
+    host: String,
+}
+
+impl Connection {
+    async fn open(addr: SocketAddr) -> Result<Self, String> {
+        let stream = TcpStream::connect(addr)
+            .await
+            .map_err(|e| format!("connect: {e}"))?;
+        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| format!("handshake: {e}"))?;
+        tokio::spawn(connection);
+        Ok(Self {
+            sender,
+            host: addr.to_string(),
+        })
+    }
+
+    /// One POST of one `tools/call`, checked.
+    async fn leg(
+        &mut self,
+        id: u64,
+        tool: &str,
+        text: &str,
+        retry: Option<&wire::Retry>,
+    ) -> Result<Answer, String> {
+        let body = wire::call_body(id, tool, text, retry);
+        let request = Request::post("/mcp")
+            .header("host", &self.host)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", wire::VERSION)
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", tool)
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| e.to_string())?;
+        self.sender
+            .ready()
+            .await
+            .map_err(|e| format!("connection: {e}"))?;
+        let response = self
+            .sender
+            .send_request(request)
+            .await
+            .map_err(|e| format!("request: {e}"))?;
+        let status = response.status();
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| format!("body: {e}"))?
+            .to_bytes();
+        if status != StatusCode::OK {
+            return Err(format!("HTTP {status}: {}", String::from_utf8_lossy(&body)));
+        }
+        wire::check(
+            &content_type,
+            &body,
+            id,
+            text,
+            retry.is_none() && tool != "echo",
+        )
+    }
+
+    /// A plain call (`echo`), or a full flow (`confirm_echo`: call, input_required, retry,
+    /// result).
+    async fn call(&mut self, ids: &AtomicU64, tool: &str) -> Result<(), String> {
+        let id = ids.fetch_add(1, Ordering::Relaxed);
+        let text = text_for(id);
+        match self.leg(id, tool, &text, None).await? {
+            Answer::Complete if tool == "echo" => Ok(()),
+            Answer::Complete => Err(format!("{tool} completed without asking")),
+            Answer::InputRequired(retry) => {
+                let id = ids.fetch_add(1, Ordering::Relaxed);
+                match self.leg(id, tool, &text, Some(&retry)).await? {
+                    Answer::Complete => Ok(()),
+                    Answer::InputRequired(_) => Err("asked again after the answer".into()),
+                }
+            }
+        }
+    }
+}
+
+/// The figures of one measured window.
+struct Level {
+    requests: usize,
+    secs: f64,
+    latencies: Vec<u32>,
+    cpu_us: u64,
+}
+
+impl Level {
+    fn json(&self, conns: usize) -> Value {
+        let n = self.requests.max(1) as f64;
+        json!({
+            "conns": conns,
+            "requests": self.requests,
+            "secs": self.secs,
+            "rps": self.requests as f64 / self.secs,
+            "p50_us": percentile(&self.latencies, 50.0),
+            "p90_us": percentile(&self.latencies, 90.0),
+            "p99_us": percentile(&self.latencies, 99.0),
+            "cpu_us_per_req": self.cpu_us as f64 / n,
+        })
+    }
+}
+
+async fn level(
+    addr: SocketAddr,
+    pid: u32,
+    conns: usize,
+    tool: &'static str,
+    settings: &Settings,
+) -> Result<Level, String> {
+    let phase = Arc::new(AtomicU8::new(WARMUP));
+    let ids = Arc::new(AtomicU64::new(1_000));
+    let mut tasks = Vec::with_capacity(conns);
+    for _ in 0..conns {
+        let phase = phase.clone();
+        let ids = ids.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut connection = Connection::open(addr).await?;
+            let mut latencies = Vec::with_capacity(4096);
+            loop {
+                if phase.load(Ordering::Relaxed) == STOP {
+                    return Ok::<_, String>(latencies);
+                }
+                let start = Instant::now();
+                connection.call(&ids, tool).await?;
+                if phase.load(Ordering::Relaxed) == MEASURE {
+                    latencies.push(start.elapsed().as_micros().min(u32::MAX as u128) as u32);
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(settings.warmup).await;
+    phase.store(MEASURE, Ordering::Relaxed);
+    let cpu_start = procfs::cpu_us(pid)?;
+    let start = Instant::now();
+    tokio::time::sleep(settings.secs).await;
+    phase.store(STOP, Ordering::Relaxed);
+    let secs = start.elapsed().as_secs_f64();
+    let cpu_end = procfs::cpu_us(pid)?;
+    let mut latencies = Vec::new();
+    for task in tasks {
+        latencies.extend(task.await.map_err(|e| e.to_string())??);
+    }
+    latencies.sort_unstable();
+    Ok(Level {
+        requests: latencies.len(),
+        secs,
+        latencies,
+        cpu_us: cpu_end.saturating_sub(cpu_start),
+    })
+}
+
+fn free_port() -> Result<u16, String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    Ok(listener.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+/// Polls until the server answers a correct echo; returns the time since `spawned`.
+async fn first_answer(
+    addr: SocketAddr,
+    spawned: Instant,
+    child: &mut Child,
+) -> Result<Duration, String> {
+    let ids = AtomicU64::new(1);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("server exited early with {status}"));
+        }
+        if spawned.elapsed() > Duration::from_secs(60) {
+            return Err("server did not answer within 60 s".into());
+        }
+        if let Ok(mut connection) = Connection::open(addr).await
+            && connection.call(&ids, "echo").await.is_ok()
+        {
+            return Ok(spawned.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// Runs the whole HTTP suite against one server.
+pub async fn run(settings: &Settings) -> Result<Value, String> {
+    let port = free_port()?;
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let args: Vec<String> = settings.command[1..]
+        .iter()
+        .map(|a| a.replace("{port}", &port.to_string()))
+        .collect();
+    let spawned = Instant::now();
+    let mut child = Command::new(&settings.command[0])
+        .args(&args)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("could not start {:?}: {e}", settings.command))?;
+    let pid = child.id().ok_or("server has no pid")?;
+    let outcome = suite(addr, pid, spawned, &mut child, settings).await;
+    // Our own child, by its PID (kill_on_drop covers the error paths too).
+    let _ = child.kill().await;
+    outcome
+}
+
+async fn suite(
+    addr: SocketAddr,
+    pid: u32,
+    spawned: Instant,
+    child: &mut Child,
+    settings: &Settings,
+) -> Result<Value, String> {
+    let cold = first_answer(addr, spawned, child).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let idle_rss = procfs::memory_kb(pid, "VmRSS")?;
+    let mut levels = Vec::new();
+    let mut plain_cpu = std::collections::HashMap::new();
+    for &conns in &settings.conns {
+        let measured = level(addr, pid, conns, "echo", settings).await?;
+        plain_cpu.insert(
+            conns,
+            measured.cpu_us as f64 / measured.requests.max(1) as f64,
+        );
+        levels.push(measured.json(conns));
+    }
+    let peak_rss = procfs::memory_kb(pid, "VmHWM")?;
+    let flow = match settings.flow {
+        Some(conns) => {
+            let measured = level(addr, pid, conns, "confirm_echo", settings).await?;
+            let mut flow = measured.json(conns);
+            let per_flow = measured.cpu_us as f64 / measured.requests.max(1) as f64;
+            if let Some(plain) = plain_cpu.get(&conns) {
+                flow["cpu_vs_plain"] = json!(per_flow / plain);
+            }
+            flow
+        }
+        None => Value::Null,
+    };
+    Ok(json!({
+        "cold_start_ms": cold.as_secs_f64() * 1e3,
+        "idle_rss_kb": idle_rss,
+        "peak_rss_kb": peak_rss,
+        "levels": levels,
+        "flow": flow,
+    }))
+}

@@ -1,0 +1,115 @@
+//! The benchmark's load generator, driven by `cargo xtask bench`. It starts the server under
+//! test itself (so it knows its PID and when it started), measures it, stops it, and prints
+//! one JSON object on stdout.
+//!
+//!     loadgen http  [--secs S] [--warmup S] [--conns 1,16,64] [--flow N] -- SERVER ARGS…
+//!     loadgen stdio [--secs S] [--warmup S] -- SERVER ARGS…
+//!
+//! `{port}` in the server's arguments becomes a free loopback port. Every request is a
+//! 2026-07-28 `tools/call` with its headers and `_meta`; every answer's id and echoed text are
+//! checked, and one wrong answer fails the run.
+
+use std::time::Duration;
+
+mod http;
+mod procfs;
+mod stdio;
+mod wire;
+
+/// How long, and how hard, to measure.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The measured window of each level.
+    pub secs: Duration,
+    /// Load before each measured window, not counted.
+    pub warmup: Duration,
+    /// Connection counts for the plain call, in order.
+    pub conns: Vec<usize>,
+    /// Connections for the multi-round flow (`confirm_echo`), if measured.
+    pub flow: Option<usize>,
+    /// The server command; `{port}` is replaced.
+    pub command: Vec<String>,
+}
+
+fn parse(args: &[String]) -> Result<(String, Settings), String> {
+    let mode = args
+        .first()
+        .ok_or("usage: loadgen <http|stdio> [options] -- SERVER ARGS…")?;
+    let mut settings = Settings {
+        secs: Duration::from_secs(5),
+        warmup: Duration::from_secs(1),
+        conns: vec![1, 16, 64],
+        flow: None,
+        command: Vec::new(),
+    };
+    let mut rest = args[1..].iter();
+    let seconds = |v: Option<&String>| -> Result<Duration, String> {
+        v.and_then(|v| v.parse::<f64>().ok())
+            .filter(|s| *s >= 0.0)
+            .map(Duration::from_secs_f64)
+            .ok_or_else(|| "expected seconds".to_string())
+    };
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--secs" => settings.secs = seconds(rest.next())?,
+            "--warmup" => settings.warmup = seconds(rest.next())?,
+            "--conns" => {
+                settings.conns = rest
+                    .next()
+                    .ok_or("--conns needs a list")?
+                    .split(',')
+                    .map(|n| n.parse().map_err(|_| format!("bad connection count {n:?}")))
+                    .collect::<Result<_, _>>()?;
+            }
+            "--flow" => {
+                let n = rest.next().and_then(|n| n.parse().ok());
+                settings.flow = Some(n.ok_or("--flow needs a connection count")?);
+            }
+            "--" => {
+                settings.command = rest.by_ref().cloned().collect();
+            }
+            other => return Err(format!("unknown option {other:?}")),
+        }
+    }
+    if settings.command.is_empty() {
+        return Err("no server command after --".into());
+    }
+    Ok((mode.clone(), settings))
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let outcome = match parse(&args) {
+        Ok((mode, settings)) => match mode.as_str() {
+            "http" => http::run(&settings).await,
+            "stdio" => stdio::run(&settings).await,
+            other => Err(format!("unknown mode {other:?}")),
+        },
+        Err(e) => Err(e),
+    };
+    match outcome {
+        Ok(report) => {
+            println!("{report}");
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("loadgen: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// Percentile `p` (0–100) of sorted latencies, in microseconds.
+pub fn percentile(sorted: &[u32], p: f64) -> u32 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = (p / 100.0 * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// The text sent in request `id`: different every time, so an echo of the wrong request fails.
+pub fn text_for(id: u64) -> String {
+    format!("echo #{id} from loadgen: the quick brown fox")
+}

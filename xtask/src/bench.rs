@@ -1,0 +1,575 @@
+//! `cargo xtask bench`: our echo server side by side with rmcp's, a hand-written hyper floor,
+//! and the Python SDK's (issue #11; method and targets in `docs/performance.md`).
+//!
+//! The servers and the load generator live in the separate Cargo workspace `bench/` (excluded
+//! from the main one, so CI never builds rmcp). This command builds it in release mode, then
+//! runs `bench/target/release/loadgen` once per implementation, transport and round. The load
+//! generator starts the server itself (loopback, a free port), measures it, stops it by the PID
+//! of its own child, and prints one JSON object. Rounds rotate the order of the
+//! implementations; ratios are computed within a round; the report shows medians over rounds.
+//!
+//! Output: a Markdown report on stdout and in `target/bench/report.md`, the raw figures in
+//! `target/bench/raw.json`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use super::{python_env, run, workspace_root};
+
+/// The connection counts of the HTTP load levels.
+const CONNS: [u64; 3] = [1, 16, 64];
+/// The connection count of the multi-round flow (and of the plain call it is compared with).
+const FLOW_CONNS: u64 = 16;
+
+struct Options {
+    quick: bool,
+    rounds: usize,
+    secs: f64,
+    warmup: f64,
+}
+
+impl Options {
+    fn parse(args: &[String]) -> Result<Self, String> {
+        let mut options = Options {
+            quick: false,
+            rounds: 3,
+            secs: 5.0,
+            warmup: 1.0,
+        };
+        let mut rounds = None;
+        let mut secs = None;
+        let mut rest = args.iter();
+        while let Some(arg) = rest.next() {
+            let mut value = |name: &str| {
+                rest.next()
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .filter(|v| *v > 0.0)
+                    .ok_or_else(|| format!("{name} needs a positive number"))
+            };
+            match arg.as_str() {
+                "--quick" => options.quick = true,
+                "--rounds" => rounds = Some(value("--rounds")? as usize),
+                "--secs" => secs = Some(value("--secs")?),
+                other => {
+                    return Err(format!(
+                        "unknown option {other:?} (cargo xtask bench [--quick] [--rounds N] [--secs S])"
+                    ));
+                }
+            }
+        }
+        if options.quick {
+            options.rounds = 1;
+            options.secs = 0.6;
+            options.warmup = 0.2;
+        }
+        options.rounds = rounds.unwrap_or(options.rounds).max(1);
+        options.secs = secs.unwrap_or(options.secs);
+        Ok(options)
+    }
+}
+
+/// One implementation under test: how to start it on each transport.
+struct Implementation {
+    name: &'static str,
+    http: Vec<String>,
+    stdio: Option<Vec<String>>,
+    /// Whether it serves `confirm_echo` (the multi-round flow).
+    flow: bool,
+}
+
+fn implementations(bin: &Path, python: Option<&Path>) -> Vec<Implementation> {
+    let exe = |name: &str| bin.join(name).display().to_string();
+    let mut list = vec![
+        Implementation {
+            name: "ours",
+            http: vec![exe("our-echo"), "--http".into(), "{port}".into()],
+            stdio: Some(vec![exe("our-echo"), "--stdio".into()]),
+            flow: true,
+        },
+        Implementation {
+            name: "rmcp",
+            http: vec![exe("rmcp-echo"), "--http".into(), "{port}".into()],
+            stdio: Some(vec![exe("rmcp-echo"), "--stdio".into()]),
+            flow: true,
+        },
+        Implementation {
+            name: "floor",
+            http: vec![exe("floor"), "--http".into(), "{port}".into()],
+            stdio: None,
+            flow: false,
+        },
+    ];
+    if let Some(python) = python {
+        let script = workspace_root()
+            .join("bench")
+            .join("python")
+            .join("echo_server.py")
+            .display()
+            .to_string();
+        let python = python.display().to_string();
+        list.push(Implementation {
+            name: "python",
+            http: vec![
+                python.clone(),
+                script.clone(),
+                "--http".into(),
+                "{port}".into(),
+            ],
+            stdio: Some(vec![python, script, "--stdio".into()]),
+            flow: true,
+        });
+    }
+    list
+}
+
+/// What one round measured of one implementation.
+#[derive(Default, Clone)]
+struct Run {
+    http: Value,
+    stdio: Value,
+}
+
+/// Runs `cargo xtask bench`.
+pub(crate) fn bench(args: &[String]) -> Result<(), String> {
+    let options = Options::parse(args)?;
+    let root = workspace_root();
+    let bench_dir = root.join("bench");
+    let target = bench_dir.join("target");
+    run(Command::new(env_cargo())
+        .current_dir(&root)
+        .args(["build", "--release", "--manifest-path"])
+        .arg(bench_dir.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", &target))?;
+    let bin = target.join("release");
+    let python = match python_env() {
+        Ok(python) => Some(python),
+        Err(e) => {
+            eprintln!("xtask: the Python SDK is left out: {e}");
+            None
+        }
+    };
+    let list = implementations(&bin, python.as_deref());
+    let load_before = load_average();
+    let mut rounds: Vec<BTreeMap<&'static str, Run>> = Vec::new();
+    for round in 0..options.rounds {
+        let mut order: Vec<&Implementation> = list.iter().collect();
+        order.rotate_left(round % list.len());
+        let mut results = BTreeMap::new();
+        for implementation in order {
+            eprintln!(
+                "xtask: round {}/{}: {}",
+                round + 1,
+                options.rounds,
+                implementation.name
+            );
+            let mut measured = Run::default();
+            let mut http_args = vec![
+                "http".to_string(),
+                "--conns".into(),
+                CONNS.map(|c| c.to_string()).join(","),
+            ];
+            if implementation.flow {
+                http_args.extend(["--flow".into(), FLOW_CONNS.to_string()]);
+            }
+            measured.http = loadgen(&bin, &options, &http_args, &implementation.http)?;
+            if let Some(stdio) = &implementation.stdio {
+                measured.stdio = loadgen(&bin, &options, &["stdio".to_string()], stdio)?;
+            }
+            results.insert(implementation.name, measured);
+        }
+        rounds.push(results);
+    }
+    let load_after = load_average();
+    let names: Vec<&str> = list.iter().map(|i| i.name).collect();
+    let report = report(&options, &names, &rounds, &load_before, &load_after);
+    println!("{report}");
+    let out = root.join("target").join("bench");
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    std::fs::write(out.join("report.md"), &report).map_err(|e| e.to_string())?;
+    let raw: Vec<Value> = rounds
+        .iter()
+        .map(|round| {
+            round
+                .iter()
+                .map(|(name, run)| {
+                    (
+                        name.to_string(),
+                        json!({"http": run.http, "stdio": run.stdio}),
+                    )
+                })
+                .collect::<serde_json::Map<_, _>>()
+                .into()
+        })
+        .collect();
+    let raw = serde_json::to_string_pretty(&raw).map_err(|e| e.to_string())?;
+    std::fs::write(out.join("raw.json"), raw).map_err(|e| e.to_string())?;
+    eprintln!("xtask: wrote {}", out.join("report.md").display());
+    Ok(())
+}
+
+fn env_cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
+}
+
+fn loadgen(
+    bin: &Path,
+    options: &Options,
+    args: &[String],
+    server: &[String],
+) -> Result<Value, String> {
+    let mut command = Command::new(bin.join("loadgen"));
+    command
+        .current_dir(workspace_root())
+        .args(args)
+        .args(["--secs", &options.secs.to_string()])
+        .args(["--warmup", &options.warmup.to_string()])
+        .arg("--")
+        .args(server);
+    let output = command
+        .output()
+        .map_err(|e| format!("could not start {command:?}: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{command:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    serde_json::from_slice(&output.stdout).map_err(|e| format!("loadgen printed no JSON: {e}"))
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| {
+            let parts: Vec<&str> = s.split_whitespace().take(3).collect();
+            (parts.len() == 3).then(|| parts.join(" "))
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// The median of the values present (`None` when there are none).
+fn median(values: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
+    let mut values: Vec<f64> = values
+        .into_iter()
+        .flatten()
+        .filter(|v| v.is_finite())
+        .collect();
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    Some(if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    })
+}
+
+/// A figure of an HTTP load level.
+fn level(run: &Run, conns: u64, key: &str) -> Option<f64> {
+    run.http["levels"]
+        .as_array()?
+        .iter()
+        .find(|l| l["conns"].as_u64() == Some(conns))?[key]
+        .as_f64()
+}
+
+type Getter = Box<dyn Fn(&Run) -> Option<f64>>;
+
+fn getter(f: impl Fn(&Run) -> Option<f64> + 'static) -> Getter {
+    Box::new(f)
+}
+
+/// One row of the figures table.
+struct Row {
+    label: String,
+    cells: Vec<Getter>,
+    format: fn(f64) -> String,
+}
+
+fn rows() -> Vec<Row> {
+    let mut rows = Vec::new();
+    for conns in CONNS {
+        rows.push(Row {
+            label: format!("HTTP requests/s, {conns} conn."),
+            cells: vec![getter(move |r| level(r, conns, "rps"))],
+            format: whole,
+        });
+    }
+    for conns in CONNS {
+        rows.push(Row {
+            label: format!("HTTP latency p50 / p90 / p99 (µs), {conns} conn."),
+            cells: ["p50_us", "p90_us", "p99_us"]
+                .into_iter()
+                .map(|key| getter(move |r| level(r, conns, key)))
+                .collect(),
+            format: whole,
+        });
+    }
+    for conns in CONNS {
+        rows.push(Row {
+            label: format!("HTTP server CPU µs per call, {conns} conn."),
+            cells: vec![getter(move |r| level(r, conns, "cpu_us_per_req"))],
+            format: one_decimal,
+        });
+    }
+    rows.push(Row {
+        label: format!(
+            "multi-round flows/s (call → input_required → retry → result), {FLOW_CONNS} conn."
+        ),
+        cells: vec![getter(|r| r.http["flow"]["rps"].as_f64())],
+        format: whole,
+    });
+    rows.push(Row {
+        label: "server CPU µs per flow".into(),
+        cells: vec![getter(|r| r.http["flow"]["cpu_us_per_req"].as_f64())],
+        format: one_decimal,
+    });
+    rows.push(Row {
+        label: "flow CPU ÷ plain call CPU".into(),
+        cells: vec![getter(|r| r.http["flow"]["cpu_vs_plain"].as_f64())],
+        format: ratio,
+    });
+    rows.push(Row {
+        label: "stdio round trips/s".into(),
+        cells: vec![getter(|r| r.stdio["rps"].as_f64())],
+        format: whole,
+    });
+    rows.push(Row {
+        label: "stdio server CPU µs per call".into(),
+        cells: vec![getter(|r| r.stdio["cpu_us_per_req"].as_f64())],
+        format: one_decimal,
+    });
+    rows.push(Row {
+        label: "idle RSS, HTTP (MiB)".into(),
+        cells: vec![getter(|r| {
+            r.http["idle_rss_kb"].as_f64().map(|k| k / 1024.0)
+        })],
+        format: one_decimal,
+    });
+    rows.push(Row {
+        label: "peak RSS after 64 conn. (MiB)".into(),
+        cells: vec![getter(|r| {
+            r.http["peak_rss_kb"].as_f64().map(|k| k / 1024.0)
+        })],
+        format: one_decimal,
+    });
+    rows.push(Row {
+        label: "cold start to first answer, HTTP (ms)".into(),
+        cells: vec![getter(|r| r.http["cold_start_ms"].as_f64())],
+        format: one_decimal,
+    });
+    rows.push(Row {
+        label: "cold start to first answer, stdio (ms)".into(),
+        cells: vec![getter(|r| r.stdio["cold_start_ms"].as_f64())],
+        format: one_decimal,
+    });
+    rows
+}
+
+fn whole(v: f64) -> String {
+    format!("{v:.0}")
+}
+
+fn one_decimal(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+fn ratio(v: f64) -> String {
+    format!("{v:.2}×")
+}
+
+/// A target: a ratio of two figures of one round (ours ÷ theirs, or ours ÷ ours), and its
+/// bound.
+struct Target {
+    label: &'static str,
+    numerator: (&'static str, Getter),
+    denominator: (&'static str, Getter),
+    at_most: bool,
+    bound: f64,
+}
+
+fn targets() -> Vec<Target> {
+    let cpu64 = || getter(|r| level(r, 64, "cpu_us_per_req"));
+    vec![
+        Target {
+            label: "HTTP server CPU per tools/call (64 conn.) ≤ 0.4× rmcp",
+            numerator: ("ours", cpu64()),
+            denominator: ("rmcp", cpu64()),
+            at_most: true,
+            bound: 0.4,
+        },
+        Target {
+            label: "HTTP server CPU per tools/call (64 conn.) ≤ 1.5× floor",
+            numerator: ("ours", cpu64()),
+            denominator: ("floor", cpu64()),
+            at_most: true,
+            bound: 1.5,
+        },
+        Target {
+            label: "HTTP throughput at 64 conn. ≥ 1.5× rmcp",
+            numerator: ("ours", getter(|r| level(r, 64, "rps"))),
+            denominator: ("rmcp", getter(|r| level(r, 64, "rps"))),
+            at_most: false,
+            bound: 1.5,
+        },
+        Target {
+            label: "stdio server CPU per call ≤ 0.5× rmcp",
+            numerator: ("ours", getter(|r| r.stdio["cpu_us_per_req"].as_f64())),
+            denominator: ("rmcp", getter(|r| r.stdio["cpu_us_per_req"].as_f64())),
+            at_most: true,
+            bound: 0.5,
+        },
+        Target {
+            label: "two-leg multi-round flow ≤ 2.2× the CPU of a plain call",
+            numerator: (
+                "ours",
+                getter(|r| r.http["flow"]["cpu_us_per_req"].as_f64()),
+            ),
+            denominator: ("ours", getter(|r| level(r, FLOW_CONNS, "cpu_us_per_req"))),
+            at_most: true,
+            bound: 2.2,
+        },
+        Target {
+            label: "idle RSS ≤ 0.75× rmcp",
+            numerator: ("ours", getter(|r| r.http["idle_rss_kb"].as_f64())),
+            denominator: ("rmcp", getter(|r| r.http["idle_rss_kb"].as_f64())),
+            at_most: true,
+            bound: 0.75,
+        },
+        Target {
+            label: "peak RSS at 64 conn. ≤ rmcp",
+            numerator: ("ours", getter(|r| r.http["peak_rss_kb"].as_f64())),
+            denominator: ("rmcp", getter(|r| r.http["peak_rss_kb"].as_f64())),
+            at_most: true,
+            bound: 1.0,
+        },
+    ]
+}
+
+/// The ratio of a target in one round.
+fn round_ratio(target: &Target, round: &BTreeMap<&'static str, Run>) -> Option<f64> {
+    let (a, get_a) = &target.numerator;
+    let (b, get_b) = &target.denominator;
+    let a = get_a(round.get(a)?)?;
+    let b = get_b(round.get(b)?)?;
+    (b > 0.0).then(|| a / b)
+}
+
+fn report(
+    options: &Options,
+    names: &[&str],
+    rounds: &[BTreeMap<&'static str, Run>],
+    load_before: &str,
+    load_after: &str,
+) -> String {
+    let mut out = String::new();
+    let cores = std::thread::available_parallelism().map_or(0, usize::from);
+    out.push_str("## cargo xtask bench\n\n");
+    out.push_str(&format!(
+        "{} run: {} round(s), {} s measured per level after {} s of warm-up; {cores} core(s); \
+         load average before {load_before}, after {load_after}.\n",
+        if options.quick {
+            "**Quick (smoke)**"
+        } else {
+            "Full"
+        },
+        options.rounds,
+        options.secs,
+        options.warmup,
+    ));
+    let busy = load_before
+        .split_whitespace()
+        .next()
+        .and_then(|l| l.parse::<f64>().ok())
+        .is_some_and(|l| l >= 0.5);
+    if busy {
+        out.push_str(
+            "\n**Measured under load**: other work was running when the benchmark started \
+             (1-minute load average ≥ 0.5), so absolute figures are noisy; ratios within a round \
+             are more robust.\n",
+        );
+    }
+    out.push_str("\nMedians over rounds. Python runs one uvicorn worker.\n\n| figure |");
+    for name in names {
+        out.push_str(&format!(" {name} |"));
+    }
+    out.push_str("\n| --- |");
+    for _ in names {
+        out.push_str(" ---: |");
+    }
+    out.push('\n');
+    for row in rows() {
+        out.push_str(&format!("| {} |", row.label));
+        for name in names {
+            let values: Vec<String> = row
+                .cells
+                .iter()
+                .map(|cell| {
+                    median(rounds.iter().map(|round| round.get(name).and_then(cell)))
+                        .map_or_else(|| "n/a".to_string(), row.format)
+                })
+                .collect();
+            out.push_str(&format!(" {} |", values.join(" / ")));
+        }
+        out.push('\n');
+    }
+    out.push_str(
+        "\n| target | ratio (median of per-round ratios) | met? |\n| --- | ---: | :---: |\n",
+    );
+    for target in targets() {
+        let value = median(rounds.iter().map(|round| round_ratio(&target, round)));
+        let (shown, met) = match value {
+            Some(v) => {
+                let met = if target.at_most {
+                    v <= target.bound
+                } else {
+                    v >= target.bound
+                };
+                (format!("{v:.2}×"), if met { "yes" } else { "**no**" })
+            }
+            None => ("n/a".into(), "n/a"),
+        };
+        out.push_str(&format!("| {} | {shown} | {met} |\n", target.label));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_skips_missing_values() {
+        assert_eq!(median([Some(3.0), None, Some(1.0), Some(2.0)]), Some(2.0));
+        assert_eq!(median([Some(4.0), Some(1.0)]), Some(2.5));
+        assert_eq!(median([None]), None);
+    }
+
+    #[test]
+    fn ratios_are_taken_within_a_round() {
+        let run = |cpu: f64| Run {
+            http: json!({"levels": [{"conns": 64, "cpu_us_per_req": cpu}]}),
+            stdio: Value::Null,
+        };
+        let round: BTreeMap<&'static str, Run> = [("ours", run(10.0)), ("rmcp", run(40.0))]
+            .into_iter()
+            .collect();
+        let first = &targets()[0];
+        assert_eq!(round_ratio(first, &round), Some(0.25));
+        // No floor in this round: that target has no ratio.
+        assert_eq!(round_ratio(&targets()[1], &round), None);
+    }
+
+    #[test]
+    fn quick_is_one_short_round() {
+        let options = Options::parse(&["--quick".to_string()]).unwrap();
+        assert_eq!(options.rounds, 1);
+        assert!(options.quick && options.secs < 1.0);
+        assert!(Options::parse(&["--bogus".to_string()]).is_err());
+    }
+}
