@@ -8,4 +8,5 @@ pub mod cli;
 pub mod deployer;
 pub mod files;
 pub mod fleet;
+pub mod protected;
 pub mod provisioner;

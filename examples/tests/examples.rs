@@ -303,19 +303,24 @@ async fn the_deployer_mints_kms1_tokens() {
 
 /// Starts `fleet --http 127.0.0.1:0` and returns the child and its URL.
 async fn fleet_instance(keys: &str) -> (Child, String) {
-    let mut child = Command::new(example("fleet"))
+    http_instance("fleet", &[("MCP_STATE_KEYS", keys)]).await
+}
+
+/// Starts the example `name` with `--http 127.0.0.1:0` and returns the child and its URL.
+async fn http_instance(name: &str, env: &[(&str, &str)]) -> (Child, String) {
+    let mut child = Command::new(example(name))
         .args(["--http", "127.0.0.1:0"])
-        .env("MCP_STATE_KEYS", keys)
+        .envs(env.iter().copied())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .expect("fleet starts");
+        .expect("the example starts");
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let line = lines
         .next_line()
         .await
         .unwrap()
-        .expect("fleet prints its address");
+        .expect("the example prints its address");
     let url = line
         .strip_prefix("serving MCP at ")
         .unwrap_or_else(|| panic!("unexpected first line: {line}"))
@@ -411,4 +416,188 @@ async fn every_server_example_rejects_a_bad_command_line() {
         String::from_utf8_lossy(&output.stderr)
             .contains("set MCP_STATE_KEYS to the fleet's shared secrets")
     );
+}
+
+/// One HTTP/1.1 exchange over a fresh connection: the status, the headers (lowercased names)
+/// and the body.
+async fn raw_http(
+    url: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, Vec<(String, String)>, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let authority = url.trim_start_matches("http://").split('/').next().unwrap();
+    let mut stream = tokio::net::TcpStream::connect(authority).await.unwrap();
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers = lines
+        .filter_map(|l| l.split_once(": "))
+        .map(|(n, v)| (n.to_ascii_lowercase(), v.to_owned()))
+        .collect();
+    (status, headers, body.to_owned())
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+}
+
+#[tokio::test]
+async fn the_protected_example_refuses_missing_foreign_and_narrow_tokens_and_keeps_users_apart() {
+    let (_server, url) = http_instance("protected", &[]).await;
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp");
+    let metadata = format!("http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp");
+    let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let mcp = |token: Option<&'static str>| {
+        let mut h = vec![
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/list"),
+        ];
+        if let Some(token) = token {
+            h.push(("Authorization", token));
+        }
+        h
+    };
+    for (token, status, challenge) in [
+        (
+            None,
+            401,
+            format!("Bearer resource_metadata=\"{metadata}\", scope=\"mcp:tools\""),
+        ),
+        (
+            Some("Bearer elsewhere-token"),
+            401,
+            format!(
+                "Bearer resource_metadata=\"{metadata}\", error=\"invalid_token\", error_description=\"the token was not issued for this resource\""
+            ),
+        ),
+        (
+            Some("Bearer read-only-token"),
+            403,
+            format!(
+                "Bearer resource_metadata=\"{metadata}\", error=\"insufficient_scope\", scope=\"mcp:tools\""
+            ),
+        ),
+    ] {
+        let (got, headers, _) = raw_http(&url, "POST", "/mcp", &mcp(token), list).await;
+        assert_eq!(
+            (got, header(&headers, "www-authenticate")),
+            (status, Some(challenge.as_str())),
+            "{token:?}"
+        );
+    }
+    let (status, _, body) =
+        raw_http(&url, "POST", "/mcp", &mcp(Some("Bearer alice-token")), list).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, headers, document) = raw_http(
+        &url,
+        "GET",
+        "/.well-known/oauth-protected-resource/mcp",
+        &[],
+        "",
+    )
+    .await;
+    assert_eq!(
+        (status, header(&headers, "content-type")),
+        (200, Some("application/json"))
+    );
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&document).unwrap(),
+        json!({"resource": url, "authorization_servers": ["https://auth.example.com"],
+               "bearer_methods_supported": ["header"], "scopes_supported": ["mcp:tools"],
+               "resource_name": "Protected demo"})
+    );
+
+    // A round Alice started cannot be finished by Bob, and the tool sees who calls.
+    let connect = |token: &'static str| {
+        let url = url.clone();
+        async move {
+            let transport = mcp::http::HttpTransport::new(&url)
+                .unwrap()
+                .bearer(token)
+                .unwrap();
+            Client::builder()
+                .mode(Mode::Pinned("2026-07-28".into()))
+                .elicitation(|_i, _p| async { Ok(accept(&[("ok", ElicitValue::Bool(true))])) })
+                .connect(transport)
+                .await
+                .unwrap()
+        }
+    };
+    let (alice, bob) = (connect("alice-token").await, connect("bob-token").await);
+    let args = json!({"service": "api"});
+    let Outcome::InputRequired(round) = alice
+        .session()
+        .call_tool("deploy", args.clone(), CallOptions::default())
+        .await
+        .unwrap()
+    else {
+        panic!("the first leg asks");
+    };
+    let answers = InputResponses::from([(
+        "confirm_deploy".to_owned(),
+        InputResponse::Elicit(accept(&[("ok", ElicitValue::Bool(true))])),
+    )]);
+    let stolen = bob
+        .session()
+        .call_tool(
+            "deploy",
+            args.clone(),
+            CallOptions::resume(Some(answers.clone()), round.request_state.clone()),
+        )
+        .await
+        .unwrap_err();
+    let ClientError::Server(error) = stolen else {
+        panic!("{stolen:?}")
+    };
+    assert_eq!(
+        (error.code.0, error.message.as_str()),
+        (-32602, "Invalid or expired requestState")
+    );
+    let Outcome::Complete(done) = alice
+        .session()
+        .call_tool(
+            "deploy",
+            args,
+            CallOptions::resume(Some(answers), round.request_state),
+        )
+        .await
+        .unwrap()
+    else {
+        panic!("Alice finishes her own round");
+    };
+    assert_eq!(text(&done), "alice deployed api.");
+    let bobs = bob
+        .call_tool("deploy", json!({"service": "db"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&bobs), "bob deployed db.");
 }
