@@ -755,6 +755,29 @@ impl ResolvedValues {
     }
 }
 
+/// Declares parameter `param`, filled by `resolver` as type `C` (the builders' `resolve`).
+pub(crate) fn add_resolved<C: FromResolved>(
+    params: &mut Vec<ResolvedParam>,
+    resolvers: &mut Vec<Resolver>,
+    param: String,
+    resolver: Resolver,
+) {
+    params.push(ResolvedParam {
+        param,
+        key: resolver.key.clone(),
+        check: C::check,
+        convert: convert::<C>,
+    });
+    add_resolver(resolvers, resolver);
+}
+
+/// Registers `resolver` once (by key).
+pub(crate) fn add_resolver(resolvers: &mut Vec<Resolver>, resolver: Resolver) {
+    if !resolvers.iter().any(|r| r.key == resolver.key) {
+        resolvers.push(resolver);
+    }
+}
+
 /// Converts every declared parameter; the first failure ends the call before the body runs.
 pub(crate) fn convert_params(
     params: &[ResolvedParam],

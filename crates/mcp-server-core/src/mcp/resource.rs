@@ -13,7 +13,9 @@ use mcp_types::resources::{ReadResourceResult, Resource, ResourceTemplate};
 use mcp_types::{ErrorObject, JsonObject};
 
 use super::prompt::Completer;
-use super::resolve::{FromResolved, ResolvedParam, ResolvedValues, Resolver, convert};
+use super::resolve::{
+    FromResolved, ResolvedParam, ResolvedValues, Resolver, add_resolved, add_resolver,
+};
 use crate::context::RequestContext;
 use crate::server::BoxFuture;
 
@@ -345,23 +347,18 @@ impl ResourceTemplateDef {
         param: impl Into<String>,
         resolver: Resolver,
     ) -> Self {
-        self.params.push(ResolvedParam {
-            param: param.into(),
-            key: resolver.key.clone(),
-            check: C::check,
-            convert: convert::<C>,
-        });
-        if !self.resolvers.iter().any(|r| r.key == resolver.key) {
-            self.resolvers.push(resolver);
-        }
+        add_resolved::<C>(
+            &mut self.params,
+            &mut self.resolvers,
+            param.into(),
+            resolver,
+        );
         self
     }
 
     /// Registers a resolver other resolvers depend on, without a parameter of its own.
     pub fn resolver(mut self, resolver: Resolver) -> Self {
-        if !self.resolvers.iter().any(|r| r.key == resolver.key) {
-            self.resolvers.push(resolver);
-        }
+        add_resolver(&mut self.resolvers, resolver);
         self
     }
 

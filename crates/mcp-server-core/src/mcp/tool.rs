@@ -15,7 +15,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::resolve::{FromResolved, ResolvedParam, ResolvedValues, Resolver, convert};
+use super::resolve::{
+    FromResolved, ResolvedParam, ResolvedValues, Resolver, add_resolved, add_resolver,
+};
 use crate::context::RequestContext;
 use crate::server::BoxFuture;
 
@@ -267,24 +269,18 @@ impl ToolDef {
         param: impl Into<String>,
         resolver: Resolver,
     ) -> Self {
-        let param = param.into();
-        self.params.push(ResolvedParam {
-            param,
-            key: resolver.key.clone(),
-            check: C::check,
-            convert: convert::<C>,
-        });
-        if !self.resolvers.iter().any(|r| r.key == resolver.key) {
-            self.resolvers.push(resolver);
-        }
+        add_resolved::<C>(
+            &mut self.params,
+            &mut self.resolvers,
+            param.into(),
+            resolver,
+        );
         self
     }
 
     /// Registers a resolver other resolvers depend on, without a parameter of its own.
     pub fn resolver(mut self, resolver: Resolver) -> Self {
-        if !self.resolvers.iter().any(|r| r.key == resolver.key) {
-            self.resolvers.push(resolver);
-        }
+        add_resolver(&mut self.resolvers, resolver);
         self
     }
 
