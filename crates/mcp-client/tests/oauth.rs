@@ -504,3 +504,48 @@ async fn a_resource_that_moves_gets_a_new_registration_and_no_old_credentials() 
         );
     }
 }
+
+#[tokio::test]
+async fn a_refused_token_is_refreshed_before_anyone_is_asked_to_log_in_again() {
+    let auth = authorization_server(AS, as_metadata(AS), Some(AS));
+    let web = Web::new(with_prm(
+        "http://localhost:4000/.well-known/oauth-protected-resource/mcp",
+        prm(SERVER, AS),
+        move |r: &HttpRequest| {
+            if r.url == "http://localhost:5000/token" {
+                let form = query(&format!("?{}", String::from_utf8_lossy(&r.body)));
+                let token = match get(&form, "grant_type") {
+                    Some("refresh_token") => {
+                        assert_eq!(get(&form, "refresh_token"), Some("the-refresh-token"));
+                        assert_eq!(get(&form, "resource"), Some(SERVER));
+                        "refreshed-token"
+                    }
+                    _ => {
+                        auth(r);
+                        "first-token"
+                    }
+                };
+                return Some(status(
+                    200,
+                    json!({"access_token": token, "token_type": "Bearer",
+                    "refresh_token": "the-refresh-token"}),
+                ));
+            }
+            auth(r)
+        },
+    ));
+    let client = oauth(&web);
+    let first = client.unauthorized(SERVER, None, None).await.unwrap();
+    assert_eq!(first, "first-token");
+    let second = client
+        .unauthorized(SERVER, None, Some(&first))
+        .await
+        .unwrap();
+    assert_eq!(second, "refreshed-token");
+    assert_eq!(
+        web.requests_to("http://localhost:5000/authorize").len(),
+        1,
+        "no second login"
+    );
+    assert_eq!(web.requests_to("http://localhost:5000/token").len(), 2);
+}
