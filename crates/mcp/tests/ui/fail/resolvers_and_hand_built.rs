@@ -7,8 +7,7 @@ async fn value() -> Resolution<u8> {
 
 #[mcp::tool]
 async fn both(#[resolve(value)] v: Ready<u8>) -> ToolOutcome {
-    let _ = v;
-    unimplemented!()
+    mcp::Outcome::Complete(mcp::types::tools::CallToolResult::text(v.0.to_string()))
 }
 
 fn main() {}
