@@ -22,7 +22,11 @@ fn example(name: &str) -> PathBuf {
         dir.pop();
     }
     let path = dir.join("examples").join(name);
-    assert!(path.exists(), "{} is not built", path.display());
+    assert!(
+        path.exists(),
+        "{} is not built: run `cargo build -p mcp-examples --examples` first (`cargo xtask test` does)",
+        path.display()
+    );
     path
 }
 

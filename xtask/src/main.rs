@@ -4,7 +4,7 @@
 //!   or on a third-party crate its row does not allow.
 //! - `test`: the README's test command: layers, the Python interop environment, then every
 //!   test of the workspace (unit, integration, doc).
-//! - `ci`: what `.ci/run` runs after installing tools: fmt, clippy, cargo-deny, then `test`.
+//! - `ci`: what `.ci/run` runs after installing tools: fmt, clippy, cargo-deny, `test`, `conformance`, `interop`.
 //! - `conformance`: the official MCP conformance suite against the `conformance-server` and
 //!   `conformance-client` examples (see `conformance.rs`).
 //! - `interop`: the Python SDK's client against our server and our client against the Python
@@ -38,7 +38,7 @@ fn main() -> ExitCode {
             "usage: cargo xtask <layers|test|ci|conformance|interop|bench|python-env>\n  \
              layers      check the crate layering of DESIGN.md\n  \
              test        run every test (sets up the Python interop venv first)\n  \
-             ci          fmt, clippy, cargo-deny, then test\n  \
+             ci          fmt, clippy, cargo-deny, test, conformance, interop\n  \
              conformance the official MCP conformance suite against the conformance-server\n              \
              and conformance-client examples (needs npm; installs Node 22 and the harness)\n  \
              interop     Python SDK client x our server, our client x Python SDK server\n  \
@@ -109,6 +109,9 @@ fn python_env() -> Result<PathBuf, String> {
 fn test(extra: &[String]) -> Result<(), String> {
     layers::check(&workspace_root())?;
     let python = python_env()?;
+    // `--all-targets` builds the examples as test harnesses; the example tests run the
+    // programs themselves, so build those first.
+    run(cargo().args(["build", "-p", "mcp-examples", "--examples"]))?;
     run(cargo()
         .args(["test", "--workspace", "--all-targets"])
         .args(extra)
@@ -130,5 +133,7 @@ fn ci() -> Result<(), String> {
     // Advisories need the RustSec database from the network, which CI does not reach; the
     // other checks (licenses, bans, sources) run offline.
     run(cargo().args(["deny", "check", "bans", "licenses", "sources"]))?;
-    test(&[])
+    test(&[])?;
+    conformance::conformance(&[])?;
+    interop::interop()
 }
