@@ -1,43 +1,450 @@
 //! `cargo xtask conformance`: the official MCP conformance suite
-//! (`@modelcontextprotocol/conformance`, run through the shared `run-conformance.sh`) against
-//! the `conformance-server` and `conformance-client` examples.
+//! (`@modelcontextprotocol/conformance`, from the npm registry) against the
+//! `conformance-server` and `conformance-client` examples.
 //!
-//! - Server: both requirement sets (2025-11-25 and 2026-07-28) against one
-//!   `conformance-server`, started and stopped by the script.
-//! - Client: one leg per requirement set, with `conformance/expected-failures.yml` as the
-//!   baseline (empty today: every scored client scenario, OAuth included, passes).
+//! Everything it needs is installed under `target/conformance-tools/` (ignored by git): Node 22
+//! from the npm registry's `node-linux-<arch>` package when the machine's `node` is older (the
+//! harness imports `fs.globSync`, new in Node 22), and the pinned harness.
 //!
-//! Prints each leg's `conformance: N passed, M failed` line and fails when any scored scenario
-//! failed, or the baseline is stale.
+//! - Server: one `conformance-server` on a free loopback port, then one harness run per
+//!   requirement set (2025-11-25 and 2026-07-28); one summary line for both.
+//! - Client: one harness run per requirement set, with `conformance/expected-failures.yml` as
+//!   the baseline (empty today).
+//!
+//! Each leg prints the harness's own summary, every scenario that failed or warned (with its
+//! failing checks), and `conformance: N passed, M failed` over the scenarios the requirement
+//! set scores. Scenarios it runs but does not score (extensions, pending) are listed with their
+//! verdict and do not change the exit code.
 
+use std::collections::BTreeMap;
 use std::env;
-use std::net::TcpListener;
+use std::fs;
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
 
 use crate::{cargo, run, workspace_root};
 
-/// The harness's per-scenario timeout for the client legs (its suites run in parallel).
+/// The harness version: the first line whose requirement sets cover 2026-07-28 (the npm
+/// `latest` tag is a 0.1 release that knows only the older revisions).
+const HARNESS_VERSION: &str = "0.2.0-alpha.12";
+/// The oldest Node the harness runs on.
+const NODE_MAJOR: u32 = 22;
+/// The harness's per-scenario timeout for the client legs (auth scenarios take a while).
 const CLIENT_TIMEOUT_MS: &str = "60000";
+/// How long the server under test may take to accept connections.
+const SERVER_READY: Duration = Duration::from_secs(30);
+/// The requirement sets, one harness run each.
+const REQUIREMENTS: [&str; 2] = ["2025-11-25", "2026-07-28"];
 
-/// The script that installs and drives the harness: `MCP_CONFORMANCE_SCRIPT`, or
-/// `<workspace>/../shared/tools/run-conformance.sh`.
-fn script(root: &Path) -> Result<PathBuf, String> {
-    let path = match env::var_os("MCP_CONFORMANCE_SCRIPT") {
-        Some(path) => PathBuf::from(path),
-        None => root
-            .join("..")
-            .join("shared")
-            .join("tools")
-            .join("run-conformance.sh"),
+/// Node and the harness, installed where this xtask can find them again.
+struct Harness {
+    node: PathBuf,
+    /// `node_modules/@modelcontextprotocol/conformance`.
+    package: PathBuf,
+}
+
+impl Harness {
+    fn install(tools: &Path) -> Result<Self, String> {
+        let node = ensure_node(tools)?;
+        let prefix = tools.join(format!("conformance-{HARNESS_VERSION}"));
+        let package = prefix.join("node_modules/@modelcontextprotocol/conformance");
+        if !package.join("dist/index.js").is_file() {
+            eprintln!(
+                "xtask: installing @modelcontextprotocol/conformance@{HARNESS_VERSION} into {}",
+                prefix.display()
+            );
+            npm_install(
+                &prefix,
+                &format!("@modelcontextprotocol/conformance@{HARNESS_VERSION}"),
+            )?;
+        }
+        let harness = Self { node, package };
+        let version = harness.node_eval(&format!(
+            "process.stdout.write(require({:?}).version)",
+            harness.package.join("package.json")
+        ))?;
+        if version != HARNESS_VERSION {
+            return Err(format!(
+                "{} holds harness {version}, expected {HARNESS_VERSION}; delete it to reinstall",
+                prefix.display()
+            ));
+        }
+        eprintln!(
+            "xtask: node {}, @modelcontextprotocol/conformance {version}",
+            harness.node_eval("process.stdout.write(process.version)")?
+        );
+        Ok(harness)
+    }
+
+    /// Runs a line of JavaScript and returns what it wrote.
+    fn node_eval(&self, script: &str) -> Result<String, String> {
+        let output = Command::new(&self.node)
+            .args(["-e", script])
+            .output()
+            .map_err(|e| format!("could not start {}: {e}", self.node.display()))?;
+        if !output.status.success() {
+            return Err(format!(
+                "node -e failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ));
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
+
+    /// The scenarios a requirement set runs but does not score, with the reason it gives,
+    /// for one side (`server` or `client`). The set is YAML; the harness's own YAML parser
+    /// turns it into JSON.
+    fn not_scored(
+        &self,
+        requirements: &str,
+        side: &str,
+    ) -> Result<BTreeMap<String, String>, String> {
+        let file = self
+            .package
+            .join(format!("requirements/{requirements}.yaml"));
+        if !file.is_file() {
+            return Err(format!(
+                "harness {HARNESS_VERSION} has no requirement set {requirements} ({} is missing)",
+                file.display()
+            ));
+        }
+        let json = self.node_eval(&format!(
+            "const yaml = require(require.resolve('yaml', {{ paths: [{:?}] }}));\
+             const doc = yaml.parse(require('fs').readFileSync({:?}, 'utf8'));\
+             process.stdout.write(JSON.stringify(doc.not_scored || []))",
+            self.package, file
+        ))?;
+        let entries: Vec<Value> = serde_json::from_str(&json)
+            .map_err(|e| format!("requirement set {requirements}: unreadable not_scored: {e}"))?;
+        Ok(entries
+            .iter()
+            .filter(|e| e["leg"].as_str().is_none_or(|leg| leg == side))
+            .filter_map(|e| {
+                let scenario = e["scenario"].as_str()?.to_owned();
+                let reason = e["reason"].as_str().unwrap_or("not scored").to_owned();
+                Some((scenario, reason))
+            })
+            .collect())
+    }
+
+    /// One harness run; its log goes to `out/harness.log`. Returns whether it exited 0.
+    fn run(&self, args: &[String], out: &Path) -> Result<bool, String> {
+        if out.exists() {
+            fs::remove_dir_all(out)
+                .map_err(|e| format!("could not clear {}: {e}", out.display()))?;
+        }
+        fs::create_dir_all(out).map_err(|e| format!("could not create {}: {e}", out.display()))?;
+        let log_path = out.join("harness.log");
+        let log = fs::File::create(&log_path)
+            .map_err(|e| format!("could not create {}: {e}", log_path.display()))?;
+        let err = log
+            .try_clone()
+            .map_err(|e| format!("could not open {}: {e}", log_path.display()))?;
+        let mut command = Command::new(&self.node);
+        command
+            .arg(self.package.join("dist/index.js"))
+            .args(args)
+            .arg("--output-dir")
+            .arg(out)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err)
+            .current_dir(workspace_root());
+        // The harness starts client commands itself; they find this Node first.
+        if let Some(bin) = self.node.parent() {
+            let path = env::var_os("PATH").unwrap_or_default();
+            let mut dirs = vec![bin.to_path_buf()];
+            dirs.extend(env::split_paths(&path));
+            command.env("PATH", env::join_paths(dirs).map_err(|e| e.to_string())?);
+        }
+        eprintln!("xtask: conformance {}", args.join(" "));
+        let status = command
+            .status()
+            .map_err(|e| format!("could not start the harness: {e}"))?;
+        let text = fs::read_to_string(&log_path).unwrap_or_default();
+        print_harness_summary(&text);
+        Ok(status.success())
+    }
+}
+
+/// `node` when it is new enough, else Node 22 from the npm registry under `tools`.
+fn ensure_node(tools: &Path) -> Result<PathBuf, String> {
+    let system = Command::new("node")
+        .args(["-p", "process.versions.node.split('.')[0]"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .parse::<u32>()
+                .ok()
+        });
+    if system.is_some_and(|major| major >= NODE_MAJOR) {
+        return Ok(PathBuf::from("node"));
+    }
+    let arch = match env::consts::ARCH {
+        "x86_64" => "x64",
+        "aarch64" => "arm64",
+        other => {
+            return Err(format!(
+                "no node-linux package for the architecture {other}"
+            ));
+        }
     };
-    if path.is_file() {
-        Ok(path)
+    let prefix = tools.join(format!("node{NODE_MAJOR}"));
+    let node = prefix.join(format!("node_modules/node-linux-{arch}/bin/node"));
+    if !node.is_file() {
+        eprintln!(
+            "xtask: node {} is older than {NODE_MAJOR}: installing node-linux-{arch}@{NODE_MAJOR} into {}",
+            system.map_or_else(|| "(none)".to_owned(), |m| m.to_string()),
+            prefix.display()
+        );
+        npm_install(&prefix, &format!("node-linux-{arch}@{NODE_MAJOR}"))?;
+    }
+    if node.is_file() {
+        Ok(node)
     } else {
-        Err(format!(
-            "the conformance runner {} does not exist (set MCP_CONFORMANCE_SCRIPT)",
-            path.display()
-        ))
+        Err(format!("npm installed no {}", node.display()))
+    }
+}
+
+fn npm_install(prefix: &Path, package: &str) -> Result<(), String> {
+    fs::create_dir_all(prefix)
+        .map_err(|e| format!("could not create {}: {e}", prefix.display()))?;
+    run(Command::new("npm")
+        .arg("install")
+        .arg("--prefix")
+        .arg(prefix)
+        .args(["--no-audit", "--no-fund", "--loglevel=error", package]))
+    .map_err(|e| format!("{e} (npm is needed to install the conformance harness)"))
+}
+
+/// The harness log from its `SUMMARY ===` banner on, or its first lines when it has none.
+fn print_harness_summary(log: &str) {
+    let clean = strip_ansi(log);
+    let lines: Vec<&str> = clean.lines().collect();
+    match lines.iter().position(|l| l.contains("SUMMARY ===")) {
+        Some(at) => {
+            for line in &lines[at..] {
+                if !line.starts_with("Total: ") {
+                    println!("{line}");
+                }
+            }
+        }
+        None => {
+            for line in lines
+                .iter()
+                .filter(|l| !l.starts_with("Results saved to"))
+                .take(60)
+            {
+                println!("{line}");
+            }
+        }
+    }
+}
+
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && chars.peek() == Some(&'[') {
+            chars.next();
+            // Parameters and intermediates up to the final byte.
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// One scenario's verdict, read from its `checks.json`.
+struct Scenario {
+    name: String,
+    counts: BTreeMap<String, usize>,
+    /// `(status, id, message)` of each failed or warned check.
+    problems: Vec<(String, String, String)>,
+    not_scored: Option<String>,
+}
+
+impl Scenario {
+    fn count(&self, status: &str) -> usize {
+        self.counts.get(status).copied().unwrap_or(0)
+    }
+
+    fn verdict(&self) -> &'static str {
+        if self.count("FAILURE") > 0 {
+            "FAIL"
+        } else if self.count("WARNING") > 0 {
+            "WARN"
+        } else {
+            "PASS"
+        }
+    }
+}
+
+/// Every `checks.json` under `dir`, as scenarios. The harness names each result folder after
+/// its scenario, a timestamp appended (and `server-` prepended on the server side).
+fn read_scenarios(dir: &Path, side: &str, not_scored: &BTreeMap<String, String>) -> Vec<Scenario> {
+    let mut files = Vec::new();
+    collect_checks(dir, &mut files);
+    files.sort();
+    files
+        .iter()
+        .map(|file| {
+            let folder = file
+                .parent()
+                .and_then(|p| p.strip_prefix(dir).ok())
+                .map(|p| p.to_string_lossy().replace('\\', "/"))
+                .unwrap_or_default();
+            let mut name = strip_timestamp(&folder).to_owned();
+            if side == "server"
+                && let Some(rest) = name.strip_prefix("server-")
+            {
+                name = rest.to_owned();
+            }
+            let checks: Vec<Value> = fs::read_to_string(file)
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok())
+                .unwrap_or_else(|| {
+                    vec![serde_json::json!({
+                        "id": "unreadable-checks-json",
+                        "status": "FAILURE",
+                        "errorMessage": format!("{} is not a JSON array", file.display()),
+                    })]
+                });
+            let mut counts = BTreeMap::new();
+            let mut problems = Vec::new();
+            for check in &checks {
+                let status = check["status"].as_str().unwrap_or("FAILURE").to_owned();
+                if status == "FAILURE" || status == "WARNING" {
+                    let message = check["errorMessage"]
+                        .as_str()
+                        .or_else(|| check["description"].as_str())
+                        .unwrap_or("");
+                    let message: String = message.split_whitespace().collect::<Vec<_>>().join(" ");
+                    problems.push((
+                        status.clone(),
+                        check["id"].as_str().unwrap_or("?").to_owned(),
+                        message.chars().take(220).collect(),
+                    ));
+                }
+                *counts.entry(status).or_insert(0) += 1;
+            }
+            Scenario {
+                not_scored: not_scored.get(&name).cloned(),
+                name,
+                counts,
+                problems,
+            }
+        })
+        .collect()
+}
+
+fn collect_checks(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect_checks(&path, out);
+        } else if path.file_name().is_some_and(|n| n == "checks.json") {
+            out.push(path);
+        }
+    }
+}
+
+/// `name-2026-11-30T12-00-00-000Z` → `name`.
+fn strip_timestamp(folder: &str) -> &str {
+    let bytes = folder.as_bytes();
+    // The shortest stamp is `-YYYY-MM-DDTHH-MM-SSZ`; look for `-DDDD-DD-DDT` and a final `Z`.
+    if folder.ends_with('Z') {
+        for (at, _) in folder.match_indices('-') {
+            let rest = &bytes[at + 1..];
+            if rest.len() > 11
+                && rest[..4].iter().all(u8::is_ascii_digit)
+                && rest[4] == b'-'
+                && rest[5..7].iter().all(u8::is_ascii_digit)
+                && rest[7] == b'-'
+                && rest[8..10].iter().all(u8::is_ascii_digit)
+                && rest[10] == b'T'
+                && rest[11..rest.len() - 1]
+                    .iter()
+                    .all(|b| b.is_ascii_digit() || *b == b'-' || *b == b'.')
+            {
+                return &folder[..at];
+            }
+        }
+    }
+    folder
+}
+
+/// What one side's runs add up to.
+#[derive(Default)]
+struct Tally {
+    scored_passed: usize,
+    scored_failed: usize,
+    not_scored_run: usize,
+    not_scored_failed: usize,
+    harness_ok: bool,
+}
+
+/// Prints the scenarios of one run that did not pass every check, and adds them up.
+fn report(scenarios: &[Scenario], tally: &mut Tally) {
+    println!("--- scenarios with failures or warnings (from checks.json) ---");
+    let mut shown = 0;
+    for s in scenarios {
+        let failed = s.verdict() == "FAIL";
+        match (&s.not_scored, failed) {
+            (Some(_), true) => tally.not_scored_failed += 1,
+            (Some(_), false) => {}
+            (None, true) => tally.scored_failed += 1,
+            (None, false) => tally.scored_passed += 1,
+        }
+        if s.not_scored.is_some() {
+            tally.not_scored_run += 1;
+        }
+        if s.verdict() == "PASS" && env::var_os("CONFORMANCE_SHOW_ALL").is_none() {
+            continue;
+        }
+        shown += 1;
+        let tag = s
+            .not_scored
+            .as_deref()
+            .map(|r| format!(" [not scored: {r}]"))
+            .unwrap_or_default();
+        println!(
+            "  {:<4} {:<46} ok={} fail={} warn={} skip={}{tag}",
+            s.verdict(),
+            s.name,
+            s.count("SUCCESS"),
+            s.count("FAILURE"),
+            s.count("WARNING"),
+            s.count("SKIPPED"),
+        );
+        for (status, id, message) in &s.problems {
+            let mark = if status == "FAILURE" { 'x' } else { '!' };
+            println!("         {mark} {id}: {message}");
+        }
+    }
+    if scenarios.is_empty() {
+        println!("  (no checks.json was written: nothing ran; see harness.log)");
+    } else if shown < scenarios.len() {
+        println!(
+            "  {} of {} scenarios passed every check (CONFORMANCE_SHOW_ALL=1 lists them)",
+            scenarios.len() - shown,
+            scenarios.len()
+        );
     }
 }
 
@@ -59,47 +466,94 @@ fn examples_dir(root: &Path) -> PathBuf {
         .join("examples")
 }
 
+/// The server under test, stopped when dropped.
+struct ServerProcess(Child);
+
+impl ServerProcess {
+    fn start(binary: &Path, port: u16, log: &Path) -> Result<Self, String> {
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return Err(format!(
+                "something already listens on {addr}; stop it first"
+            ));
+        }
+        let file = fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let err = file
+            .try_clone()
+            .map_err(|e| format!("{}: {e}", log.display()))?;
+        let child = Command::new(binary)
+            .args(["--port", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(file)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| format!("could not start {}: {e}", binary.display()))?;
+        let mut server = Self(child);
+        let started = Instant::now();
+        loop {
+            if let Ok(Some(status)) = server.0.try_wait() {
+                return Err(format!(
+                    "{} exited with {status} before listening (log: {})",
+                    binary.display(),
+                    log.display()
+                ));
+            }
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                eprintln!(
+                    "xtask: conformance-server is up at {addr} (log: {})",
+                    log.display()
+                );
+                return Ok(server);
+            }
+            if started.elapsed() > SERVER_READY {
+                return Err(format!(
+                    "{} did not listen on {addr} within {}s (log: {})",
+                    binary.display(),
+                    SERVER_READY.as_secs(),
+                    log.display()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One side's verdict line.
 struct Leg {
     name: String,
     ok: bool,
-    summary: Option<String>,
+    summary: String,
 }
 
-/// Runs one invocation of the script, echoing its output, and keeps its closing
-/// `conformance: N passed, M failed` line. Without a baseline every scored scenario must
-/// pass; with one, the harness's exit code applies the baseline (listed scenarios may fail,
-/// and must: a listed scenario that passes is stale).
-fn leg(
-    name: &str,
-    script: &Path,
-    args: &[String],
-    out: &Path,
-    baseline: bool,
-) -> Result<Leg, String> {
-    let mut command = Command::new("bash");
-    command
-        .arg(script)
-        .args(args)
-        .env("CONFORMANCE_OUT", out)
-        .current_dir(workspace_root());
-    eprintln!("xtask: conformance leg `{name}`: {command:?}");
-    let output = command
-        .output()
-        .map_err(|e| format!("could not start {}: {e}", script.display()))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    print!("{stdout}");
-    eprint!("{}", String::from_utf8_lossy(&output.stderr));
-    let summary = stdout
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("conformance: "))
-        .map(str::to_owned);
-    let scored_ok = summary.as_deref().is_some_and(|s| s.ends_with(" 0 failed"));
-    Ok(Leg {
+fn finish_leg(name: &str, tally: &Tally, baseline: bool) -> Leg {
+    let summary = format!(
+        "conformance: {} passed, {} failed",
+        tally.scored_passed, tally.scored_failed
+    );
+    let extra = if tally.not_scored_run > 0 {
+        format!(
+            "  (not scored: {} run, {} failing)",
+            tally.not_scored_run, tally.not_scored_failed
+        )
+    } else {
+        String::new()
+    };
+    println!("{summary}");
+    Leg {
         name: name.to_owned(),
-        ok: output.status.success() && (baseline || scored_ok),
-        summary,
-    })
+        // With a baseline the harness's exit code applies it (listed scenarios may fail, and
+        // must: a listed scenario that passes is stale); without one every scored scenario
+        // passes.
+        ok: tally.harness_ok && (baseline || tally.scored_failed == 0),
+        summary: format!("{summary}{extra}"),
+    }
 }
 
 pub(crate) fn conformance(extra: &[String]) -> Result<(), String> {
@@ -109,51 +563,69 @@ pub(crate) fn conformance(extra: &[String]) -> Result<(), String> {
         ));
     }
     let root = workspace_root();
-    let script = script(&root)?;
+    let target = env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let harness = Harness::install(&target.join("conformance-tools"))?;
     for example in ["conformance-server", "conformance-client"] {
         run(cargo().args(["build", "-p", "mcp-examples", "--example", example]))?;
     }
     let bin = examples_dir(&root);
-    let server = bin.join("conformance-server");
     let client = bin.join("conformance-client");
     let baseline = root.join("conformance").join("expected-failures.yml");
-    let out = root.join("target").join("conformance");
+    let out = target.join("conformance");
+    fs::create_dir_all(&out).map_err(|e| format!("could not create {}: {e}", out.display()))?;
 
-    let port = free_port()?;
-    let url = format!("http://127.0.0.1:{port}/mcp");
-    let mut legs = vec![leg(
-        "server",
-        &script,
-        &[
-            "server".into(),
-            "--url".into(),
-            url,
-            "--server-cmd".into(),
-            format!("'{}' --port {port}", server.display()),
+    let mut legs = Vec::new();
+
+    // Server: one process, both requirement sets.
+    {
+        let port = free_port()?;
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        let _server = ServerProcess::start(
+            &bin.join("conformance-server"),
+            port,
+            &out.join("server.log"),
+        )?;
+        let mut tally = Tally {
+            harness_ok: true,
+            ..Tally::default()
+        };
+        for requirements in REQUIREMENTS {
+            println!(
+                "\n=================== server, requirements {requirements} ==================="
+            );
+            let dir = out.join(format!("server-{requirements}"));
+            let args: Vec<String> = ["server", "--url", &url, "--requirements", requirements]
+                .map(str::to_owned)
+                .to_vec();
+            tally.harness_ok &= harness.run(&args, &dir)?;
+            let not_scored = harness.not_scored(requirements, "server")?;
+            report(&read_scenarios(&dir, "server", &not_scored), &mut tally);
+        }
+        legs.push(finish_leg("server", &tally, false));
+    }
+
+    // Client: one run per requirement set, each its own leg.
+    for requirements in REQUIREMENTS {
+        println!("\n=================== client, requirements {requirements} ===================");
+        let dir = out.join(format!("client-{requirements}"));
+        let args: Vec<String> = vec![
+            "client".into(),
+            "--command".into(),
+            format!("'{}'", client.display()),
             "--requirements".into(),
-            "2025-11-25,2026-07-28".into(),
-        ],
-        &out.join("server"),
-        false,
-    )?];
-    for requirements in ["2025-11-25", "2026-07-28"] {
-        legs.push(leg(
-            &format!("client {requirements}"),
-            &script,
-            &[
-                "client".into(),
-                "--cmd".into(),
-                format!("'{}'", client.display()),
-                "--requirements".into(),
-                requirements.into(),
-                "--timeout".into(),
-                CLIENT_TIMEOUT_MS.into(),
-                "--expected-failures".into(),
-                baseline.display().to_string(),
-            ],
-            &out.join(format!("client-{requirements}")),
-            true,
-        )?);
+            requirements.into(),
+            "--timeout".into(),
+            CLIENT_TIMEOUT_MS.into(),
+            "--expected-failures".into(),
+            baseline.display().to_string(),
+        ];
+        let mut tally = Tally {
+            harness_ok: harness.run(&args, &dir)?,
+            ..Tally::default()
+        };
+        let not_scored = harness.not_scored(requirements, "client")?;
+        report(&read_scenarios(&dir, "client", &not_scored), &mut tally);
+        legs.push(finish_leg(&format!("client {requirements}"), &tally, true));
     }
 
     println!("\n=================== cargo xtask conformance ===================");
@@ -165,9 +637,7 @@ pub(crate) fn conformance(extra: &[String]) -> Result<(), String> {
         println!(
             "{:<18} {}{}",
             leg.name,
-            leg.summary
-                .as_deref()
-                .unwrap_or("conformance: no summary line (see the log above)"),
+            leg.summary,
             if leg.ok { "" } else { "  <- FAILED" }
         );
     }
@@ -184,5 +654,29 @@ pub(crate) fn conformance(extra: &[String]) -> Result<(), String> {
             failed.join(", "),
             out.display()
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_folders_lose_their_timestamp() {
+        assert_eq!(
+            strip_timestamp("tools-call-2026-11-30T12-00-01-123Z"),
+            "tools-call"
+        );
+        assert_eq!(
+            strip_timestamp("auth/scope-step-up-2026-01-02T03-04-05Z"),
+            "auth/scope-step-up"
+        );
+        assert_eq!(strip_timestamp("no-stamp"), "no-stamp");
+        assert_eq!(strip_timestamp("odd-Z"), "odd-Z");
+    }
+
+    #[test]
+    fn escape_sequences_are_removed() {
+        assert_eq!(strip_ansi("\u{1b}[32mPASS\u{1b}[0m x"), "PASS x");
     }
 }

@@ -1,7 +1,8 @@
 //! Project automation, run as `cargo xtask <command>`.
 //!
 //! - `layers`: fails when a crate depends on a crate above it in the layer table of DESIGN.md,
-//!   or on a third-party crate its row does not allow.
+//!   or on a third-party crate its row does not allow, or when a tracked file refers to a path
+//!   outside the repository (a folder beside the clone, a machine's absolute paths).
 //! - `test`: the README's test command: layers, the Python interop environment, then every
 //!   test of the workspace (unit, integration, doc).
 //! - `ci`: what `.ci/run` runs after installing tools: fmt, clippy, cargo-deny, `test`, `conformance`, `interop`.
@@ -20,6 +21,7 @@ mod bench;
 mod conformance;
 mod interop;
 mod layers;
+mod paths;
 
 /// The Python SDK version the interop tests run against.
 const PYTHON_MCP: &str = "mcp==2.3.0";
@@ -27,7 +29,7 @@ const PYTHON_MCP: &str = "mcp==2.3.0";
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("layers") => layers::check(&workspace_root()),
+        Some("layers") => layers(),
         Some("test") => test(&args[1..]),
         Some("ci") => ci(),
         Some("conformance") => conformance::conformance(&args[1..]),
@@ -36,11 +38,11 @@ fn main() -> ExitCode {
         Some("python-env") => python_env().map(|py| println!("{}", py.display())),
         _ => Err(format!(
             "usage: cargo xtask <layers|test|ci|conformance|interop|bench|python-env>\n  \
-             layers      check the crate layering of DESIGN.md\n  \
+             layers      check the crate layering of DESIGN.md and that no file points outside the tree\n  \
              test        run every test (sets up the Python interop venv first)\n  \
              ci          fmt, clippy, cargo-deny, test, conformance, interop\n  \
              conformance the official MCP conformance suite against the conformance-server\n              \
-             and conformance-client examples (needs npm; installs Node 22 and the harness)\n  \
+             and conformance-client examples (needs npm; installs Node 22 and the harness under target/)\n  \
              interop     Python SDK client x our server, our client x Python SDK server\n  \
              bench       side-by-side benchmarks vs rmcp, a hyper floor, the Python SDK [--quick]\n  \
              python-env  create target/py with {PYTHON_MCP} and print its python"
@@ -106,8 +108,15 @@ fn python_env() -> Result<PathBuf, String> {
     Ok(python)
 }
 
+/// The crate layering and the self-containment of the tree.
+fn layers() -> Result<(), String> {
+    let root = workspace_root();
+    layers::check(&root)?;
+    paths::check(&root)
+}
+
 fn test(extra: &[String]) -> Result<(), String> {
-    layers::check(&workspace_root())?;
+    layers()?;
     let python = python_env()?;
     // `--all-targets` builds the examples as test harnesses; the example tests run the
     // programs themselves, so build those first.

@@ -11,13 +11,11 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 fn load(name: &str) -> Vec<(String, Value)> {
-    let dir = std::env::var("MCP_SHARED_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| {
-            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
-        });
-    std::fs::read_to_string(dir.join("captures").join(name))
-        .unwrap()
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/captures")
+        .join(name);
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read the capture {}: {e}", path.display()))
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .map(|r| (r["dir"].as_str().unwrap().to_owned(), r["msg"].clone()))

@@ -7,18 +7,12 @@ use common::{TestClient, provisioner};
 use mcp_server_core::seal::RequestStateSecurity;
 use serde_json::{Value, json};
 
-fn shared() -> std::path::PathBuf {
-    let dir = std::env::var("MCP_SHARED_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| {
-            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
-        });
-    assert!(dir.is_dir(), "shared/ is expected at {}", dir.display());
-    dir
-}
-
 fn load(name: &str) -> Vec<(String, Value)> {
-    let text = std::fs::read_to_string(shared().join("captures").join(name)).unwrap();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/captures")
+        .join(name);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read the capture {}: {e}", path.display()));
     text.lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .map(|r| (r["dir"].as_str().unwrap().to_owned(), r["msg"].clone()))

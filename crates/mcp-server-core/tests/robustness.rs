@@ -108,12 +108,7 @@ fn mutate_bytes(text: &str, rng: &mut Rng) -> Vec<u8> {
 }
 
 fn client_messages() -> Vec<Value> {
-    let dir = std::env::var("MCP_SHARED_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| {
-            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
-        })
-        .join("captures");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/captures");
     let mut out = Vec::new();
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .unwrap()

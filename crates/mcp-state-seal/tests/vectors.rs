@@ -1,4 +1,4 @@
-//! The Python SDK's recorded vectors (`shared/captures/request_state_vectors.jsonl`)
+//! The Python SDK's recorded vectors (`fixtures/captures/request_state_vectors.jsonl`)
 //! reproduce bit for bit: key fingerprints, sealed tokens, argument, question and
 //! principal digests.
 
@@ -12,13 +12,13 @@ use serde_json::Value;
 
 const VECTORS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/captures/request_state_vectors.jsonl"
+    "/../../fixtures/captures/request_state_vectors.jsonl"
 );
 
 /// Each line as raw text and as a parsed value.
 fn vectors(kind: &str) -> Vec<(String, Value)> {
     let text = std::fs::read_to_string(VECTORS)
-        .unwrap_or_else(|e| panic!("cannot read the shared vectors at {VECTORS}: {e}"));
+        .unwrap_or_else(|e| panic!("cannot read the recorded vectors at {VECTORS}: {e}"));
     let found: Vec<(String, Value)> = text
         .lines()
         .filter(|l| !l.trim().is_empty())

@@ -1,4 +1,4 @@
-//! Every message in `../shared/captures/*.jsonl` (real traffic between the Python SDK's client
+//! Every message in `fixtures/captures/*.jsonl` (real traffic between the Python SDK's client
 //! and server, both eras, stdio and HTTP) decodes into its typed form and re-encodes to JSON
 //! equal to the original.
 
@@ -141,7 +141,7 @@ fn round_trip(dir: Dir, value: &Value, methods: &mut HashMap<(Dir, RequestId), S
 
 #[test]
 fn every_captured_message_round_trips_through_its_typed_form() {
-    let dir = common::shared_dir().join("captures");
+    let dir = common::fixtures_dir().join("captures");
     let mut files = 0;
     let mut total = 0;
     let mut entries: Vec<_> = std::fs::read_dir(&dir)
@@ -169,7 +169,7 @@ fn every_captured_message_round_trips_through_its_typed_form() {
     }
     assert_eq!(
         files, 20,
-        "expected the 20 traffic captures of shared/captures"
+        "expected the 20 traffic captures of fixtures/captures"
     );
     assert!(total >= 200, "only {total} messages were checked");
     eprintln!("{total} captured messages from {files} files round-tripped");
@@ -177,7 +177,7 @@ fn every_captured_message_round_trips_through_its_typed_form() {
 
 #[test]
 fn captured_non_message_bodies_are_rejected_with_the_right_code() {
-    let capture = load(&common::shared_dir().join("captures/http_2026_raw_probe.jsonl"));
+    let capture = load(&common::fixtures_dir().join("captures/http_2026_raw_probe.jsonl"));
     assert_eq!(
         capture.raw_bodies.len(),
         2,

@@ -1350,7 +1350,7 @@ fn is_message_def(def: &str) -> bool {
 
 #[test]
 fn rust_values_validate_against_the_official_schema_of_their_revision() {
-    let spec = common::shared_dir().join("spec");
+    let spec = common::fixtures_dir().join("schemas");
     let mut coverage: BTreeMap<Rev, (BTreeSet<String>, BTreeSet<&'static str>)> = BTreeMap::new();
     let mut failures = Vec::new();
     let all_cases = cases();
@@ -1424,7 +1424,7 @@ fn rust_values_validate_against_the_official_schema_of_their_revision() {
 #[test]
 fn an_invalid_value_is_caught_by_the_validator() {
     // The check above can fail: a modern request without its envelope is rejected.
-    let spec = common::shared_dir().join("spec/2026-07-28.schema.json");
+    let spec = common::fixtures_dir().join("schemas/2026-07-28.schema.json");
     let schema: Value = serde_json::from_str(&std::fs::read_to_string(spec).unwrap()).unwrap();
     let mut compiler = boon::Compiler::new();
     compiler.add_resource("urn:s", schema).unwrap();

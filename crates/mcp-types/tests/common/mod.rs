@@ -1,17 +1,14 @@
-//! Helpers shared by the integration tests: where `../shared` is.
+//! Helpers shared by the integration tests: where the repository's fixtures are.
 
 use std::path::PathBuf;
 
-/// The `shared/` folder beside the repository (override with `MCP_SHARED_DIR`).
-pub(crate) fn shared_dir() -> PathBuf {
-    if let Ok(dir) = std::env::var("MCP_SHARED_DIR") {
-        return PathBuf::from(dir);
-    }
-    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let dir = here.join("../../../shared");
+/// The repository's `fixtures/` folder (recorded captures and official schemas; see its
+/// README for where each file came from).
+pub(crate) fn fixtures_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
     assert!(
         dir.is_dir(),
-        "the shared/ folder is expected beside the repository at {}",
+        "the fixtures folder is expected at {}",
         dir.display()
     );
     dir
