@@ -245,6 +245,8 @@ async function run(target, era) {
             versionNegotiation: era === MODERN ? { mode: { pin: MODERN } } : { mode: 'legacy' }
         }
     );
+    // Out-of-band errors (dropped or unparsable messages) go to stderr, where the xtask keeps them.
+    client.onerror = error => console.error(`interop client: ${error?.stack ?? error}`);
     client.setRequestHandler('elicitation/create', async request => script.elicit(request.params));
     client.setRequestHandler('sampling/createMessage', async request => script.sample(request.params));
     client.setRequestHandler('roots/list', async () => script.listRoots());

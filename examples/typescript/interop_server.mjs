@@ -199,6 +199,11 @@ async function order(ctx) {
     });
 }
 
+/** Out-of-band errors the SDK reports (refused requests, dropped messages) go to stderr. */
+function report(error) {
+    console.error(`interop server: ${error?.stack ?? error}`);
+}
+
 function buildServer() {
     const server = new McpServer(
         { name: 'interop', version: '0.1.0' },
@@ -227,6 +232,7 @@ function buildServer() {
     );
     server.registerTool('order', { description: 'Order something, after three questions.' }, order);
     server.registerPrompt('briefing', { description: 'Draft a briefing tuned to its audience.' }, briefing);
+    server.server.onerror = report;
     server.registerResource(
         'vault',
         new ResourceTemplate('vault://{item}', { list: undefined }),
@@ -240,7 +246,7 @@ function buildServer() {
 // Serving.
 
 function serveHttp(port) {
-    const modern = toNodeHandler(createMcpHandler(() => buildServer(), { legacy: 'reject' }));
+    const modern = toNodeHandler(createMcpHandler(() => buildServer(), { legacy: 'reject', onerror: report }));
     /** Legacy sessions by Mcp-Session-Id, each with its own server instance. */
     const sessions = new Map();
 
@@ -308,7 +314,7 @@ function main() {
         }
         serveHttp(port);
     } else {
-        serveStdio(() => buildServer());
+        serveStdio(() => buildServer(), { onerror: report });
     }
 }
 
