@@ -8,7 +8,8 @@
 //
 // `--era 2026-07-28` pins the stateless revision (`versionNegotiation: { mode: { pin } }`: a
 // `server/discover` probe that must offer it, no fallback); `--era 2025-11-25` runs the legacy
-// initialize handshake (the SDK's default).
+// initialize handshake (the SDK's default). `--probe` connects with `mode: 'auto'` instead (probe,
+// fall back to initialize on a legacy answer) and still requires `--era`'s version.
 
 import { isDeepStrictEqual, inspect } from 'node:util';
 
@@ -236,13 +237,13 @@ function describe(error) {
     return `${error?.name ?? 'Error'}${code}: ${error?.message ?? inspect(error)}`;
 }
 
-async function run(target, era) {
+async function run(target, era, probe) {
     const script = new Script();
     const client = new Client(
         { name: 'interop-client', version: '0.1.0' },
         {
             capabilities: { elicitation: { form: {} }, sampling: {}, roots: {} },
-            versionNegotiation: era === MODERN ? { mode: { pin: MODERN } } : { mode: 'legacy' }
+            versionNegotiation: { mode: probe ? 'auto' : era === MODERN ? { pin: MODERN } : 'legacy' }
         }
     );
     // Out-of-band errors (dropped or unparsable messages) go to stderr, where the xtask keeps them.
@@ -277,10 +278,12 @@ function parseArgs(argv) {
     let era = MODERN;
     let url;
     let command = [];
+    let probe = false;
     for (let i = 0; i < argv.length; i++) {
         const arg = argv[i];
         if (arg === '--era') era = argv[++i];
         else if (arg === '--url') url = argv[++i];
+        else if (arg === '--probe') probe = true;
         else if (arg === '--') {
             command = argv.slice(i + 1);
             break;
@@ -288,7 +291,7 @@ function parseArgs(argv) {
     }
     if (era !== MODERN && era !== LEGACY) throw new Error(`--era must be ${MODERN} or ${LEGACY}, not ${era}`);
     if ((url === undefined) === (command.length === 0)) throw new Error('give exactly one of --url URL or -- COMMAND ARGS...');
-    return { era, target: url !== undefined ? { url } : { command } };
+    return { era, probe, target: url !== undefined ? { url } : { command } };
 }
 
 async function main() {
@@ -296,12 +299,12 @@ async function main() {
     try {
         parsed = parseArgs(process.argv.slice(2));
     } catch (error) {
-        console.error(`${error.message}\nusage: node interop_client.mjs [--era ${MODERN}|${LEGACY}] (--url URL | -- COMMAND ARGS...)`);
+        console.error(`${error.message}\nusage: node interop_client.mjs [--era ${MODERN}|${LEGACY}] [--probe] (--url URL | -- COMMAND ARGS...)`);
         process.exit(2);
     }
     let failures;
     try {
-        failures = await run(parsed.target, parsed.era);
+        failures = await run(parsed.target, parsed.era, parsed.probe);
     } catch (error) {
         console.log(`FAIL  connect: ${describe(error)}`);
         process.exit(1);

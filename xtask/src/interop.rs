@@ -5,7 +5,11 @@
 //! `examples/typescript/interop_client.mjs`) × our `interop-server`, and our `interop-client`
 //! × its server (`examples/python/interop_server.py`, `examples/typescript/interop_server.mjs`),
 //! each over stdio and Streamable HTTP, each at 2025-11-25 (legacy session) and 2026-07-28
-//! (stateless). Every cell runs every flow; a cell passes when its client exits 0. HTTP
+//! (stateless). Where the client can find the era itself (our `Mode::Auto`, the TypeScript
+//! SDK's `versionNegotiation: 'auto'`), a third cell per transport does that: the client
+//! probes with `server/discover` (`--probe`) and must end up at 2026-07-28, which is what a
+//! user gets from either client's defaults-to-probe path. Every cell runs every flow; a cell
+//! passes when its client exits 0. HTTP
 //! servers listen on 127.0.0.1 at a free port; each is started for its cell and stopped by the
 //! PID of the child spawned here. Logs go to `target/interop/`.
 //!
@@ -25,7 +29,9 @@ use std::time::{Duration, Instant};
 use super::conformance::ensure_node;
 use super::{cargo, python_env, run, workspace_root};
 
-const ERAS: [&str; 2] = ["2025-11-25", "2026-07-28"];
+const ERAS: [&str; 2] = ["2025-11-25", MODERN];
+/// The stateless revision, the one a probing client must find.
+const MODERN: &str = "2026-07-28";
 /// How long one cell may take (each flow also has its own 60 s limit inside the clients).
 const CELL_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long an HTTP server may take to accept connections.
@@ -77,6 +83,8 @@ struct Cell {
     side: Side,
     wire: Wire,
     era: &'static str,
+    /// The client negotiates the era with a `server/discover` probe instead of being told.
+    probe: bool,
 }
 
 impl Cell {
@@ -89,7 +97,8 @@ impl Cell {
             Wire::Stdio => "stdio",
             Wire::Http => "http ",
         };
-        format!("{pair:<32}  {wire}  {}", self.era)
+        let probe = if self.probe { " (probe)" } else { "" };
+        format!("{pair:<32}  {wire}  {}{probe}", self.era)
     }
 
     fn slug(&self) -> String {
@@ -101,7 +110,8 @@ impl Cell {
             Wire::Stdio => "stdio",
             Wire::Http => "http",
         };
-        format!("{side}-{wire}-{}", self.era)
+        let probe = if self.probe { "-probe" } else { "" };
+        format!("{side}-{wire}-{}{probe}", self.era)
     }
 }
 
@@ -170,6 +180,9 @@ impl Programs {
             (Side::RustClient, _) => Command::new(&self.rust_client),
         };
         command.args(["--era", cell.era]);
+        if cell.probe {
+            command.arg("--probe");
+        }
         match url {
             Some(url) => {
                 command.args(["--url", url]);
@@ -251,6 +264,8 @@ pub(crate) fn interop() -> Result<(), String> {
     let mut cells = Vec::new();
     for peer in [Peer::Python, Peer::TypeScript] {
         for side in [Side::PeerClient, Side::RustClient] {
+            // interop_client.py has no `--probe`: the Python client cells stay as they were.
+            let probes = side == Side::RustClient || peer == Peer::TypeScript;
             for wire in [Wire::Stdio, Wire::Http] {
                 for era in ERAS {
                     cells.push(Cell {
@@ -258,6 +273,16 @@ pub(crate) fn interop() -> Result<(), String> {
                         side,
                         wire,
                         era,
+                        probe: false,
+                    });
+                }
+                if probes {
+                    cells.push(Cell {
+                        peer,
+                        side,
+                        wire,
+                        era: MODERN,
+                        probe: true,
                     });
                 }
             }
