@@ -246,8 +246,12 @@ async function run(target, era, probe) {
             versionNegotiation: { mode: probe ? 'auto' : era === MODERN ? { pin: MODERN } : 'legacy' }
         }
     );
-    // Out-of-band errors (dropped or unparsable messages) go to stderr, where the xtask keeps them.
-    client.onerror = error => console.error(`interop client: ${error?.stack ?? error}`);
+    // Out-of-band errors (dropped or unparsable messages) go to stderr, where the xtask keeps them;
+    // closing aborts the legacy GET stream, which the SDK reports as an AbortError: not news.
+    let closing = false;
+    client.onerror = error => {
+        if (!(closing && error?.name === 'AbortError')) console.error(`interop client: ${error?.stack ?? error}`);
+    };
     client.setRequestHandler('elicitation/create', async request => script.elicit(request.params));
     client.setRequestHandler('sampling/createMessage', async request => script.sample(request.params));
     client.setRequestHandler('roots/list', async () => script.listRoots());
@@ -269,6 +273,14 @@ async function run(target, era, probe) {
             }
         }
     } finally {
+        closing = true;
+        // A 2025-11-25 HTTP session is ended by DELETE, which clients SHOULD send when done;
+        // the SDK's close() only aborts its streams (StreamableHTTPClientTransport.close in
+        // @modelcontextprotocol/client 2.4.0 dist/index.mjs) and leaves the DELETE to
+        // terminateSession(), so a careful user calls it first, as here.
+        if (transport instanceof StreamableHTTPClientTransport && client.getProtocolEra() === 'legacy') {
+            await transport.terminateSession().catch(error => console.error(`interop client: ${error}`));
+        }
         await client.close();
     }
     return failures;
