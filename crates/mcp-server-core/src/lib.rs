@@ -28,6 +28,7 @@ mod server;
 mod service;
 mod sink;
 mod stamp;
+pub mod trace;
 
 pub use cancel::CancellationToken;
 pub use context::RequestContext;
