@@ -739,7 +739,9 @@ async fn run(cli: Cli, command: Vec<String>) -> Result<i32, Fail> {
         .as_ref()
         .and_then(|n| n.server_info.as_ref().map(|i| i.name.clone()))
         .unwrap_or_else(|| match &target {
-            Target::Stdio(argv) => argv[0].clone(),
+            Target::Stdio(argv) => Path::new(&argv[0])
+                .file_name()
+                .map_or_else(|| argv[0].clone(), |n| n.to_string_lossy().into_owned()),
             Target::Url(u) => u.clone(),
             Target::Named(n) => format!("@{n}"),
         });

@@ -300,12 +300,22 @@ impl Driver {
         let mut unanswered = Vec::new();
         let mut reasons = Vec::new();
         let era = self.client.protocol_version().unwrap_or_default();
+        // A pinned client skipped discovery; the round's `_meta` may still name the server.
+        let server = serde_json::to_value(&result.meta)
+            .ok()
+            .and_then(|m| {
+                m.get("io.modelcontextprotocol/serverInfo")?
+                    .get("name")?
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .unwrap_or_else(|| self.server.clone());
         for (key, request) in result.input_requests.clone().unwrap_or_default() {
             if answered.contains_key(&key) {
                 continue;
             }
             let asking = Asking {
-                server: self.server.clone(),
+                server: server.clone(),
                 era: era.clone(),
                 during: call.label(),
                 round,

@@ -1,0 +1,172 @@
+//! Real-terminal tests: `tmux` runs `mcp-term` in a pane, `send-keys` answers the form like a
+//! person (one answer is invalid and must be asked again), `capture-pane` checks the screen.
+//! `.ci/run` installs tmux; without it these tests fail and say so.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn example(name: &str) -> PathBuf {
+    let mut dir = std::env::current_exe().expect("the test binary has a path");
+    dir.pop();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    let path = dir.join("examples").join(name);
+    assert!(
+        path.exists(),
+        "{} is not built: run `cargo xtask test`",
+        path.display()
+    );
+    path
+}
+
+/// One detached tmux session on its own socket, killed when dropped.
+struct Pane {
+    socket: String,
+    name: String,
+}
+
+impl Pane {
+    fn tmux(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.socket]);
+        c
+    }
+
+    fn start(name: &str, shell_command: &str) -> Pane {
+        let pane = Pane {
+            socket: format!("mcp-term-test-{}-{name}", std::process::id()),
+            name: name.to_owned(),
+        };
+        let status = pane
+            .tmux()
+            .args([
+                "new-session",
+                "-d",
+                "-x",
+                "120",
+                "-y",
+                "40",
+                "-s",
+                name,
+                shell_command,
+            ])
+            .status()
+            .expect("tmux is installed (.ci/run installs it: apt-get install tmux)");
+        assert!(status.success(), "tmux new-session failed");
+        pane
+    }
+
+    fn send(&self, keys: &str) {
+        let status = self
+            .tmux()
+            .args(["send-keys", "-t", &self.name, "-l", keys])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let status = self
+            .tmux()
+            .args(["send-keys", "-t", &self.name, "Enter"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    fn screen(&self) -> String {
+        let out = self
+            .tmux()
+            .args(["capture-pane", "-p", "-t", &self.name])
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Waits until the screen shows `text` (a guard against a hang, not a timing assertion).
+    fn wait_for(&self, text: &str) -> String {
+        let text = text.trim_end();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let screen = self.screen();
+            if screen.contains(text) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the screen never showed {text:?}:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Pane {
+    fn drop(&mut self) {
+        let _ = self.tmux().args(["kill-server"]).status();
+    }
+}
+
+fn command(era: &str) -> String {
+    format!(
+        "{} call delete_folder path=/tmp/project --era {era} -- {}; echo EXIT=$?; sleep 600",
+        env!("CARGO_BIN_EXE_mcp-term"),
+        example("files").display()
+    )
+}
+
+fn answer_the_delete_folder_form(era: &str) -> String {
+    let pane = Pane::start(&format!("files-{}", era.replace('-', "")), &command(era));
+    let screen = pane.wait_for("[a]nswer, [d]ecline, [c]ancel?");
+    assert!(
+        screen.contains("── Files asks (tools/call delete_folder, round 1 of 10, "),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("  /tmp/project has 2 file(s). Delete anyway?"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("    ok* (true or false): Delete the folder and everything in it."),
+        "{screen}"
+    );
+    pane.send("a");
+    pane.wait_for("ok* (y/n):");
+    pane.send("maybe");
+    pane.wait_for("! answer yes or no; try again");
+    pane.send("y");
+    pane.wait_for("[s]ubmit, [e]dit NAME, [d]ecline, [c]ancel?");
+    pane.send("s");
+    let screen = pane.wait_for("EXIT=");
+    assert!(screen.contains("    ok = yes\n"), "{screen}");
+    assert!(screen.contains("deleted /tmp/project\nEXIT=0"), "{screen}");
+    screen
+}
+
+#[test]
+fn a_person_answers_the_files_form_on_2026_07_28_with_one_answer_asked_again() {
+    let screen = answer_the_delete_folder_form("2026-07-28");
+    assert!(screen.contains("round 1 of 10, 2026-07-28)"), "{screen}");
+    println!("{}", screen.trim_end());
+}
+
+#[test]
+fn a_person_answers_the_files_form_on_a_2025_11_25_session() {
+    let screen = answer_the_delete_folder_form("2025-11-25");
+    assert!(screen.contains("round 1 of 10, 2025-11-25)"), "{screen}");
+}
+
+#[test]
+fn a_person_declines_from_the_review() {
+    let pane = Pane::start("decline", &command("2026-07-28"));
+    pane.wait_for("[a]nswer, [d]ecline, [c]ancel?");
+    pane.send("a");
+    pane.wait_for("ok* (y/n):");
+    pane.send("y");
+    pane.wait_for("[s]ubmit, [e]dit NAME, [d]ecline, [c]ancel?");
+    pane.send("d");
+    let screen = pane.wait_for("EXIT=");
+    assert!(
+        screen.contains("declined: folder not deleted\nEXIT=0"),
+        "{screen}"
+    );
+}
