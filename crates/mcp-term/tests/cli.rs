@@ -111,6 +111,13 @@ impl Http {
             url.push_str("/mcp");
         }
         std::thread::spawn(move || for _ in lines {});
+        // Some servers announce the address before they bind it: wait until it accepts.
+        let addr = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::net::TcpStream::connect(&addr).is_err() {
+            assert!(std::time::Instant::now() < deadline, "{name} never accepted on {addr}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         Http { child, url }
     }
 }
