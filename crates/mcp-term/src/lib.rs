@@ -6,6 +6,7 @@
 
 pub mod answers;
 pub mod args;
+pub mod auth;
 pub mod config;
 pub mod form;
 pub mod prompt;

@@ -71,7 +71,7 @@ struct Opts {
     /// Send `Authorization: Bearer $VAR`.
     #[arg(long, global = true, value_name = "VAR")]
     bearer_env: Option<String>,
-    /// Authorize with OAuth when the server answers 401 (headless: the authorization server must grant without a login page).
+    /// Authorize with OAuth when the server answers 401: on a terminal you sign in and paste the redirect; without one the authorization server must grant without a login page.
     #[arg(long, global = true)]
     oauth: bool,
     /// An environment variable for a stdio server, K=V (repeatable).
@@ -577,7 +577,12 @@ async fn connect(
                 let fetch = transport.fetcher();
                 let mut config = OAuthConfig::new("http://127.0.0.1:8976/callback");
                 config.client_name = "mcp-term".into();
-                let authorizer = Arc::new(HeadlessAuthorizer::new(fetch.clone()));
+                let authorizer: Arc<dyn mcp::client::oauth::Authorizer> =
+                    if setup.responder.interactive {
+                        Arc::new(mcp_term::auth::TerminalAuthorizer { open: opts.open })
+                    } else {
+                        Arc::new(HeadlessAuthorizer::new(fetch.clone()))
+                    };
                 transport = transport.oauth(Arc::new(OAuth::new(config, fetch, authorizer)));
             }
             builder.connect(transport).await

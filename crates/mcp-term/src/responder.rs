@@ -347,7 +347,11 @@ impl Responder {
         let mut stdin = child.stdin.take().ok_or("no stdin")?;
         let stdout = child.stdout.take().ok_or("no stdout")?;
         let run = async {
-            stdin.write_all(&request).await.map_err(|e| e.to_string())?;
+            // A command that answers without reading its input (a canned reply) is fine.
+            match stdin.write_all(&request).await {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.to_string()),
+                _ => {}
+            }
             drop(stdin);
             let mut out = Vec::new();
             stdout
@@ -426,7 +430,8 @@ fn describe_sampling(params: &CreateMessageRequestParams) -> String {
     s
 }
 
-fn open_browser(url: &str) {
+/// Opens `url` with the desktop's opener (`xdg-open`, `open` on macOS).
+pub(crate) fn open_browser(url: &str) {
     let opener = if cfg!(target_os = "macos") {
         "open"
     } else {

@@ -112,10 +112,16 @@ impl Http {
         }
         std::thread::spawn(move || for _ in lines {});
         // Some servers announce the address before they bind it: wait until it accepts.
-        let addr = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+        let addr = url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         while std::net::TcpStream::connect(&addr).is_err() {
-            assert!(std::time::Instant::now() < deadline, "{name} never accepted on {addr}");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{name} never accepted on {addr}"
+            );
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         Http { child, url }
@@ -764,4 +770,90 @@ fn piped_answers_are_asked_again_until_valid() {
         "{}",
         out.stderr
     );
+}
+
+#[test]
+fn bearer_tokens_from_the_environment_or_a_header() {
+    let server = Http::start("protected", &["--http", "127.0.0.1:0"]);
+    let run = |extra: &[&str], token: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-term"));
+        cmd.args([
+            "call",
+            "deploy",
+            "service=web",
+            "--answer",
+            "ok=yes",
+            &server.url,
+        ])
+        .args(extra)
+        .stdin(Stdio::null());
+        match token {
+            Some(t) => cmd.env("DEMO_TOKEN", t),
+            None => cmd.env_remove("DEMO_TOKEN"),
+        };
+        let out = cmd.output().unwrap();
+        (
+            out.status.code().unwrap(),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (code, stdout, stderr) = run(&["--bearer-env", "DEMO_TOKEN"], Some("alice-token"));
+    assert_eq!(
+        (code, stdout.as_str()),
+        (0, "alice deployed web.\n"),
+        "{stderr}"
+    );
+    let (code, stdout, stderr) = run(&["-H", "Authorization: Bearer bob-token"], None);
+    assert_eq!(
+        (code, stdout.as_str()),
+        (0, "bob deployed web.\n"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run(&["--bearer-env", "DEMO_TOKEN"], None);
+    assert_eq!(code, 2, "an unset variable is a usage error: {stderr}");
+    assert!(
+        stderr.contains("--bearer-env DEMO_TOKEN: the variable is not set"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("alice-token"));
+    let (code, _, stderr) = run(&[], None);
+    assert_eq!(code, 3, "no token: {stderr}");
+}
+
+#[test]
+fn progress_and_logs_go_to_stderr_in_both_eras() {
+    let port = free_port().to_string();
+    let server = Http::start("conformance-server", &["--port", &port]);
+    for era in ["2026-07-28", "2025-11-25"] {
+        let out = term(
+            &["call", "test_tool_with_progress", &server.url, "--era", era],
+            &[],
+            None,
+        );
+        assert_eq!(out.code, 0, "{era}: {}", out.stderr);
+        for step in [
+            "progress 0/100 working",
+            "progress 50/100 working",
+            "progress 100/100 working",
+        ] {
+            assert!(
+                out.stderr.contains(step),
+                "{era}: {step:?} missing from {}",
+                out.stderr
+            );
+        }
+        assert!(!out.stdout.contains("progress"), "stdout stays clean");
+        let out = term(
+            &["call", "test_tool_with_logging", &server.url, "--era", era],
+            &[],
+            None,
+        );
+        assert_eq!(out.code, 0, "{era}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("log [info] conformance: "),
+            "{era}: {}",
+            out.stderr
+        );
+    }
 }
