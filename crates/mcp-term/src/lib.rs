@@ -36,4 +36,6 @@ pub mod code {
     pub const REFUSED: i32 = 11;
     /// The server kept asking past `--max-rounds`.
     pub const MAX_ROUNDS: i32 = 12;
+    /// Interrupted with Ctrl-C.
+    pub const INTERRUPTED: i32 = 130;
 }

@@ -251,7 +251,12 @@ fn main() {
             std::process::exit(code::USAGE);
         }
     };
-    let exit = runtime.block_on(run(cli, command));
+    let exit = runtime.block_on(async {
+        tokio::select! {
+            exit = run(cli, command) => exit,
+            _ = tokio::signal::ctrl_c() => Err(fail(code::INTERRUPTED, "interrupted", "interrupted (Ctrl-C); nothing more was sent")),
+        }
+    });
     let code = match exit {
         Ok(code) => code,
         Err(f) => {

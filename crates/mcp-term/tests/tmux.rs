@@ -170,3 +170,23 @@ fn a_person_declines_from_the_review() {
         "{screen}"
     );
 }
+
+#[test]
+fn ctrl_c_in_the_middle_of_a_form_exits_130() {
+    let pane = Pane::start("interrupt", &command("2026-07-28"));
+    pane.wait_for("[a]nswer, [d]ecline, [c]ancel?");
+    pane.send("a");
+    pane.wait_for("ok* (y/n):");
+    let status = pane
+        .tmux()
+        .args(["send-keys", "-t", &pane.name, "C-c"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let screen = pane.wait_for("EXIT=");
+    assert!(screen.contains("EXIT=130"), "{screen}");
+    assert!(
+        screen.contains(r#"{"error":{"code":130,"kind":"interrupted""#),
+        "{screen}"
+    );
+}
