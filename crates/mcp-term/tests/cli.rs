@@ -857,3 +857,52 @@ fn progress_and_logs_go_to_stderr_in_both_eras() {
         );
     }
 }
+
+#[test]
+fn a_prompt_that_asks_and_the_tool_list() {
+    for era in ["2026-07-28", "2025-11-25"] {
+        let out = term(
+            &[
+                "prompt",
+                "briefing",
+                "--era",
+                era,
+                "--answer",
+                "audience=the board",
+            ],
+            &stdio("briefing"),
+            None,
+        );
+        assert_eq!(
+            (out.code, out.stdout.as_str()),
+            (0, "user: Write a briefing for the board.\n"),
+            "{era}: {}",
+            out.stderr
+        );
+        let out = term(
+            &["prompt", "briefing", "--era", era],
+            &stdio("briefing"),
+            None,
+        );
+        assert_eq!(out.code, 10, "{era}: {}", out.stderr);
+    }
+    let out = term(&["prompt", "briefing", "who=x"], &stdio("briefing"), None);
+    assert_eq!(out.code, 2);
+    assert_eq!(
+        out.error()["error"]["message"],
+        "the prompt has no argument \"who\""
+    );
+    let out = term(&["tools"], &stdio("files"), None);
+    assert_eq!(
+        out.stdout,
+        "delete_folder  Delete a folder, asking for confirmation when it is not empty.\n"
+    );
+    let out = term(&["tools", "--schema"], &stdio("files"), None);
+    assert!(
+        out.stdout.contains("        \"path\": {\n"),
+        "{}",
+        out.stdout
+    );
+    let out = term(&["tools", "--format", "json"], &stdio("files"), None);
+    assert_eq!(out.json()[0]["inputSchema"]["required"], json!(["path"]));
+}

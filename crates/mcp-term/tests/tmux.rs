@@ -190,3 +190,34 @@ fn ctrl_c_in_the_middle_of_a_form_exits_130() {
         "{screen}"
     );
 }
+
+#[test]
+fn a_url_request_shows_the_host_and_waits_for_consent() {
+    let cmd = format!(
+        "{} call pay_deposit booking_id=B-1225 --era 2025-11-25 -- {}; echo EXIT=$?; sleep 600",
+        env!("CARGO_BIN_EXE_mcp-term"),
+        example("bistro").display()
+    );
+    let pane = Pane::start("url", &cmd);
+    let screen = pane.wait_for("[a]ccept (open it yourself), [d]ecline, [c]ancel?");
+    assert!(
+        screen.contains("  A 20 EUR deposit confirms your booking."),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("  open: https://pay.example.com/deposit/B-1225"),
+        "{screen}"
+    );
+    assert!(screen.contains("  host: pay.example.com"), "{screen}");
+    assert!(!screen.contains("! not https"), "{screen}");
+    pane.send("a");
+    let screen = pane.wait_for("EXIT=");
+    assert!(
+        screen.contains("  open this URL yourself: https://pay.example.com/deposit/B-1225"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("Complete the payment in your browser.\nEXIT=0"),
+        "{screen}"
+    );
+}
