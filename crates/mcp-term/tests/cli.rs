@@ -906,3 +906,14 @@ fn a_prompt_that_asks_and_the_tool_list() {
     let out = term(&["tools", "--format", "json"], &stdio("files"), None);
     assert_eq!(out.json()[0]["inputSchema"]["required"], json!(["path"]));
 }
+
+#[test]
+fn a_url_goes_to_the_transport_whatever_its_scheme() {
+    // Nothing listens on port 1: with or without TLS in the transport this is a transport
+    // failure (exit 4), never a refusal by mcp-term itself.
+    for url in ["http://127.0.0.1:1/mcp", "https://127.0.0.1:1/mcp"] {
+        let out = term(&["tools", url, "--timeout", "5"], &[], None);
+        assert_eq!(out.code, 4, "{url}: {}", out.stderr);
+        assert_eq!(out.error()["error"]["kind"], "transport", "{url}");
+    }
+}
