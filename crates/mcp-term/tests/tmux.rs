@@ -221,3 +221,52 @@ fn a_url_request_shows_the_host_and_waits_for_consent() {
         "{screen}"
     );
 }
+
+#[test]
+fn a_person_answers_a_sampling_request() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    struct Stop(std::process::Child);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _server = Stop(
+        Command::new(example("conformance-server"))
+            .args(["--port", &port.to_string()])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the conformance server never listened"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let cmd = format!(
+        "{} call test_sampling 'prompt=Capital of France?' http://127.0.0.1:{port}/mcp --sampling prompt; echo EXIT=$?; sleep 600",
+        env!("CARGO_BIN_EXE_mcp-term")
+    );
+    let pane = Pane::start("sampling", &cmd);
+    let screen = pane.wait_for("reply (empty declines):");
+    assert!(
+        screen
+            .contains("The server asks for a model's reply (sampling, deprecated on 2026-07-28)."),
+        "{screen}"
+    );
+    assert!(screen.contains("  user: Capital of France?"), "{screen}");
+    assert!(screen.contains("  maxTokens: 100"), "{screen}");
+    pane.send("Paris");
+    let screen = pane.wait_for("EXIT=");
+    assert!(screen.contains("LLM response: Paris\nEXIT=0"), "{screen}");
+}
