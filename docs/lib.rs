@@ -21,6 +21,7 @@ guides! {
     Transports => "transports.md",
     LowLevelServer => "low-level-server.md",
     WireTypes => "wire-types.md",
+    McpTerm => "mcp-term.md",
     Readme => "../README.md",
     McpReadme => "../crates/mcp/README.md",
     TypesReadme => "../crates/mcp-types/README.md",
@@ -30,4 +31,5 @@ guides! {
     ClientReadme => "../crates/mcp-client/README.md",
     HttpReadme => "../crates/mcp-transport-http/README.md",
     StdioReadme => "../crates/mcp-transport-stdio/README.md",
+    TermReadme => "../crates/mcp-term/README.md",
 }

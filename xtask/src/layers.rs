@@ -20,6 +20,10 @@ const LAYERS: &[(&str, Option<&[&str]>)] = &[
     ("mcp-transport-http", None),
     ("mcp-transport-stdio", None),
     ("mcp", None),
+    (
+        "mcp-term",
+        Some(&["clap", "serde", "serde_json", "ring", "base64", "tokio"]),
+    ),
 ];
 
 /// Crates of the workspace that are not part of the layering (tooling, examples, benches).

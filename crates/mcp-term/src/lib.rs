@@ -1,0 +1,41 @@
+//! The library behind the `mcp-term` binary: the form engine ([`form`]: schema to fields to
+//! validated answers, no terminal in it), the line renderer ([`prompt`]), the answer sources
+//! ([`answers`]), the one entry point for every question ([`responder`]), the round loop
+//! ([`rounds`]), tool-argument coercion ([`args`]) and `@name` config files ([`config`]).
+#![forbid(unsafe_code)]
+
+pub mod answers;
+pub mod args;
+pub mod auth;
+pub mod config;
+pub mod form;
+pub mod prompt;
+pub mod responder;
+pub mod rounds;
+
+/// The exit codes, as documented in `docs/mcp-term.md`.
+pub mod code {
+    /// The call succeeded.
+    pub const OK: i32 = 0;
+    /// The tool answered with `isError: true`.
+    pub const TOOL_ERROR: i32 = 1;
+    /// A mistake on the command line, in an answer or in a file.
+    pub const USAGE: i32 = 2;
+    /// Authorization failed.
+    pub const AUTH: i32 = 3;
+    /// The server could not be reached or the connection failed.
+    pub const TRANSPORT: i32 = 4;
+    /// A JSON-RPC error or a malformed answer from the server.
+    pub const PROTOCOL: i32 = 5;
+    /// No such tool, prompt, resource or `@name`.
+    pub const NOT_FOUND: i32 = 6;
+    /// A question nobody answered: the pending request is on stdout.
+    pub const INPUT_REQUIRED: i32 = 10;
+    /// A question was refused (sampling declined, roots not offered), which ends a
+    /// 2026-07-28 call.
+    pub const REFUSED: i32 = 11;
+    /// The server kept asking past `--max-rounds`.
+    pub const MAX_ROUNDS: i32 = 12;
+    /// Interrupted with Ctrl-C.
+    pub const INTERRUPTED: i32 = 130;
+}

@@ -1,0 +1,611 @@
+//! The line renderer: a form, a URL request or a raw schema asked over any `BufRead` and
+//! `Write` (stdin and stderr on a terminal, buffers in tests). Prompts go to the writer, never
+//! to stdout, so `--format json` output stays clean.
+
+use std::collections::BTreeMap;
+use std::io::{self, BufRead, Write};
+
+use mcp::types::elicitation::ElicitValue;
+use serde_json::Value;
+
+use crate::form::{Field, Form, Kind, show};
+
+/// What the person decided.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Submit these values (empty for a URL consent).
+    Accept(BTreeMap<String, ElicitValue>),
+    /// Say no.
+    Decline,
+    /// Dismiss.
+    Cancel,
+}
+
+/// Who asks, shown above every question.
+#[derive(Debug, Clone, Default)]
+pub struct Asking {
+    /// The server's name.
+    pub server: String,
+    /// The protocol version.
+    pub era: String,
+    /// What the question is part of: `tools/call delete_folder`.
+    pub during: String,
+    /// 1-based round, and the cap.
+    pub round: u32,
+    /// `--max-rounds`.
+    pub max_rounds: u32,
+    /// The `inputRequests` key or the live request's id.
+    pub key: String,
+}
+
+/// Removes terminal control characters from server text: C0 except newline and tab, DEL,
+/// C1, escape sequences, and bidirectional overrides that can disguise text.
+pub fn sanitize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => {
+                // Drop a CSI/OSC sequence's body too, so no stray "[31m" remains.
+                match chars.peek() {
+                    Some('[') => {
+                        chars.next();
+                        while let Some(&n) = chars.peek() {
+                            chars.next();
+                            if ('\u{40}'..='\u{7e}').contains(&n) {
+                                break;
+                            }
+                        }
+                    }
+                    Some(']') => {
+                        chars.next();
+                        while let Some(n) = chars.next() {
+                            if n == '\u{7}' {
+                                break;
+                            }
+                            if n == '\u{1b}' && chars.peek() == Some(&'\\') {
+                                chars.next();
+                                break;
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() => {}
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Field names that look like they ask for a secret.
+fn looks_secret(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    [
+        "password",
+        "passwd",
+        "secret",
+        "token",
+        "api_key",
+        "apikey",
+        "private_key",
+        "credential",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
+}
+
+/// The parts of a URL a person must see: scheme, host, and whether there is userinfo.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlParts {
+    /// `https`.
+    pub scheme: String,
+    /// The host, lowercased.
+    pub host: String,
+    /// Byte range of the host in the URL.
+    pub host_range: (usize, usize),
+    /// `user@` before the host (a classic disguise).
+    pub userinfo: bool,
+}
+
+/// Splits a URL to show its host; `None` when it has no `scheme://host`.
+pub fn url_parts(url: &str) -> Option<UrlParts> {
+    let (scheme, rest) = url.split_once("://")?;
+    let start = scheme.len() + 3;
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    let (userinfo, hostport, host_start) = match authority.rfind('@') {
+        Some(at) => (true, &authority[at + 1..], start + at + 1),
+        None => (false, authority, start),
+    };
+    let host = if hostport.starts_with('[') {
+        &hostport[..hostport.find(']').map_or(hostport.len(), |i| i + 1)]
+    } else {
+        hostport.split(':').next().unwrap_or("")
+    };
+    if host.is_empty() {
+        return None;
+    }
+    Some(UrlParts {
+        scheme: scheme.to_ascii_lowercase(),
+        host: host.to_ascii_lowercase(),
+        host_range: (host_start, host_start + host.len()),
+        userinfo,
+    })
+}
+
+/// The warnings a URL deserves before anyone opens it.
+pub fn url_warnings(url: &str) -> Vec<String> {
+    let Some(parts) = url_parts(url) else {
+        return vec!["this is not a URL with a host; do not open it".into()];
+    };
+    let mut warnings = Vec::new();
+    if parts.scheme != "https" {
+        warnings.push(format!(
+            "not https ({}://): anyone on the network can read or change this page",
+            parts.scheme
+        ));
+    }
+    if parts.host.split('.').any(|label| label.starts_with("xn--")) || !parts.host.is_ascii() {
+        warnings.push(format!(
+            "the host {} is an internationalised (punycode) name: check it is the site you expect",
+            parts.host
+        ));
+    }
+    if parts.userinfo {
+        warnings.push(
+            "the URL has a user@ part before the host; the real host is the one highlighted".into(),
+        );
+    }
+    warnings
+}
+
+/// A line renderer over `input` and `output`.
+pub struct Prompter<R, W> {
+    input: R,
+    output: W,
+    /// Use ANSI emphasis (on a terminal).
+    pub color: bool,
+}
+
+impl<R: BufRead, W: Write> Prompter<R, W> {
+    /// A prompter; `color` turns on ANSI emphasis.
+    pub fn new(input: R, output: W, color: bool) -> Self {
+        Prompter {
+            input,
+            output,
+            color,
+        }
+    }
+
+    fn bold(&self, s: &str) -> String {
+        if self.color {
+            format!("\u{1b}[1m{s}\u{1b}[0m")
+        } else {
+            s.to_owned()
+        }
+    }
+
+    /// One line, without its end; `None` at end of input.
+    fn line(&mut self, prompt: &str) -> io::Result<Option<String>> {
+        write!(self.output, "{prompt}")?;
+        self.output.flush()?;
+        let mut line = String::new();
+        if self.input.read_line(&mut line)? == 0 {
+            writeln!(self.output)?;
+            return Ok(None);
+        }
+        Ok(Some(line.trim_end_matches(['\n', '\r']).to_owned()))
+    }
+
+    fn header(&mut self, asking: &Asking, message: &str) -> io::Result<()> {
+        let title = format!(
+            "{} asks ({}, round {} of {}, {})",
+            sanitize(&asking.server),
+            sanitize(&asking.during),
+            asking.round,
+            asking.max_rounds,
+            asking.era
+        );
+        writeln!(self.output, "── {} ──", self.bold(&title))?;
+        for line in sanitize(message).lines() {
+            writeln!(self.output, "  {line}")?;
+        }
+        Ok(())
+    }
+
+    fn describe(&self, field: &Field, value: Option<&ElicitValue>) -> String {
+        let mut s = format!(
+            "{}{}",
+            sanitize(&field.label),
+            if field.required { "*" } else { "" }
+        );
+        if field.label != field.name {
+            s.push_str(&format!(" [{}]", sanitize(&field.name)));
+        }
+        s.push_str(&format!(" ({})", field.kind.describe()));
+        if let Some(d) = &field.description {
+            s.push_str(&format!(": {}", sanitize(d)));
+        }
+        if let Some(v) = value {
+            s.push_str(&format!(" = {}", sanitize(&show(v))));
+        }
+        s
+    }
+
+    /// Asks a form: preview, accept/decline/cancel, each field (re-asked with the reason
+    /// while invalid), then a review with edit by name. `prefill` holds answers given on the
+    /// command line or in a file; defaults fill the rest.
+    pub fn form(
+        &mut self,
+        asking: &Asking,
+        message: &str,
+        form: &Form,
+        prefill: BTreeMap<String, ElicitValue>,
+    ) -> io::Result<Decision> {
+        self.header(asking, message)?;
+        writeln!(self.output, "  fields (* required):")?;
+        for field in &form.fields {
+            let line = self.describe(field, field.default.as_ref());
+            writeln!(self.output, "    {line}")?;
+            if looks_secret(&field.name) {
+                writeln!(
+                    self.output,
+                    "    ! {} looks like a secret: servers must not ask for secrets in a form",
+                    sanitize(&field.name)
+                )?;
+            }
+        }
+        loop {
+            match self.line("  [a]nswer, [d]ecline, [c]ancel? ")? {
+                None => return Ok(Decision::Cancel),
+                Some(l) => match l.trim().to_ascii_lowercase().as_str() {
+                    "a" | "accept" | "answer" | "" => break,
+                    "d" | "decline" => return Ok(Decision::Decline),
+                    "c" | "cancel" => return Ok(Decision::Cancel),
+                    _ => writeln!(self.output, "  ! answer a, d or c")?,
+                },
+            }
+        }
+        let mut values = form.with_defaults(prefill.clone());
+        for field in &form.fields {
+            if prefill.contains_key(&field.name) {
+                continue;
+            }
+            if !self.ask_field(field, &mut values)? {
+                return Ok(Decision::Cancel);
+            }
+        }
+        loop {
+            writeln!(self.output, "  review:")?;
+            for field in &form.fields {
+                let shown = values
+                    .get(&field.name)
+                    .map(show)
+                    .unwrap_or_else(|| "(empty)".into());
+                writeln!(
+                    self.output,
+                    "    {} = {}",
+                    sanitize(&field.name),
+                    sanitize(&shown)
+                )?;
+            }
+            let Some(l) = self.line("  [s]ubmit, [e]dit NAME, [d]ecline, [c]ancel? ")? else {
+                return Ok(Decision::Cancel);
+            };
+            let l = l.trim();
+            match l.to_ascii_lowercase().as_str() {
+                "s" | "submit" | "" => match form.check(&values) {
+                    Ok(content) => return Ok(Decision::Accept(content)),
+                    Err(why) => writeln!(self.output, "  ! {why}")?,
+                },
+                "d" | "decline" => return Ok(Decision::Decline),
+                "c" | "cancel" => return Ok(Decision::Cancel),
+                _ => {
+                    let name = l
+                        .strip_prefix("e ")
+                        .or_else(|| l.strip_prefix("edit "))
+                        .map(str::trim);
+                    match name.and_then(|n| form.field(n)) {
+                        Some(field) => {
+                            if !self.ask_field(field, &mut values)? {
+                                return Ok(Decision::Cancel);
+                            }
+                        }
+                        None => writeln!(self.output, "  ! answer s, e NAME, d or c")?,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Asks one field until the answer is valid; `false` at end of input.
+    fn ask_field(
+        &mut self,
+        field: &Field,
+        values: &mut BTreeMap<String, ElicitValue>,
+    ) -> io::Result<bool> {
+        if let Kind::Select(choices) | Kind::MultiSelect { choices, .. } = &field.kind {
+            writeln!(self.output, "    {}:", sanitize(&field.label))?;
+            for (i, c) in choices.iter().enumerate() {
+                let label = if c.label == c.value {
+                    sanitize(&c.value)
+                } else {
+                    format!("{} ({})", sanitize(&c.label), sanitize(&c.value))
+                };
+                writeln!(self.output, "      {}. {label}", i + 1)?;
+            }
+        }
+        loop {
+            let current = values.get(&field.name).map(show);
+            let mut prompt = format!(
+                "  {}{}",
+                sanitize(&field.label),
+                if field.required { "*" } else { "" }
+            );
+            if let Some(hint) = field.kind.hint() {
+                prompt.push_str(&format!(" ({hint})"));
+            }
+            if let Some(c) = &current {
+                prompt.push_str(&format!(" [{}]", sanitize(c)));
+            }
+            prompt.push_str(": ");
+            let Some(input) = self.line(&prompt)? else {
+                return Ok(false);
+            };
+            if input.trim().is_empty() {
+                if current.is_some() {
+                    return Ok(true);
+                }
+                if !field.required {
+                    values.remove(&field.name);
+                    return Ok(true);
+                }
+            }
+            match field.parse(&input) {
+                Ok(value) => {
+                    values.insert(field.name.clone(), value);
+                    return Ok(true);
+                }
+                Err(why) => writeln!(self.output, "  ! {why}; try again")?,
+            }
+        }
+    }
+
+    /// Asks for consent to open a URL: the whole URL with its host highlighted, and every
+    /// warning. Opening is the caller's business (only with `--open`).
+    pub fn url(&mut self, asking: &Asking, message: &str, url: &str) -> io::Result<Decision> {
+        self.header(asking, message)?;
+        let clean = sanitize(url);
+        let shown = match url_parts(&clean) {
+            Some(parts) if self.color => {
+                let (a, b) = parts.host_range;
+                format!(
+                    "{}\u{1b}[1;4m{}\u{1b}[0m{}",
+                    &clean[..a],
+                    &clean[a..b],
+                    &clean[b..]
+                )
+            }
+            _ => clean.clone(),
+        };
+        writeln!(self.output, "  open: {shown}")?;
+        if let Some(parts) = url_parts(&clean) {
+            writeln!(self.output, "  host: {}", self.bold(&parts.host))?;
+        }
+        for warning in url_warnings(&clean) {
+            writeln!(self.output, "  ! {warning}")?;
+        }
+        loop {
+            match self.line("  [a]ccept (open it yourself), [d]ecline, [c]ancel? ")? {
+                None => return Ok(Decision::Cancel),
+                Some(l) => match l.trim().to_ascii_lowercase().as_str() {
+                    "a" | "accept" => return Ok(Decision::Accept(BTreeMap::new())),
+                    "d" | "decline" => return Ok(Decision::Decline),
+                    "c" | "cancel" => return Ok(Decision::Cancel),
+                    _ => writeln!(self.output, "  ! answer a, d or c")?,
+                },
+            }
+        }
+    }
+
+    /// A schema the form engine cannot render: shown raw, with decline, cancel, or a JSON
+    /// object typed by hand.
+    pub fn raw(
+        &mut self,
+        asking: &Asking,
+        message: &str,
+        schema: &Value,
+        why: &str,
+    ) -> io::Result<Decision> {
+        self.header(asking, message)?;
+        writeln!(
+            self.output,
+            "  this form cannot be shown field by field ({})",
+            sanitize(why)
+        )?;
+        let pretty = serde_json::to_string_pretty(schema).unwrap_or_default();
+        for line in sanitize(&pretty).lines() {
+            writeln!(self.output, "    {line}")?;
+        }
+        loop {
+            match self.line("  [j]son answer, [d]ecline, [c]ancel? ")? {
+                None => return Ok(Decision::Cancel),
+                Some(l) => match l.trim().to_ascii_lowercase().as_str() {
+                    "d" | "decline" => return Ok(Decision::Decline),
+                    "c" | "cancel" => return Ok(Decision::Cancel),
+                    "j" | "json" => loop {
+                        let Some(text) = self.line("  content (one JSON object): ")? else {
+                            return Ok(Decision::Cancel);
+                        };
+                        match serde_json::from_str::<BTreeMap<String, ElicitValue>>(&text) {
+                            Ok(content) => return Ok(Decision::Accept(content)),
+                            Err(e) => {
+                                writeln!(self.output, "  ! not a JSON object of values: {e}")?
+                            }
+                        }
+                    },
+                    _ => writeln!(self.output, "  ! answer j, d or c")?,
+                },
+            }
+        }
+    }
+
+    /// A free-text answer (sampling): `None` when the person declines with an empty line or
+    /// input ends.
+    pub fn text(
+        &mut self,
+        asking: &Asking,
+        shown: &str,
+        prompt: &str,
+    ) -> io::Result<Option<String>> {
+        self.header(asking, shown)?;
+        Ok(self.line(prompt)?.filter(|l| !l.trim().is_empty()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(schema: Value, input: &str) -> (Decision, String) {
+        let form = Form::from_schema(&serde_json::from_value(schema).unwrap()).unwrap();
+        let mut out = Vec::new();
+        let decision = Prompter::new(input.as_bytes(), &mut out, false)
+            .form(&Asking::default(), "Delete?", &form, BTreeMap::new())
+            .unwrap();
+        (decision, String::from_utf8(out).unwrap())
+    }
+
+    fn confirm() -> Value {
+        json!({"type": "object", "properties": {"ok": {"type": "boolean", "description": "Delete it"}}, "required": ["ok"]})
+    }
+
+    #[test]
+    fn an_invalid_answer_is_asked_again_with_the_reason() {
+        let (decision, out) = run(confirm(), "a\nmaybe\ny\ns\n");
+        assert_eq!(
+            decision,
+            Decision::Accept(BTreeMap::from([("ok".into(), ElicitValue::Bool(true))]))
+        );
+        assert!(out.contains("  ! answer yes or no; try again\n"), "{out}");
+        assert!(
+            out.contains("    ok* (true or false): Delete it\n"),
+            "{out}"
+        );
+        assert!(out.contains("    ok = yes\n"), "{out}");
+    }
+
+    #[test]
+    fn decline_cancel_and_end_of_input() {
+        assert_eq!(run(confirm(), "d\n").0, Decision::Decline);
+        assert_eq!(run(confirm(), "c\n").0, Decision::Cancel);
+        assert_eq!(run(confirm(), "a\n").0, Decision::Cancel);
+        assert_eq!(run(confirm(), "a\ny\nd\n").0, Decision::Decline);
+    }
+
+    #[test]
+    fn defaults_are_prefilled_and_kept_on_enter() {
+        let schema = json!({"type": "object", "properties": {
+            "date": {"type": "string", "format": "date", "default": "2025-12-26"},
+            "size": {"type": "integer", "minimum": 1, "maximum": 8}}, "required": ["size"]});
+        let (decision, out) = run(schema, "a\n\n9\n4\n\n");
+        assert_eq!(
+            decision,
+            Decision::Accept(BTreeMap::from([
+                ("date".into(), ElicitValue::String("2025-12-26".into())),
+                ("size".into(), ElicitValue::Number(4.into())),
+            ]))
+        );
+        assert!(out.contains("  date (date) [2025-12-26]: "), "{out}");
+        assert!(out.contains("  ! must be at most 8; try again"), "{out}");
+    }
+
+    #[test]
+    fn the_review_edits_a_field_by_name() {
+        let schema = json!({"type": "object", "properties": {
+            "color": {"type": "string", "oneOf": [{"const": "r", "title": "Red"}, {"const": "g", "title": "Green"}]}}});
+        let (decision, out) = run(schema, "a\n1\ne color\nGreen\ns\n");
+        assert_eq!(
+            decision,
+            Decision::Accept(BTreeMap::from([(
+                "color".into(),
+                ElicitValue::String("g".into())
+            )]))
+        );
+        assert!(out.contains("      2. Green (g)\n"), "{out}");
+    }
+
+    #[test]
+    fn a_secret_looking_field_is_flagged() {
+        let schema = json!({"type": "object", "properties": {"api_token": {"type": "string"}}});
+        let (_, out) = run(schema, "d\n");
+        assert!(out.contains("! api_token looks like a secret"), "{out}");
+    }
+
+    #[test]
+    fn server_text_loses_control_characters() {
+        assert_eq!(
+            sanitize("a\u{1b}[31mred\u{1b}[0m\u{7}b\r\n\u{9b}c\u{202e}d"),
+            "aredb\ncd"
+        );
+        assert_eq!(
+            sanitize("x\u{1b}]8;;http://evil\u{7}link\u{1b}]8;;\u{7}"),
+            "xlink"
+        );
+        assert_eq!(sanitize("tab\there"), "tab\there");
+    }
+
+    #[test]
+    fn a_url_shows_its_host_and_warnings() {
+        let mut out = Vec::new();
+        let decision = Prompter::new("a\n".as_bytes(), &mut out, false)
+            .url(
+                &Asking::default(),
+                "Pay",
+                "http://user@xn--pypal-4ve.com/pay?x=1",
+            )
+            .unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert_eq!(decision, Decision::Accept(BTreeMap::new()));
+        assert!(out.contains("  host: xn--pypal-4ve.com\n"), "{out}");
+        assert!(out.contains("! not https (http://)"), "{out}");
+        assert!(out.contains("punycode"), "{out}");
+        assert!(out.contains("user@ part"), "{out}");
+        assert!(url_warnings("https://pay.example.com/x").is_empty());
+        let parts = url_parts("https://pay.example.com:8443/x").unwrap();
+        assert_eq!(
+            &"https://pay.example.com:8443/x"[parts.host_range.0..parts.host_range.1],
+            "pay.example.com"
+        );
+    }
+
+    #[test]
+    fn a_raw_schema_takes_json_or_declines() {
+        let mut out = Vec::new();
+        let decision = Prompter::new("j\nnot json\n{\"a\": 1}\n".as_bytes(), &mut out, false)
+            .raw(
+                &Asking::default(),
+                "Nested",
+                &json!({"type": "object"}),
+                "nested",
+            )
+            .unwrap();
+        assert_eq!(
+            decision,
+            Decision::Accept(BTreeMap::from([(
+                "a".into(),
+                ElicitValue::Number(1.into())
+            )]))
+        );
+        let mut out = Vec::new();
+        let decision = Prompter::new("d\n".as_bytes(), &mut out, false)
+            .raw(&Asking::default(), "Nested", &json!({}), "nested")
+            .unwrap();
+        assert_eq!(decision, Decision::Decline);
+    }
+}

@@ -1,0 +1,528 @@
+//! Driving a call to its end: on 2026-07-28 every `InputRequiredResult` round is traced,
+//! answered through the [`Responder`] and retried; on 2025-11-25 the live requests reach the
+//! same responder through the client's callbacks. A question nobody can answer stops the flow
+//! with a pending file that `mcp-term resume` finishes from another process.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp::Outcome;
+use mcp::client::{BACKOFF_CAP, BACKOFF_START, CallOptions, Client, ClientError};
+use mcp::types::InputRequiredResult;
+use mcp::types::mrtr::{InputResponse, InputResponses};
+use ring::digest;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::prompt::Asking;
+use crate::responder::{Question, Reply, Responder, Usage};
+
+/// What is being driven.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "method")]
+pub enum Call {
+    /// `tools/call`.
+    #[serde(rename = "tools/call")]
+    Tool {
+        /// The tool.
+        name: String,
+        /// Its arguments.
+        arguments: Value,
+    },
+    /// `prompts/get`.
+    #[serde(rename = "prompts/get")]
+    Prompt {
+        /// The prompt.
+        name: String,
+        /// Its arguments.
+        arguments: BTreeMap<String, String>,
+    },
+    /// `resources/read`.
+    #[serde(rename = "resources/read")]
+    Read {
+        /// The resource.
+        uri: String,
+    },
+}
+
+impl Call {
+    /// `tools/call delete_folder`.
+    pub fn label(&self) -> String {
+        match self {
+            Call::Tool { name, .. } => format!("tools/call {name}"),
+            Call::Prompt { name, .. } => format!("prompts/get {name}"),
+            Call::Read { uri } => format!("resources/read {uri}"),
+        }
+    }
+
+    #[allow(dead_code)]
+    fn method(&self) -> &'static str {
+        match self {
+            Call::Tool { .. } => "tools/call",
+            Call::Prompt { .. } => "prompts/get",
+            Call::Read { .. } => "resources/read",
+        }
+    }
+}
+
+/// One round, as `--trace-rounds` and `--format json` show it: never the state's contents.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoundTrace {
+    /// 1-based.
+    pub round: u32,
+    /// `inputRequests` keys (2026-07-28) or the live request's id (2025-11-25).
+    pub keys: Vec<String>,
+    /// The methods asked.
+    pub methods: Vec<String>,
+    /// Bytes of `requestState`.
+    #[serde(rename = "stateBytes", skip_serializing_if = "Option::is_none")]
+    pub state_bytes: Option<usize>,
+    /// SHA-256 of `requestState`, hex.
+    #[serde(rename = "stateSha256", skip_serializing_if = "Option::is_none")]
+    pub state_sha256: Option<String>,
+    /// A round with state and no requests (retried after a short wait).
+    #[serde(rename = "stateOnly")]
+    pub state_only: bool,
+}
+
+impl RoundTrace {
+    /// The trace of one `InputRequiredResult`.
+    pub fn of(round: u32, result: &InputRequiredResult) -> Self {
+        let requests = result.input_requests.clone().unwrap_or_default();
+        RoundTrace {
+            round,
+            keys: requests.keys().cloned().collect(),
+            methods: requests.values().map(|r| r.method().to_owned()).collect(),
+            state_bytes: result.request_state.as_ref().map(String::len),
+            state_sha256: result
+                .request_state
+                .as_ref()
+                .map(|s| sha256_hex(s.as_bytes())),
+            state_only: requests.is_empty(),
+        }
+    }
+
+    /// The one line `--trace-rounds` prints.
+    pub fn line(&self) -> String {
+        let state = match (&self.state_bytes, &self.state_sha256) {
+            (Some(n), Some(h)) => format!("state {n} bytes sha256 {h}"),
+            _ => "no state".into(),
+        };
+        let keys: Vec<String> = self
+            .keys
+            .iter()
+            .map(|k| crate::prompt::sanitize(k))
+            .collect();
+        format!(
+            "round {}: keys [{}] methods [{}] {state}{}",
+            self.round,
+            keys.join(", "),
+            self.methods.join(", "),
+            if self.state_only { " (state only)" } else { "" }
+        )
+    }
+}
+
+/// Lower-case hex SHA-256.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    digest::digest(&digest::SHA256, bytes)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A stopped 2026-07-28 flow: everything `resume` needs, printed as JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pending {
+    /// `"mcp-term/pending"`.
+    pub kind: String,
+    /// The protocol version of the flow.
+    #[serde(rename = "protocolVersion")]
+    pub protocol_version: String,
+    /// How to reach the server again (no secrets: no headers, no tokens, no env values).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<Value>,
+    /// The call.
+    pub call: Call,
+    /// The round that is waiting (1-based).
+    pub round: u32,
+    /// Why it stopped.
+    pub reason: String,
+    /// The keys nobody answered.
+    pub unanswered: Vec<String>,
+    /// Answers already given in this round, sent again on resume.
+    #[serde(default)]
+    pub answered: InputResponses,
+    /// The server's `InputRequiredResult`, as received (its `requestState` verbatim).
+    #[serde(rename = "inputRequired")]
+    pub input_required: InputRequiredResult,
+}
+
+/// How a call ended.
+#[derive(Debug)]
+pub enum Finished {
+    /// The result, as JSON.
+    Done(Value),
+    /// Nobody could answer.
+    Pending(Box<Pending>),
+    /// A 2025-11-25 live question nobody could answer (no resume on a legacy session).
+    PendingLegacy(Value),
+    /// A question was refused, which ends a 2026-07-28 call (exit 11).
+    Refused(String),
+    /// The rounds went past `--max-rounds` (exit 12).
+    MaxRounds(u32),
+    /// The client failed.
+    Client(ClientError),
+    /// The person's own mistake (exit 2).
+    Usage(String),
+}
+
+/// Settings of the loop.
+pub struct Driver {
+    /// The connected client.
+    pub client: Client,
+    /// Answers questions.
+    pub responder: Arc<Responder>,
+    /// `--max-rounds`.
+    pub max_rounds: u32,
+    /// `--trace-rounds`.
+    pub trace: bool,
+    /// The server's name for the prompt header.
+    pub server: String,
+    /// Where the flow can be reached again, for the pending file.
+    pub target: Option<Value>,
+    /// Every round seen, for `--format json`.
+    pub rounds: std::sync::Mutex<Vec<RoundTrace>>,
+    /// `--format ndjson`: print each round as it happens.
+    pub ndjson: bool,
+    /// A per-request timeout.
+    pub timeout: Option<Duration>,
+    /// Live requests seen in the current legacy call.
+    pub live_rounds: std::sync::atomic::AtomicU32,
+    /// What the current call is, for the prompt header of live requests.
+    pub during: std::sync::Mutex<String>,
+    /// Where a live request nobody can answer stops the legacy call.
+    pub stuck: tokio::sync::mpsc::UnboundedSender<Finished>,
+}
+
+impl Driver {
+    /// Traces a round (`--trace-rounds`, ndjson, the JSON output's `rounds`).
+    pub fn record(&self, trace: RoundTrace) {
+        if self.trace {
+            eprintln!("{}", trace.line());
+        }
+        if self.ndjson {
+            println!("{}", json!({"event": "round", "round": trace}));
+        }
+        if let Ok(mut r) = self.rounds.lock() {
+            r.push(trace);
+        }
+    }
+
+    async fn leg(&self, call: &Call, options: CallOptions) -> Result<Outcome<Value>, ClientError> {
+        fn json<T: Serialize>(o: Outcome<T>) -> Outcome<Value> {
+            match o {
+                Outcome::Complete(r) => {
+                    Outcome::Complete(serde_json::to_value(r).unwrap_or(Value::Null))
+                }
+                Outcome::InputRequired(i) => Outcome::InputRequired(i),
+            }
+        }
+        let session = self.client.session();
+        Ok(match call {
+            Call::Tool { name, arguments } => {
+                json(session.call_tool(name, arguments.clone(), options).await?)
+            }
+            Call::Prompt { name, arguments } => {
+                json(session.get_prompt(name, arguments.clone(), options).await?)
+            }
+            Call::Read { uri } => json(session.read_resource(uri, options).await?),
+        })
+    }
+
+    /// Runs a 2026-07-28 call from its first leg (or from a resumed round) to the end.
+    pub async fn modern(
+        &self,
+        call: &Call,
+        mut responses: Option<InputResponses>,
+        mut state: Option<String>,
+        mut round: u32,
+    ) -> Finished {
+        let mut backoff = BACKOFF_START;
+        loop {
+            let options = CallOptions {
+                input_responses: responses.take(),
+                request_state: state.take(),
+                progress: true,
+                timeout: self.timeout,
+            };
+            let result = match self.leg(call, options).await {
+                Ok(Outcome::Complete(v)) => return Finished::Done(v),
+                Ok(Outcome::InputRequired(r)) => r,
+                Err(e) => return Finished::Client(e),
+            };
+            round += 1;
+            self.record(RoundTrace::of(round, &result));
+            if round > self.max_rounds {
+                return Finished::MaxRounds(self.max_rounds);
+            }
+            let requests = result.input_requests.clone().unwrap_or_default();
+            if requests.is_empty() {
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(BACKOFF_CAP);
+                state = result.request_state.clone();
+                continue;
+            }
+            backoff = BACKOFF_START;
+            match self
+                .answer_round(call, round, &result, InputResponses::new())
+                .await
+            {
+                Ok(answers) => {
+                    responses = Some(answers);
+                    state = result.request_state.clone();
+                }
+                Err(finished) => return finished,
+            }
+        }
+    }
+
+    /// Answers every request of a round not already in `answered`.
+    pub async fn answer_round(
+        &self,
+        call: &Call,
+        round: u32,
+        result: &InputRequiredResult,
+        mut answered: InputResponses,
+    ) -> Result<InputResponses, Finished> {
+        let mut unanswered = Vec::new();
+        let mut reasons = Vec::new();
+        let era = self.client.protocol_version().unwrap_or_default();
+        // A pinned client skipped discovery; the round's `_meta` may still name the server.
+        let server = serde_json::to_value(&result.meta)
+            .ok()
+            .and_then(|m| {
+                m.get("io.modelcontextprotocol/serverInfo")?
+                    .get("name")?
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .unwrap_or_else(|| self.server.clone());
+        for (key, request) in result.input_requests.clone().unwrap_or_default() {
+            if answered.contains_key(&key) {
+                continue;
+            }
+            let asking = Asking {
+                server: server.clone(),
+                era: era.clone(),
+                during: call.label(),
+                round,
+                max_rounds: self.max_rounds,
+                key: key.clone(),
+            };
+            match self.responder.answer(Question { asking, request }).await {
+                Ok(Reply::Answer(a)) => {
+                    answered.insert(key, a);
+                }
+                Ok(Reply::Pending(why)) => {
+                    unanswered.push(key.clone());
+                    reasons.push(format!("{key}: {why}"));
+                }
+                Ok(Reply::Refused(e)) => {
+                    return Err(Finished::Refused(format!("{key}: {}", e.message)));
+                }
+                Err(Usage(why)) => return Err(Finished::Usage(why)),
+            }
+        }
+        if unanswered.is_empty() {
+            return Ok(answered);
+        }
+        Err(Finished::Pending(Box::new(Pending {
+            kind: "mcp-term/pending".into(),
+            protocol_version: era,
+            target: self.target.clone(),
+            call: call.clone(),
+            round,
+            reason: reasons.join("; "),
+            unanswered,
+            answered,
+            input_required: result.clone(),
+        })))
+    }
+
+    /// Runs a 2025-11-25 call: the client's callbacks answer live requests; a question nobody
+    /// can answer arrives on `stuck` and ends the call.
+    pub async fn legacy(
+        &self,
+        call: &Call,
+        stuck: &mut tokio::sync::mpsc::UnboundedReceiver<Finished>,
+    ) -> Finished {
+        let options = CallOptions {
+            progress: true,
+            timeout: self.timeout,
+            ..CallOptions::default()
+        };
+        let client = &self.client;
+        if let Ok(mut d) = self.during.lock() {
+            *d = call.label();
+        }
+        self.live_rounds
+            .store(0, std::sync::atomic::Ordering::SeqCst);
+        let run = async {
+            let r = match call {
+                Call::Tool { name, arguments } => client
+                    .call_tool_with(name, arguments.clone(), options)
+                    .await
+                    .map(|r| serde_json::to_value(r).unwrap_or(Value::Null)),
+                Call::Prompt { name, arguments } => client
+                    .get_prompt_with(name, arguments.clone(), options)
+                    .await
+                    .map(|r| serde_json::to_value(r).unwrap_or(Value::Null)),
+                Call::Read { uri } => client
+                    .read_resource_with(uri, options)
+                    .await
+                    .map(|r| serde_json::to_value(r).unwrap_or(Value::Null)),
+            };
+            match r {
+                Ok(v) => Finished::Done(v),
+                Err(e) => Finished::Client(e),
+            }
+        };
+        tokio::select! {
+            biased;
+            Some(f) = stuck.recv() => f,
+            f = run => match stuck.try_recv() {
+                Ok(stopped) => stopped,
+                Err(_) => f,
+            },
+        }
+    }
+
+    /// The callback side of a legacy live request: trace, count, answer or stop the call.
+    pub async fn live(
+        self: &Arc<Self>,
+        key: String,
+        request: mcp::types::mrtr::InputRequest,
+    ) -> Result<InputResponse, mcp::types::ErrorObject> {
+        let round = self
+            .live_rounds
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
+        let during = self.during.lock().map(|d| d.clone()).unwrap_or_default();
+        let stuck = &self.stuck;
+        self.record(RoundTrace {
+            round,
+            keys: vec![key.clone()],
+            methods: vec![request.method().to_owned()],
+            state_bytes: None,
+            state_sha256: None,
+            state_only: false,
+        });
+        let stop = |f: Finished| {
+            let _ = stuck.send(f);
+        };
+        if round > self.max_rounds {
+            stop(Finished::MaxRounds(self.max_rounds));
+            return std::future::pending().await;
+        }
+        let asking = Asking {
+            server: self.server.clone(),
+            era: self
+                .client
+                .protocol_version()
+                .unwrap_or_else(|| "2025-11-25".into()),
+            during,
+            round,
+            max_rounds: self.max_rounds,
+            key: key.clone(),
+        };
+        let pending_json = json!({"kind": "mcp-term/pending-live", "protocolVersion": asking.era,
+            "round": round, "id": key, "request": request,
+            "note": "a 2025-11-25 session cannot be resumed from another process; answer with --answers or on a terminal"});
+        match self.responder.answer(Question { asking, request }).await {
+            Ok(Reply::Answer(a)) => Ok(a),
+            Ok(Reply::Refused(e)) => Err(e),
+            Ok(Reply::Pending(why)) => {
+                let mut p = pending_json;
+                p["reason"] = Value::String(why);
+                stop(Finished::PendingLegacy(p));
+                std::future::pending().await
+            }
+            Err(Usage(why)) => {
+                stop(Finished::Usage(why));
+                std::future::pending().await
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp::types::mrtr::InputRequest;
+
+    #[test]
+    fn a_trace_shows_size_and_hash_never_the_state() {
+        let request: InputRequest =
+            serde_json::from_value(json!({"method": "roots/list"})).unwrap();
+        let result = InputRequiredResult::new(
+            BTreeMap::from([("r".to_owned(), request)]),
+            Some("secret-state".into()),
+        );
+        let trace = RoundTrace::of(2, &result);
+        let line = trace.line();
+        assert_eq!(
+            line,
+            format!(
+                "round 2: keys [r] methods [roots/list] state 12 bytes sha256 {}",
+                sha256_hex(b"secret-state")
+            )
+        );
+        assert!(!line.contains("secret-state"));
+        assert!(
+            !serde_json::to_string(&trace)
+                .unwrap()
+                .contains("secret-state")
+        );
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        let only = RoundTrace::of(1, &InputRequiredResult::state_only("s"));
+        assert!(only.line().ends_with("(state only)"));
+    }
+
+    #[test]
+    fn a_pending_file_round_trips_with_the_state_verbatim() {
+        let request: InputRequest =
+            serde_json::from_value(json!({"method": "roots/list"})).unwrap();
+        let state = "AAAA.bbbb/cc==\u{e9}";
+        let pending = Pending {
+            kind: "mcp-term/pending".into(),
+            protocol_version: "2026-07-28".into(),
+            target: Some(json!({"stdio": ["files"]})),
+            call: Call::Tool {
+                name: "t".into(),
+                arguments: json!({"a": 1}),
+            },
+            round: 1,
+            reason: "r".into(),
+            unanswered: vec!["r".into()],
+            answered: InputResponses::new(),
+            input_required: InputRequiredResult::new(
+                BTreeMap::from([("r".to_owned(), request)]),
+                Some(state.into()),
+            ),
+        };
+        let text = serde_json::to_string(&pending).unwrap();
+        assert!(text.contains(r#""method":"tools/call""#), "{text}");
+        assert!(
+            text.contains(r#""requestState":"AAAA.bbbb/cc==é""#),
+            "{text}"
+        );
+        let back: Pending = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, pending);
+    }
+}

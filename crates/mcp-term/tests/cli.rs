@@ -1,0 +1,919 @@
+//! `mcp-term` against the example servers, in separate processes, both eras, with no terminal:
+//! answers come from `--answer` and `--answers` files, and an unanswered question exits 10.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+/// `target/<profile>/examples/<name>`; `cargo xtask test` builds the examples first.
+fn example(name: &str) -> PathBuf {
+    let mut dir = std::env::current_exe().expect("the test binary has a path");
+    dir.pop();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    let path = dir.join("examples").join(name);
+    assert!(
+        path.exists(),
+        "{} is not built: run `cargo build -p mcp-examples --examples` first (`cargo xtask test` does)",
+        path.display()
+    );
+    path
+}
+
+fn stdio(name: &str) -> Vec<String> {
+    vec!["--".into(), example(name).display().to_string()]
+}
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Out {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.stdout))
+    }
+
+    /// The one JSON error line every failing run ends stderr with.
+    fn error(&self) -> Value {
+        let last = self.stderr.lines().last().unwrap_or("");
+        serde_json::from_str(last)
+            .unwrap_or_else(|e| panic!("the last stderr line is not JSON ({e}): {}", self.stderr))
+    }
+}
+
+fn term(args: &[&str], tail: &[String], stdin: Option<&str>) -> Out {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-term"));
+    cmd.args(args)
+        .args(tail)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("mcp-term starts");
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+    }
+    let out = child.wait_with_output().expect("mcp-term ends");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+fn temp(name: &str, contents: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcp-term-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, contents).unwrap();
+    path
+}
+
+/// An example server over HTTP on a free port, stopped when dropped.
+struct Http {
+    child: Child,
+    url: String,
+}
+
+impl Http {
+    fn start(name: &str, args: &[&str]) -> Http {
+        let mut child = Command::new(example(name))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the example starts");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let line = lines
+            .next()
+            .expect("the server says where it listens")
+            .unwrap();
+        let start = line
+            .find("http://")
+            .unwrap_or_else(|| panic!("no URL in {line:?}"));
+        let mut url = line[start..].trim().to_owned();
+        if !url.ends_with("/mcp") {
+            url.push_str("/mcp");
+        }
+        std::thread::spawn(move || for _ in lines {});
+        // Some servers announce the address before they bind it: wait until it accepts.
+        let addr = url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::net::TcpStream::connect(&addr).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{name} never accepted on {addr}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Http { child, url }
+    }
+}
+
+impl Drop for Http {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn files_in_both_eras_with_an_answers_file() {
+    let yes = temp("yes.json", r#"{"ok": true}"#);
+    let yes = yes.to_str().unwrap();
+    for era in ["2026-07-28", "2025-11-25"] {
+        let out = term(
+            &[
+                "call",
+                "delete_folder",
+                "path=/tmp/project",
+                "--era",
+                era,
+                "--answers",
+                yes,
+            ],
+            &stdio("files"),
+            None,
+        );
+        assert_eq!(
+            (out.code, out.stdout.as_str()),
+            (0, "deleted /tmp/project\n"),
+            "{era}: {}",
+            out.stderr
+        );
+        let out = term(
+            &[
+                "call",
+                "delete_folder",
+                "path=/tmp/project",
+                "--era",
+                era,
+                "--answer",
+                "ok=no",
+            ],
+            &stdio("files"),
+            None,
+        );
+        assert_eq!(out.stdout, "kept the folder\n", "{era}: {}", out.stderr);
+        let out = term(
+            &[
+                "call",
+                "delete_folder",
+                "path=/tmp/project",
+                "--era",
+                era,
+                "--elicit",
+                "decline",
+            ],
+            &stdio("files"),
+            None,
+        );
+        assert_eq!(
+            out.stdout, "declined: folder not deleted\n",
+            "{era}: {}",
+            out.stderr
+        );
+        let out = term(
+            &[
+                "call",
+                "delete_folder",
+                "path=/tmp/project",
+                "--era",
+                era,
+                "--elicit",
+                "cancel",
+            ],
+            &stdio("files"),
+            None,
+        );
+        assert_eq!(
+            out.stdout, "cancelled: folder not deleted\n",
+            "{era}: {}",
+            out.stderr
+        );
+    }
+    let per_key = temp(
+        "per-key.json",
+        r#"{"confirm_delete": {"action": "decline"}}"#,
+    );
+    let out = term(
+        &[
+            "call",
+            "delete_folder",
+            "path=/tmp/project",
+            "--answers",
+            per_key.to_str().unwrap(),
+        ],
+        &stdio("files"),
+        None,
+    );
+    assert_eq!(
+        out.stdout, "declined: folder not deleted\n",
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn an_invalid_answer_is_refused_with_the_reason() {
+    let out = term(
+        &[
+            "call",
+            "delete_folder",
+            "path=/tmp/project",
+            "--answer",
+            "ok=perhaps",
+        ],
+        &stdio("files"),
+        None,
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(
+        out.error()["error"]["message"],
+        "--answer ok: answer yes or no"
+    );
+}
+
+#[test]
+fn without_a_terminal_an_unanswered_question_prints_the_round_and_exits_10() {
+    let out = term(
+        &["call", "delete_folder", "path=/tmp/project"],
+        &stdio("files"),
+        None,
+    );
+    assert_eq!(out.code, 10, "{}", out.stderr);
+    let pending = out.json();
+    assert_eq!(pending["kind"], "mcp-term/pending");
+    assert_eq!(pending["protocolVersion"], "2026-07-28");
+    assert_eq!(
+        pending["call"],
+        json!({"method": "tools/call", "name": "delete_folder", "arguments": {"path": "/tmp/project"}})
+    );
+    assert_eq!(pending["unanswered"], json!(["confirm_delete"]));
+    let round = &pending["inputRequired"];
+    assert_eq!(round["resultType"], "input_required");
+    assert_eq!(
+        round["inputRequests"]["confirm_delete"]["method"],
+        "elicitation/create"
+    );
+    assert!(
+        round["requestState"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("v1.")),
+        "{round}"
+    );
+    assert_eq!(out.error()["error"]["code"], 10);
+    assert_eq!(out.error()["error"]["kind"], "input_required");
+
+    let legacy = term(
+        &[
+            "call",
+            "delete_folder",
+            "path=/tmp/project",
+            "--era",
+            "2025-11-25",
+        ],
+        &stdio("files"),
+        None,
+    );
+    assert_eq!(legacy.code, 10, "{}", legacy.stderr);
+    assert_eq!(legacy.json()["kind"], "mcp-term/pending-live");
+    assert_eq!(legacy.json()["request"]["method"], "elicitation/create");
+}
+
+#[test]
+fn resume_finishes_the_round_in_a_new_process_with_the_state_verbatim() {
+    let server = Http::start("files", &["--http", "127.0.0.1:0"]);
+    let first = term(
+        &["call", "delete_folder", "path=/tmp/project", &server.url],
+        &[],
+        None,
+    );
+    assert_eq!(first.code, 10, "{}", first.stderr);
+    let pending = temp("pending.json", &first.stdout);
+    let answers = temp("resume-answers.json", r#"{"ok": true}"#);
+    let out = term(
+        &[
+            "resume",
+            pending.to_str().unwrap(),
+            "--answers",
+            answers.to_str().unwrap(),
+            "--trace-rounds",
+        ],
+        &[],
+        None,
+    );
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "deleted /tmp/project\n"),
+        "{}",
+        out.stderr
+    );
+    let state = first.json()["inputRequired"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let trace = out.stderr.lines().next().unwrap();
+    assert!(
+        trace.starts_with("round 1: keys [confirm_delete] methods [elicitation/create] state "),
+        "{trace}"
+    );
+    assert!(
+        trace.contains(&format!("{} bytes sha256 ", state.len())),
+        "{trace}"
+    );
+    assert!(
+        !out.stderr.contains(&state),
+        "the state's contents are never printed"
+    );
+
+    // A state changed by one byte is refused by the server, so the bytes went back exactly.
+    let mut tampered = first.json();
+    let mut bad = state.clone();
+    bad.pop();
+    bad.push(if state.ends_with('A') { 'B' } else { 'A' });
+    tampered["inputRequired"]["requestState"] = Value::String(bad);
+    let tampered = temp("tampered.json", &tampered.to_string());
+    let out = term(
+        &[
+            "resume",
+            tampered.to_str().unwrap(),
+            "--answers",
+            answers.to_str().unwrap(),
+        ],
+        &[],
+        None,
+    );
+    assert_eq!(out.code, 5, "{}", out.stderr);
+}
+
+#[test]
+fn bistro_answers_per_round_and_url_consent() {
+    let rounds = temp(
+        "rounds.json",
+        r#"{"rounds": [{"accept_alternative": true, "date": "2025-12-25"}, {"accept_alternative": true, "date": "2025-12-28"}]}"#,
+    );
+    let args = [
+        "call",
+        "book_table",
+        "date=2025-12-25",
+        "party_size=2",
+        "--era",
+        "2025-11-25",
+        "--trace-rounds",
+    ];
+    let out = term(
+        &[&args[..], &["--answers", rounds.to_str().unwrap()]].concat(),
+        &stdio("bistro"),
+        None,
+    );
+    assert_eq!(
+        out.stdout, "Booked a table for 2 on 2025-12-28.\n",
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        out.stderr
+            .matches("methods [elicitation/create] no state")
+            .count(),
+        2,
+        "{}",
+        out.stderr
+    );
+    let capped = term(
+        &[
+            &args[..],
+            &["--answers", rounds.to_str().unwrap(), "--max-rounds", "1"],
+        ]
+        .concat(),
+        &stdio("bistro"),
+        None,
+    );
+    assert_eq!(capped.code, 12, "{}", capped.stderr);
+    // The default date is pre-filled: only the required choice is answered.
+    let out = term(
+        &[&args[..], &["--answer", "accept_alternative=yes"]].concat(),
+        &stdio("bistro"),
+        None,
+    );
+    assert_eq!(
+        out.stdout, "Booked a table for 2 on 2025-12-26.\n",
+        "{}",
+        out.stderr
+    );
+
+    let pay = [
+        "call",
+        "pay_deposit",
+        "booking_id=B-1",
+        "--era",
+        "2025-11-25",
+    ];
+    let accept = temp("url-accept.json", r#"{"_url": "accept"}"#);
+    let out = term(
+        &[&pay[..], &["--answers", accept.to_str().unwrap()]].concat(),
+        &stdio("bistro"),
+        None,
+    );
+    assert_eq!(
+        out.stdout, "Complete the payment in your browser.\n",
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("open this URL yourself: https://pay.example.com/deposit/B-1"),
+        "{}",
+        out.stderr
+    );
+    let out = term(&pay, &stdio("bistro"), None);
+    assert_eq!(out.code, 10, "a URL needs consent: {}", out.stderr);
+    let out = term(
+        &[&pay[..], &["--elicit", "decline"]].concat(),
+        &stdio("bistro"),
+        None,
+    );
+    assert_eq!(
+        out.stdout,
+        "No deposit taken. The booking expires in one hour.\n"
+    );
+}
+
+#[test]
+fn provisioner_rounds_are_traced_and_in_the_json_output() {
+    let out = term(
+        &[
+            "call",
+            "provision",
+            "name=orders",
+            "--answer",
+            "region=eu-west-1",
+            "--format",
+            "json",
+        ],
+        &stdio("provisioner"),
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v = out.json();
+    assert_eq!(
+        v["result"]["content"][0]["text"],
+        "Provisioned 'orders' in eu-west-1."
+    );
+    assert_eq!(v["rounds"].as_array().unwrap().len(), 1);
+    assert_eq!(v["rounds"][0]["keys"], json!(["region"]));
+    assert_eq!(v["rounds"][0]["methods"], json!(["elicitation/create"]));
+    assert_eq!(v["rounds"][0]["stateSha256"].as_str().unwrap().len(), 64);
+    assert!(!out.stdout.contains("provision-v1"));
+    let nd = term(
+        &[
+            "call",
+            "provision",
+            "name=orders",
+            "--answer",
+            "region=eu",
+            "--format",
+            "ndjson",
+        ],
+        &stdio("provisioner"),
+        None,
+    );
+    let lines: Vec<Value> = nd
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", nd.stdout);
+    assert_eq!(lines[0]["event"], "round");
+    assert_eq!(lines[1]["event"], "result");
+}
+
+#[test]
+fn names_are_checked_with_suggestions() {
+    let out = term(
+        &["call", "delete_fodler", "path=/tmp/x"],
+        &stdio("files"),
+        None,
+    );
+    assert_eq!(out.code, 6);
+    assert_eq!(
+        out.error()["error"]["message"],
+        "the server has no tool \"delete_fodler\"; did you mean delete_folder?"
+    );
+    let out = term(
+        &["call", "delete_folder", "pth=/tmp/x"],
+        &stdio("files"),
+        None,
+    );
+    assert_eq!(out.code, 2);
+    assert_eq!(
+        out.error()["error"]["message"],
+        "the tool has no argument \"pth\"; did you mean path?"
+    );
+    let out = term(
+        &[
+            "call",
+            "provision",
+            "--args",
+            r#"{"name": "db"}"#,
+            "--answer",
+            "region=us",
+        ],
+        &stdio("provisioner"),
+        None,
+    );
+    assert_eq!(out.stdout, "Provisioned 'db' in us.\n", "{}", out.stderr);
+    let out = term(
+        &["call", "provision", "--args", "-", "--answer", "region=us"],
+        &stdio("provisioner"),
+        Some(r#"{"name": "piped"}"#),
+    );
+    assert_eq!(out.stdout, "Provisioned 'piped' in us.\n", "{}", out.stderr);
+}
+
+#[test]
+fn at_name_comes_from_a_config_file_with_variables() {
+    let config = temp(
+        "mcp.json",
+        r#"{"mcpServers": {"files": {"command": "${FILES_BIN}", "args": ["--stdio"]}, "web": {"url": "http://127.0.0.1:1/mcp"}}}"#,
+    );
+    let bin = example("files").display().to_string();
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_mcp-term"))
+            .args(args)
+            .args(["--config", config.to_str().unwrap()])
+            .env("FILES_BIN", &bin)
+            .env("HOME", std::env::temp_dir())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap(),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (code, stdout, stderr) = run(&["call", "delete_folder", "path=/tmp/empty", "@files"]);
+    assert_eq!(
+        (code, stdout.as_str()),
+        (0, "deleted /tmp/empty\n"),
+        "{stderr}"
+    );
+    let (code, stdout, _) = run(&["servers"]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("@files  stdio  "), "{stdout}");
+    assert!(stdout.contains("@web  http  "), "{stdout}");
+    let (code, _, stderr) = run(&["tools", "@fils"]);
+    assert_eq!(code, 6);
+    assert!(stderr.contains("did you mean @files?"), "{stderr}");
+    let (code, _, stderr) = run(&["tools", "@web"]);
+    assert_eq!(code, 4, "nothing listens on port 1: {stderr}");
+}
+
+#[test]
+fn info_shows_the_era_and_exactly_what_was_advertised() {
+    let out = term(&["info", "--format", "json"], &stdio("files"), None);
+    let v = out.json();
+    assert_eq!(v["protocolVersion"], "2026-07-28");
+    assert_eq!(v["serverInfo"]["name"], "Files");
+    assert_eq!(
+        v["clientCapabilities"],
+        json!({"elicitation": {"form": {}, "url": {}}})
+    );
+    let root = std::env::temp_dir();
+    let out = term(
+        &[
+            "info",
+            "--format",
+            "json",
+            "--era",
+            "2025-11-25",
+            "--elicit-modes",
+            "form",
+            "--sampling",
+            "decline",
+            "--root",
+            root.to_str().unwrap(),
+        ],
+        &stdio("files"),
+        None,
+    );
+    let v = out.json();
+    assert_eq!(v["protocolVersion"], "2025-11-25");
+    assert_eq!(
+        v["clientCapabilities"],
+        json!({"elicitation": {"form": {}}, "roots": {}, "sampling": {}})
+    );
+    let out = term(
+        &["info", "--format", "json", "--elicit-modes", "none"],
+        &stdio("files"),
+        None,
+    );
+    assert_eq!(out.json()["clientCapabilities"], json!({}));
+    let out = term(
+        &[
+            "call",
+            "delete_folder",
+            "path=/tmp/project",
+            "--elicit-modes",
+            "none",
+        ],
+        &stdio("files"),
+        None,
+    );
+    assert_eq!(out.code, 5, "{}", out.stderr);
+    assert!(
+        out.error()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("-32021"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn sampling_and_roots_answer_rounds_in_both_eras() {
+    let port = free_port().to_string();
+    let server = Http::start("conformance-server", &["--port", &port]);
+    let root = std::env::temp_dir();
+    let out = term(
+        &[
+            "call",
+            "test_input_required_result_multiple_inputs",
+            &server.url,
+            "--era",
+            "2026-07-28",
+            "--answer",
+            "name=Ada",
+            "--sampling",
+            "fixed:Hello",
+            "--root",
+            root.to_str().unwrap(),
+            "--trace-rounds",
+        ],
+        &[],
+        None,
+    );
+    assert_eq!(
+        out.stdout, "name=Ada, greeting=Hello, roots=1\n",
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("keys [client_roots, greeting, user_name] methods [roots/list, sampling/createMessage, elicitation/create]"), "{}", out.stderr);
+    let exec = r#"exec:grep -q 'capital' && echo '{"role":"assistant","content":{"type":"text","text":"Paris"},"model":"stub"}'"#;
+    for era in ["2026-07-28", "2025-11-25"] {
+        let out = term(
+            &[
+                "call",
+                "test_sampling",
+                "prompt=What is the capital?",
+                &server.url,
+                "--era",
+                era,
+                "--sampling",
+                exec,
+            ],
+            &[],
+            None,
+        );
+        assert_eq!(out.stdout, "LLM response: Paris\n", "{era}: {}", out.stderr);
+    }
+    let out = term(
+        &[
+            "call",
+            "test_input_required_result_sampling",
+            &server.url,
+            "--era",
+            "2026-07-28",
+            "--sampling",
+            "decline",
+        ],
+        &[],
+        None,
+    );
+    assert_eq!(out.code, 11, "{}", out.stderr);
+    assert_eq!(
+        out.error()["error"]["message"],
+        "capital_question: User rejected sampling request"
+    );
+}
+
+#[test]
+fn prompts_resources_and_read_out() {
+    let port = free_port().to_string();
+    let server = Http::start("conformance-server", &["--port", &port]);
+    let out = term(&["prompts", &server.url], &[], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stdout.is_empty());
+    let out = term(&["resources", "--format", "json", &server.url], &[], None);
+    let resources = out.json();
+    let text = resources
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["mimeType"] == "text/plain")
+        .expect("a text resource");
+    let uri = text["uri"].as_str().unwrap();
+    let file = std::env::temp_dir().join(format!("mcp-term-read-{}", std::process::id()));
+    let out = term(
+        &["read", uri, &server.url, "--out", file.to_str().unwrap()],
+        &[],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let shown = term(&["read", uri, &server.url], &[], None);
+    assert_eq!(std::fs::read_to_string(&file).unwrap() + "\n", shown.stdout);
+    let _ = std::fs::remove_file(file);
+    let out = term(&["templates", &server.url], &[], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = term(&["prompt", "nope", &server.url], &[], None);
+    assert_eq!(out.code, 6);
+}
+
+#[test]
+fn piped_answers_are_asked_again_until_valid() {
+    let out = term(
+        &["call", "delete_folder", "path=/tmp/project", "--tty"],
+        &stdio("files"),
+        Some("a\nmaybe\nyes\ns\n"),
+    );
+    assert_eq!(out.stdout, "deleted /tmp/project\n", "{}", out.stderr);
+    assert!(
+        out.stderr.contains("  ! answer yes or no; try again\n"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn bearer_tokens_from_the_environment_or_a_header() {
+    let server = Http::start("protected", &["--http", "127.0.0.1:0"]);
+    let run = |extra: &[&str], token: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-term"));
+        cmd.args([
+            "call",
+            "deploy",
+            "service=web",
+            "--answer",
+            "ok=yes",
+            &server.url,
+        ])
+        .args(extra)
+        .stdin(Stdio::null());
+        match token {
+            Some(t) => cmd.env("DEMO_TOKEN", t),
+            None => cmd.env_remove("DEMO_TOKEN"),
+        };
+        let out = cmd.output().unwrap();
+        (
+            out.status.code().unwrap(),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (code, stdout, stderr) = run(&["--bearer-env", "DEMO_TOKEN"], Some("alice-token"));
+    assert_eq!(
+        (code, stdout.as_str()),
+        (0, "alice deployed web.\n"),
+        "{stderr}"
+    );
+    let (code, stdout, stderr) = run(&["-H", "Authorization: Bearer bob-token"], None);
+    assert_eq!(
+        (code, stdout.as_str()),
+        (0, "bob deployed web.\n"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run(&["--bearer-env", "DEMO_TOKEN"], None);
+    assert_eq!(code, 2, "an unset variable is a usage error: {stderr}");
+    assert!(
+        stderr.contains("--bearer-env DEMO_TOKEN: the variable is not set"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("alice-token"));
+    let (code, _, stderr) = run(&[], None);
+    assert_eq!(code, 3, "no token: {stderr}");
+}
+
+#[test]
+fn progress_and_logs_go_to_stderr_in_both_eras() {
+    let port = free_port().to_string();
+    let server = Http::start("conformance-server", &["--port", &port]);
+    for era in ["2026-07-28", "2025-11-25"] {
+        let out = term(
+            &["call", "test_tool_with_progress", &server.url, "--era", era],
+            &[],
+            None,
+        );
+        assert_eq!(out.code, 0, "{era}: {}", out.stderr);
+        for step in [
+            "progress 0/100 working",
+            "progress 50/100 working",
+            "progress 100/100 working",
+        ] {
+            assert!(
+                out.stderr.contains(step),
+                "{era}: {step:?} missing from {}",
+                out.stderr
+            );
+        }
+        assert!(!out.stdout.contains("progress"), "stdout stays clean");
+        let out = term(
+            &["call", "test_tool_with_logging", &server.url, "--era", era],
+            &[],
+            None,
+        );
+        assert_eq!(out.code, 0, "{era}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("log [info] conformance: "),
+            "{era}: {}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn a_prompt_that_asks_and_the_tool_list() {
+    for era in ["2026-07-28", "2025-11-25"] {
+        let out = term(
+            &[
+                "prompt",
+                "briefing",
+                "--era",
+                era,
+                "--answer",
+                "audience=the board",
+            ],
+            &stdio("briefing"),
+            None,
+        );
+        assert_eq!(
+            (out.code, out.stdout.as_str()),
+            (0, "user: Write a briefing for the board.\n"),
+            "{era}: {}",
+            out.stderr
+        );
+        let out = term(
+            &["prompt", "briefing", "--era", era],
+            &stdio("briefing"),
+            None,
+        );
+        assert_eq!(out.code, 10, "{era}: {}", out.stderr);
+    }
+    let out = term(&["prompt", "briefing", "who=x"], &stdio("briefing"), None);
+    assert_eq!(out.code, 2);
+    assert_eq!(
+        out.error()["error"]["message"],
+        "the prompt has no argument \"who\""
+    );
+    let out = term(&["tools"], &stdio("files"), None);
+    assert_eq!(
+        out.stdout,
+        "delete_folder  Delete a folder, asking for confirmation when it is not empty.\n"
+    );
+    let out = term(&["tools", "--schema"], &stdio("files"), None);
+    assert!(
+        out.stdout.contains("        \"path\": {\n"),
+        "{}",
+        out.stdout
+    );
+    let out = term(&["tools", "--format", "json"], &stdio("files"), None);
+    assert_eq!(out.json()[0]["inputSchema"]["required"], json!(["path"]));
+}
+
+#[test]
+fn a_url_goes_to_the_transport_whatever_its_scheme() {
+    // Nothing listens on port 1: with or without TLS in the transport this is a transport
+    // failure (exit 4), never a refusal by mcp-term itself.
+    for url in ["http://127.0.0.1:1/mcp", "https://127.0.0.1:1/mcp"] {
+        let out = term(&["tools", url, "--timeout", "5"], &[], None);
+        assert_eq!(out.code, 4, "{url}: {}", out.stderr);
+        assert_eq!(out.error()["error"]["kind"], "transport", "{url}");
+    }
+}

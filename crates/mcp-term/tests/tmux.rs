@@ -1,0 +1,272 @@
+//! Real-terminal tests: `tmux` runs `mcp-term` in a pane, `send-keys` answers the form like a
+//! person (one answer is invalid and must be asked again), `capture-pane` checks the screen.
+//! `.ci/run` installs tmux; without it these tests fail and say so.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn example(name: &str) -> PathBuf {
+    let mut dir = std::env::current_exe().expect("the test binary has a path");
+    dir.pop();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    let path = dir.join("examples").join(name);
+    assert!(
+        path.exists(),
+        "{} is not built: run `cargo xtask test`",
+        path.display()
+    );
+    path
+}
+
+/// One detached tmux session on its own socket, killed when dropped.
+struct Pane {
+    socket: String,
+    name: String,
+}
+
+impl Pane {
+    fn tmux(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.socket]);
+        c
+    }
+
+    fn start(name: &str, shell_command: &str) -> Pane {
+        let pane = Pane {
+            socket: format!("mcp-term-test-{}-{name}", std::process::id()),
+            name: name.to_owned(),
+        };
+        let status = pane
+            .tmux()
+            .args([
+                "new-session",
+                "-d",
+                "-x",
+                "120",
+                "-y",
+                "40",
+                "-s",
+                name,
+                shell_command,
+            ])
+            .status()
+            .expect("tmux is installed (.ci/run installs it: apt-get install tmux)");
+        assert!(status.success(), "tmux new-session failed");
+        pane
+    }
+
+    fn send(&self, keys: &str) {
+        let status = self
+            .tmux()
+            .args(["send-keys", "-t", &self.name, "-l", keys])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let status = self
+            .tmux()
+            .args(["send-keys", "-t", &self.name, "Enter"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    fn screen(&self) -> String {
+        let out = self
+            .tmux()
+            .args(["capture-pane", "-p", "-t", &self.name])
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Waits until the screen shows `text` (a guard against a hang, not a timing assertion).
+    fn wait_for(&self, text: &str) -> String {
+        let text = text.trim_end();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let screen = self.screen();
+            if screen.contains(text) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the screen never showed {text:?}:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Pane {
+    fn drop(&mut self) {
+        let _ = self.tmux().args(["kill-server"]).status();
+    }
+}
+
+fn command(era: &str) -> String {
+    format!(
+        "{} call delete_folder path=/tmp/project --era {era} -- {}; echo EXIT=$?; sleep 600",
+        env!("CARGO_BIN_EXE_mcp-term"),
+        example("files").display()
+    )
+}
+
+fn answer_the_delete_folder_form(era: &str) -> String {
+    let pane = Pane::start(&format!("files-{}", era.replace('-', "")), &command(era));
+    let screen = pane.wait_for("[a]nswer, [d]ecline, [c]ancel?");
+    assert!(
+        screen.contains("── Files asks (tools/call delete_folder, round 1 of 10, "),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("  /tmp/project has 2 file(s). Delete anyway?"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("    ok* (true or false): Delete the folder and everything in it."),
+        "{screen}"
+    );
+    pane.send("a");
+    pane.wait_for("ok* (y/n):");
+    pane.send("maybe");
+    pane.wait_for("! answer yes or no; try again");
+    pane.send("y");
+    pane.wait_for("[s]ubmit, [e]dit NAME, [d]ecline, [c]ancel?");
+    pane.send("s");
+    let screen = pane.wait_for("EXIT=");
+    assert!(screen.contains("    ok = yes\n"), "{screen}");
+    assert!(screen.contains("deleted /tmp/project\nEXIT=0"), "{screen}");
+    screen
+}
+
+#[test]
+fn a_person_answers_the_files_form_on_2026_07_28_with_one_answer_asked_again() {
+    let screen = answer_the_delete_folder_form("2026-07-28");
+    assert!(screen.contains("round 1 of 10, 2026-07-28)"), "{screen}");
+    println!("{}", screen.trim_end());
+}
+
+#[test]
+fn a_person_answers_the_files_form_on_a_2025_11_25_session() {
+    let screen = answer_the_delete_folder_form("2025-11-25");
+    assert!(screen.contains("round 1 of 10, 2025-11-25)"), "{screen}");
+}
+
+#[test]
+fn a_person_declines_from_the_review() {
+    let pane = Pane::start("decline", &command("2026-07-28"));
+    pane.wait_for("[a]nswer, [d]ecline, [c]ancel?");
+    pane.send("a");
+    pane.wait_for("ok* (y/n):");
+    pane.send("y");
+    pane.wait_for("[s]ubmit, [e]dit NAME, [d]ecline, [c]ancel?");
+    pane.send("d");
+    let screen = pane.wait_for("EXIT=");
+    assert!(
+        screen.contains("declined: folder not deleted\nEXIT=0"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn ctrl_c_in_the_middle_of_a_form_exits_130() {
+    let pane = Pane::start("interrupt", &command("2026-07-28"));
+    pane.wait_for("[a]nswer, [d]ecline, [c]ancel?");
+    pane.send("a");
+    pane.wait_for("ok* (y/n):");
+    let status = pane
+        .tmux()
+        .args(["send-keys", "-t", &pane.name, "C-c"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let screen = pane.wait_for("EXIT=");
+    assert!(screen.contains("EXIT=130"), "{screen}");
+    assert!(
+        screen.contains(r#"{"error":{"code":130,"kind":"interrupted""#),
+        "{screen}"
+    );
+}
+
+#[test]
+fn a_url_request_shows_the_host_and_waits_for_consent() {
+    let cmd = format!(
+        "{} call pay_deposit booking_id=B-1225 --era 2025-11-25 -- {}; echo EXIT=$?; sleep 600",
+        env!("CARGO_BIN_EXE_mcp-term"),
+        example("bistro").display()
+    );
+    let pane = Pane::start("url", &cmd);
+    let screen = pane.wait_for("[a]ccept (open it yourself), [d]ecline, [c]ancel?");
+    assert!(
+        screen.contains("  A 20 EUR deposit confirms your booking."),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("  open: https://pay.example.com/deposit/B-1225"),
+        "{screen}"
+    );
+    assert!(screen.contains("  host: pay.example.com"), "{screen}");
+    assert!(!screen.contains("! not https"), "{screen}");
+    pane.send("a");
+    let screen = pane.wait_for("EXIT=");
+    assert!(
+        screen.contains("  open this URL yourself: https://pay.example.com/deposit/B-1225"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("Complete the payment in your browser.\nEXIT=0"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn a_person_answers_a_sampling_request() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    struct Stop(std::process::Child);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _server = Stop(
+        Command::new(example("conformance-server"))
+            .args(["--port", &port.to_string()])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the conformance server never listened"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let cmd = format!(
+        "{} call test_sampling 'prompt=Capital of France?' http://127.0.0.1:{port}/mcp --sampling prompt; echo EXIT=$?; sleep 600",
+        env!("CARGO_BIN_EXE_mcp-term")
+    );
+    let pane = Pane::start("sampling", &cmd);
+    let screen = pane.wait_for("reply (empty declines):");
+    assert!(
+        screen
+            .contains("The server asks for a model's reply (sampling, deprecated on 2026-07-28)."),
+        "{screen}"
+    );
+    assert!(screen.contains("  user: Capital of France?"), "{screen}");
+    assert!(screen.contains("  maxTokens: 100"), "{screen}");
+    pane.send("Paris");
+    let screen = pane.wait_for("EXIT=");
+    assert!(screen.contains("LLM response: Paris\nEXIT=0"), "{screen}");
+}
