@@ -19,9 +19,11 @@
 mod cancel;
 mod context;
 pub mod gating;
+mod limits;
 pub mod mcp;
 mod memory;
 mod notify;
+pub mod param_headers;
 mod peer;
 mod server;
 mod service;
@@ -30,6 +32,7 @@ mod stamp;
 
 pub use cancel::CancellationToken;
 pub use context::RequestContext;
+pub use limits::SessionLimits;
 pub use memory::MemoryConnection;
 pub use notify::{ChangeEvent, ChangeNotifier};
 pub use peer::PeerError;
