@@ -1319,7 +1319,10 @@ where
                     tracing::debug!(method = parts.method, "requestState rejected: not a string");
                     return Err(invalid_request_state());
                 };
-                match boundary.unseal(&parts.binding(), token, who.as_ref()) {
+                match boundary
+                    .unseal_once(&parts.binding(), token, who.as_ref())
+                    .await
+                {
                     Ok(plaintext) => params.set_request_state(Some(plaintext)),
                     Err(e) => {
                         tracing::debug!(method = parts.method, reason = %e.reason(), "requestState rejected");
@@ -1337,6 +1340,9 @@ where
         }
         ctx.request_state = params.request_state().map(str::to_owned);
         ctx.input_responses = params.input_responses().cloned();
+    } else {
+        // 2025-11-25 has no requestState: a client's value is never handed on unverified.
+        params.set_request_state(None);
     }
     let caps = ctx.client_capabilities.clone();
     match handler(ctx, params).await? {
