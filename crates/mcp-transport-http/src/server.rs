@@ -254,6 +254,7 @@ impl McpHttpService {
                 accepted = listener.accept() => match accepted {
                     Ok(accepted) => {
                         backoff = ACCEPT_BACKOFF_MIN;
+                        crate::net::accepted(&accepted.0);
                         accepted
                     }
                     Err(e) => {
@@ -269,7 +270,6 @@ impl McpHttpService {
                 },
                 () = &mut shutdown => break,
             };
-            let _ = stream.set_nodelay(true);
             let Ok(permit) = connections.clone().try_acquire_owned() else {
                 tokio::spawn(refuse_connection(stream));
                 continue;
