@@ -12,7 +12,7 @@ const LAYERS: &[(&str, Option<&[&str]>)] = &[
     ("mcp-types", Some(&["serde", "serde_json"])),
     (
         "mcp-state-seal",
-        Some(&["ring", "serde", "serde_json", "base64"]),
+        Some(&["ring", "serde", "serde_json", "base64", "zeroize"]),
     ),
     ("mcp-server-core", None),
     ("mcp-server-macros", Some(&["syn", "quote", "proc-macro2"])),

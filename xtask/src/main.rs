@@ -5,11 +5,12 @@
 //!   outside the repository (a folder beside the clone, a machine's absolute paths).
 //! - `test`: the README's test command: layers, the Python interop environment, then every
 //!   test of the workspace (unit, integration, doc).
-//! - `ci`: what `.ci/run` runs after installing tools: fmt, clippy, cargo-deny, `test`, `conformance`, `interop`.
+//! - `ci`: what `.ci/run` runs after installing tools: fmt, clippy, cargo-deny, `test`, `conformance`, `interop`, `attack --quick`.
 //! - `conformance`: the official MCP conformance suite against the `conformance-server` and
 //!   `conformance-client` examples (see `conformance.rs`).
 //! - `interop`: the Python and TypeScript SDKs' clients against our server and our client
 //!   against their servers, over stdio and Streamable HTTP, in both eras (see `interop.rs`).
+//! - `attack`: hostile peers against the example servers (see `attack.rs`).
 //! - `bench`: our server side by side with rmcp, a hyper floor and the Python SDK; writes
 //!   `target/bench/report.md` (see `bench.rs` and docs/performance.md).
 
@@ -17,6 +18,7 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+mod attack;
 mod bench;
 mod conformance;
 mod interop;
@@ -35,17 +37,20 @@ fn main() -> ExitCode {
         Some("conformance") => conformance::conformance(&args[1..]),
         Some("interop") => interop::interop(),
         Some("bench") => bench::bench(&args[1..]),
+        Some("attack") => attack::attack(&args[1..]),
+        Some("attack-worker") => attack::worker_main(&args[1..]),
         Some("python-env") => python_env().map(|py| println!("{}", py.display())),
         _ => Err(format!(
-            "usage: cargo xtask <layers|test|ci|conformance|interop|bench|python-env>\n  \
+            "usage: cargo xtask <layers|test|ci|conformance|interop|bench|attack|python-env>\n  \
              layers      check the crate layering of DESIGN.md and that no file points outside the tree\n  \
              test        run every test (sets up the Python interop venv first)\n  \
-             ci          fmt, clippy, cargo-deny, test, conformance, interop\n  \
+             ci          fmt, clippy, cargo-deny, test, conformance, interop, attack --quick\n  \
              conformance the official MCP conformance suite against the conformance-server\n              \
              and conformance-client examples (needs npm; installs Node 22 and the harness under target/)\n  \
              interop     Python and TypeScript SDK clients x our server, our client x their servers\n              \
              (needs npm; installs the TypeScript SDK into examples/typescript/node_modules)\n  \
              bench       side-by-side benchmarks vs rmcp, a hyper floor, the Python SDK [--quick]\n  \
+             attack      hostile peers against the example servers, with a legitimate client beside [--quick]\n  \
              python-env  create target/py with {PYTHON_MCP} and print its python"
         )),
     };
@@ -145,5 +150,6 @@ fn ci() -> Result<(), String> {
     run(cargo().args(["deny", "check", "bans", "licenses", "sources"]))?;
     test(&[])?;
     conformance::conformance(&[])?;
-    interop::interop()
+    interop::interop()?;
+    attack::attack(&["--quick".to_owned()])
 }

@@ -30,7 +30,7 @@ use crate::peer::{Peer, PeerError};
 use crate::sink::Sink;
 
 /// The context of one request, handed to its handler. Cheap to clone.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RequestContext {
     pub(crate) id: RequestId,
     pub(crate) method: String,
@@ -48,6 +48,31 @@ pub struct RequestContext {
     pub(crate) cancellation: CancellationToken,
     pub(crate) peer: Option<Peer>,
     pub(crate) notifier: ChangeNotifier,
+}
+
+/// Shows what the request is, never what it carries: the unsealed state and the answers may
+/// hold anything the user typed.
+impl std::fmt::Debug for RequestContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestContext")
+            .field("id", &self.id)
+            .field("method", &self.method)
+            .field("era", &self.era)
+            .field("protocol_version", &self.protocol_version)
+            .field("principal", &self.principal)
+            .field(
+                "request_state",
+                &self.request_state.as_ref().map(|_| "<redacted>"),
+            )
+            .field(
+                "input_responses",
+                &self.input_responses.as_ref().map(|r| r.len()),
+            )
+            .field("progress_token", &self.progress_token)
+            .field("log_level", &self.log_level)
+            .field("back_channel", &self.peer.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl RequestContext {

@@ -20,9 +20,11 @@
 mod cancel;
 mod context;
 pub mod gating;
+mod limits;
 pub mod mcp;
 mod memory;
 mod notify;
+pub mod param_headers;
 mod peer;
 mod server;
 mod service;
@@ -32,6 +34,7 @@ pub mod trace;
 
 pub use cancel::CancellationToken;
 pub use context::RequestContext;
+pub use limits::SessionLimits;
 pub use memory::MemoryConnection;
 pub use notify::{ChangeEvent, ChangeNotifier};
 pub use peer::PeerError;

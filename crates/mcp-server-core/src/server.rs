@@ -3,6 +3,7 @@
 //! [`Outcome`] (complete or `input_required`); every other handler answers its plain result, so
 //! returning `input_required` anywhere else does not compile.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -24,6 +25,8 @@ use mcp_types::tools::{CallToolRequestParams, CallToolResult, ListToolsResult};
 use mcp_types::{ErrorObject, JsonObject};
 
 use crate::context::RequestContext;
+use crate::limits::SessionLimits;
+use crate::param_headers::{ParamHeader, param_headers};
 use crate::service::Service;
 use crate::stamp::CacheHints;
 
@@ -90,7 +93,14 @@ pub struct Server {
     pub(crate) request_timeout: Duration,
     pub(crate) cache: CacheHints,
     pub(crate) discover_cache: CacheHints,
+    pub(crate) limits: SessionLimits,
+    pub(crate) param_headers: HashMap<String, Arc<[ParamHeader]>>,
+    pub(crate) update_filter: Option<UpdateFilter>,
 }
+
+/// Decides whether a subscriber (by its principal) may learn that a resource changed.
+pub(crate) type UpdateFilter =
+    Arc<dyn Fn(Option<&mcp_state_seal::Principal>, &str) -> bool + Send + Sync>;
 
 impl fmt::Debug for Server {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -129,7 +139,44 @@ impl Server {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             cache: CacheHints::default(),
             discover_cache: CacheHints::default(),
+            limits: SessionLimits::default(),
+            param_headers: HashMap::new(),
+            update_filter: None,
         }
+    }
+
+    /// Asks `filter(principal, uri)` before each `notifications/resources/updated` goes to a
+    /// subscriber (a legacy `resources/subscribe` session or a `subscriptions/listen` stream):
+    /// a subscription to a prefix such as `file:` covers every URI below it, so a server with
+    /// several tenants says here who may hear about what. Without a filter every covered
+    /// update is delivered.
+    pub fn resource_update_filter<F>(mut self, filter: F) -> Self
+    where
+        F: Fn(Option<&mcp_state_seal::Principal>, &str) -> bool + Send + Sync + 'static,
+    {
+        self.update_filter = Some(Arc::new(filter));
+        self
+    }
+
+    /// What one session may make the server hold (subscriptions, `initialize` size, queued
+    /// notifications, requests at once); see [`SessionLimits`] for each default and refusal.
+    pub fn session_limits(mut self, limits: SessionLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Records the `x-mcp-header` annotations of tool `tool`'s input schema, so an HTTP
+    /// transport checks each `Mcp-Param-*` header against its argument (400, -32020). The
+    /// high-level `McpServer` does this for every tool it registers.
+    pub fn tool_input_schema(mut self, tool: impl Into<String>, schema: &JsonObject) -> Self {
+        let headers = param_headers(schema);
+        let tool = tool.into();
+        if headers.is_empty() {
+            self.param_headers.remove(&tool);
+        } else {
+            self.param_headers.insert(tool, headers.into());
+        }
+        self
     }
 
     /// The server's name.

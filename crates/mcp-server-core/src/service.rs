@@ -46,7 +46,9 @@ use tokio::sync::{broadcast, mpsc};
 use crate::cancel::CancellationToken;
 use crate::context::RequestContext;
 use crate::gating;
+use crate::limits::SessionLimits;
 use crate::notify::{ChangeEvent, ChangeNotifier};
+use crate::param_headers::ParamHeader;
 use crate::peer::{Peer, Pending};
 use crate::server::{Handler, Server};
 use crate::sink::Sink;
@@ -157,6 +159,17 @@ impl Service {
         }
     }
 
+    /// The `x-mcp-header` annotations of tool `name`, if it has any (see
+    /// [`Server::tool_input_schema`]).
+    pub fn param_headers(&self, tool: &str) -> Option<&[ParamHeader]> {
+        self.inner.server.param_headers.get(tool).map(|h| &h[..])
+    }
+
+    /// The limits every session of this service runs under.
+    pub fn limits(&self) -> &SessionLimits {
+        &self.inner.server.limits
+    }
+
     /// The server's identity.
     pub fn server_info(&self) -> &Implementation {
         &self.inner.server.info
@@ -202,13 +215,14 @@ impl Service {
     pub fn connect(
         &self,
         transport: TransportContext,
-    ) -> (Session, mpsc::UnboundedReceiver<JsonRpcMessage>) {
-        let (outbound, rx) = mpsc::unbounded_channel();
+    ) -> (Session, mpsc::Receiver<JsonRpcMessage>) {
+        let (outbound, rx) = mpsc::channel(self.inner.server.limits.unsolicited_queue.max(1));
         let state = Arc::new(SessionState {
             inner: self.inner.clone(),
             transport,
             outbound,
             legacy: Mutex::new(None),
+            subscriptions: Mutex::new(HashSet::new()),
             inflight: Mutex::new(HashMap::new()),
             pending: Arc::new(Pending::default()),
             closed: CancellationToken::new(),
@@ -224,15 +238,16 @@ struct LegacyState {
     capabilities: Arc<ClientCapabilities>,
     client_info: Option<Arc<Implementation>>,
     log_level: Option<LoggingLevel>,
-    subscriptions: HashSet<String>,
 }
 
 pub(crate) struct SessionState {
     inner: Arc<Inner>,
     transport: TransportContext,
-    outbound: mpsc::UnboundedSender<JsonRpcMessage>,
+    outbound: mpsc::Sender<JsonRpcMessage>,
     legacy: Mutex<Option<LegacyState>>,
-    inflight: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// Kept apart from `legacy`, which is cloned per request: this set can be large.
+    subscriptions: Mutex<HashSet<String>>,
+    inflight: Mutex<HashMap<RequestId, Tracked>>,
     pending: Arc<Pending>,
     closed: CancellationToken,
 }
@@ -246,10 +261,16 @@ impl SessionState {
         self.legacy.lock().ok().and_then(|mut l| l.as_mut().map(f))
     }
 
-    fn track(&self, id: &RequestId, token: CancellationToken) {
-        if let Ok(mut inflight) = self.inflight.lock() {
-            inflight.insert(id.clone(), token);
+    /// Tracks a request for cancellation; `false` when a request with this id is in flight.
+    fn track(&self, id: &RequestId, token: CancellationToken, stream: bool) -> bool {
+        let Ok(mut inflight) = self.inflight.lock() else {
+            return false;
+        };
+        if inflight.contains_key(id) {
+            return false;
         }
+        inflight.insert(id.clone(), Tracked { token, stream });
+        true
     }
 
     fn untrack(&self, id: &RequestId) {
@@ -259,12 +280,23 @@ impl SessionState {
     }
 
     fn cancel(&self, id: &RequestId) {
-        let token = self.inflight.lock().ok().and_then(|i| i.get(id).cloned());
+        let token = self
+            .inflight
+            .lock()
+            .ok()
+            .and_then(|i| i.get(id).map(|t| t.token.clone()));
         match token {
             Some(token) => token.cancel(),
             None => tracing::debug!(%id, "cancellation for no in-flight request ignored"),
         }
     }
+}
+
+/// An in-flight request of a session: its cancel token, and whether it is a long-lived stream
+/// (`subscriptions/listen`) that only ends when cancelled.
+struct Tracked {
+    token: CancellationToken,
+    stream: bool,
 }
 
 /// One connection: a stdio process, a socket, an in-memory pipe, or a legacy HTTP session.
@@ -302,9 +334,33 @@ impl Session {
     pub fn close(&self) {
         self.state.closed.cancel();
         if let Ok(inflight) = self.state.inflight.lock() {
-            inflight.values().for_each(CancellationToken::cancel);
+            inflight.values().for_each(|t| t.token.cancel());
         }
         self.state.pending.close();
+    }
+
+    /// Ends the session's long-lived streams (`subscriptions/listen`) and fails its pending
+    /// server-to-client requests, leaving ordinary requests to finish: what a stream transport
+    /// does at end of input, since nobody is left to cancel a stream or answer a question.
+    pub fn end_streams(&self) {
+        if let Ok(inflight) = self.state.inflight.lock() {
+            inflight
+                .values()
+                .filter(|t| t.stream)
+                .for_each(|t| t.token.cancel());
+        }
+        self.state.pending.close();
+    }
+
+    /// Resolves once the session is closed (at once if it already is).
+    pub fn closed(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let closed = self.state.closed.clone();
+        async move { closed.cancelled().await }
+    }
+
+    /// The limits this session runs under.
+    pub fn limits(&self) -> &SessionLimits {
+        &self.state.inner.server.limits
     }
 
     /// Feeds one raw message (a stdio line, an HTTP body). Bytes that are not a valid message
@@ -324,8 +380,24 @@ impl Session {
     /// Feeds one message. A request returns its [`ResponseStream`]; notifications and answers
     /// to server-to-client requests return `None`.
     pub fn handle(&self, message: JsonRpcMessage) -> Option<ResponseStream> {
+        self.handle_with(message, self.state.transport.clone(), true)
+    }
+
+    /// Feeds one message that arrived with its own transport context (each POST of a legacy
+    /// HTTP session is authenticated on its own). Without a `back_channel` (a legacy client
+    /// that takes no SSE answer), the request's handlers cannot ask the client anything: an
+    /// elicitation or sampling request fails at once instead of waiting for an answer that
+    /// cannot arrive.
+    pub fn handle_with(
+        &self,
+        message: JsonRpcMessage,
+        transport: TransportContext,
+        back_channel: bool,
+    ) -> Option<ResponseStream> {
         match message {
-            JsonRpcMessage::Request(request) => Some(self.handle_request(request)),
+            JsonRpcMessage::Request(request) => {
+                Some(self.handle_request(request, transport, back_channel))
+            }
             JsonRpcMessage::Notification(notification) => {
                 match ClientNotification::from_notification(&notification) {
                     Ok(ClientNotification::Cancelled(CancelledParams {
@@ -357,7 +429,12 @@ impl Session {
         }
     }
 
-    fn handle_request(&self, request: JsonRpcRequest) -> ResponseStream {
+    fn handle_request(
+        &self,
+        request: JsonRpcRequest,
+        transport: TransportContext,
+        back_channel: bool,
+    ) -> ResponseStream {
         if request.method == methods::INITIALIZE {
             let response = match self.initialize(&request) {
                 Ok(result) => respond(&request.id, Ok(result)),
@@ -374,18 +451,30 @@ impl Session {
         };
         let route = if enveloped || !self.is_legacy() {
             Route::Modern {
-                transport: self.state.transport.clone(),
+                transport,
                 session: Some(self.state.clone()),
             }
         } else {
             Route::Legacy {
                 session: self.state.clone(),
+                transport,
+                back_channel,
             }
         };
         spawn_request(self.state.inner.clone(), request, typed, route)
     }
 
     fn initialize(&self, request: &JsonRpcRequest) -> Result<Box<RawValue>, ErrorObject> {
+        let cap = self.state.inner.server.limits.max_initialize_params;
+        if request
+            .params
+            .as_deref()
+            .is_some_and(|p| p.get().len() > cap)
+        {
+            return Err(ErrorObject::invalid_params(format!(
+                "initialize params exceed {cap} bytes; send a smaller clientInfo and capabilities"
+            )));
+        }
         let params: InitializeRequestParams = match ClientRequest::from_request(request) {
             Ok(ClientRequest::Initialize(p)) => p,
             Ok(_) => {
@@ -409,8 +498,8 @@ impl Session {
                 protocol_version: version.clone(),
                 capabilities: Arc::new(params.capabilities),
                 client_info: Some(Arc::new(params.client_info)),
-                log_level: Some(LoggingLevel::Debug),
-                subscriptions: HashSet::new(),
+                // Debug logs often hold internals: nothing below info until `logging/setLevel`.
+                log_level: Some(LoggingLevel::Info),
             });
             first
         };
@@ -451,8 +540,15 @@ fn spawn_change_forwarder(state: &Arc<SessionState>) {
                 }
                 Ok(ChangeEvent::ResourceUpdated(uri)) => {
                     let subscribed = state
-                        .with_legacy(|l| l.subscriptions.iter().any(|s| covers(s, &uri)))
-                        .unwrap_or(false);
+                        .subscriptions
+                        .lock()
+                        .map(|s| s.iter().any(|s| covers(s, &uri)))
+                        .unwrap_or(false)
+                        && may_hear(
+                            &state.inner.server,
+                            state.transport.principal.as_ref(),
+                            &uri,
+                        );
                     if !subscribed {
                         continue;
                     }
@@ -472,16 +568,25 @@ fn spawn_change_forwarder(state: &Arc<SessionState>) {
                 }
                 Err(broadcast::error::RecvError::Closed) => return,
             };
-            if let Ok(n) = notification.to_notification()
-                && state
-                    .outbound
-                    .send(JsonRpcMessage::Notification(n))
-                    .is_err()
-            {
-                return;
+            if let Ok(n) = notification.to_notification() {
+                match state.outbound.try_send(JsonRpcMessage::Notification(n)) {
+                    Ok(()) => {}
+                    Err(mpsc::error::TrySendError::Full(_)) => tracing::warn!(
+                        "a legacy session's reader is not keeping up; a notification was dropped"
+                    ),
+                    Err(mpsc::error::TrySendError::Closed(_)) => return,
+                }
             }
         }
     });
+}
+
+/// Whether the server's update filter lets `principal` hear that `uri` changed.
+fn may_hear(server: &Server, principal: Option<&Principal>, uri: &str) -> bool {
+    server
+        .update_filter
+        .as_ref()
+        .is_none_or(|filter| filter(principal, uri))
 }
 
 /// Whether a subscription to `subscribed` covers an update of `uri` (itself or a sub-resource).
@@ -499,6 +604,8 @@ enum Route {
     },
     Legacy {
         session: Arc<SessionState>,
+        transport: TransportContext,
+        back_channel: bool,
     },
 }
 
@@ -506,7 +613,7 @@ impl Route {
     fn session(&self) -> Option<&Arc<SessionState>> {
         match self {
             Route::Modern { session, .. } => session.as_ref(),
-            Route::Legacy { session } => Some(session),
+            Route::Legacy { session, .. } => Some(session),
         }
     }
 }
@@ -530,10 +637,21 @@ fn spawn_request(
     typed: Result<ClientRequest, ParamsError>,
     route: Route,
 ) -> ResponseStream {
-    let (sink, rx) = Sink::channel();
     let cancel = CancellationToken::new();
     if let Some(session) = route.session() {
-        session.track(&request.id, cancel.clone());
+        let stream = request.method == methods::SUBSCRIPTIONS_LISTEN;
+        if !session.track(&request.id, cancel.clone(), stream) {
+            return ResponseStream::ready(respond(
+                &request.id,
+                Err(ErrorObject::new(
+                    ErrorCode::INVALID_REQUEST,
+                    format!(
+                        "a request with id {} is already in flight on this session",
+                        request.id
+                    ),
+                )),
+            ));
+        }
     }
     let era = match &route {
         Route::Modern { .. } => typed
@@ -541,10 +659,11 @@ fn spawn_request(
             .ok()
             .and_then(|t| t.meta())
             .and_then(|m| m.protocol_version.clone()),
-        Route::Legacy { session } => session.legacy().map(|l| l.protocol_version),
+        Route::Legacy { session, .. } => session.with_legacy(|l| l.protocol_version.clone()),
     };
     let traced = RequestSpan::open(&request, typed.as_ref().ok(), era.as_deref());
     let span = traced.span.clone();
+    let (sink, rx) = Sink::channel();
     let task = async move {
         let id = request.id.clone();
         let work = CatchUnwind(Box::pin(async {
@@ -552,8 +671,17 @@ fn spawn_request(
                 Route::Modern { transport, .. } => {
                     serve_modern(&inner, &request, typed, transport, &sink, &cancel).await
                 }
-                Route::Legacy { session } => {
-                    serve_legacy(&inner, &request, typed, session, &sink, &cancel).await
+                Route::Legacy {
+                    session,
+                    transport,
+                    back_channel,
+                } => {
+                    let call = LegacyCall {
+                        session,
+                        transport,
+                        back_channel: *back_channel,
+                    };
+                    serve_legacy(&inner, &request, typed, &call, &sink, &cancel).await
                 }
             }
         }));
@@ -770,20 +898,30 @@ async fn serve_modern(
     match typed {
         ClientRequest::Discover(_) => Some(discover(inner)),
         ClientRequest::SubscriptionsListen(params) => {
-            listen(inner, &request.id, params, sink, cancel).await
+            let principal = transport.principal.as_ref();
+            listen(inner, &request.id, params, principal, sink, cancel).await
         }
         other => Some(execute(inner, other, ctx, transport).await),
     }
+}
+
+/// Who a legacy request came from: its session, its own transport context, and whether the
+/// client can receive server-to-client requests while it waits.
+struct LegacyCall<'a> {
+    session: &'a Arc<SessionState>,
+    transport: &'a TransportContext,
+    back_channel: bool,
 }
 
 async fn serve_legacy(
     inner: &Arc<Inner>,
     request: &JsonRpcRequest,
     typed: Result<ClientRequest, ParamsError>,
-    session: &Arc<SessionState>,
+    call: &LegacyCall<'_>,
     sink: &Sink,
     cancel: &CancellationToken,
 ) -> Served {
+    let session = call.session;
     let typed = match typed {
         Ok(typed) => typed,
         Err(e) => return Some(Err(params_error(e))),
@@ -811,13 +949,13 @@ async fn serve_legacy(
         client_info: legacy.client_info.clone(),
         progress_token: meta.as_ref().and_then(|m| m.progress_token.clone()),
         meta,
-        principal: session.transport.principal.clone(),
+        principal: call.transport.principal.clone(),
         request_state: None,
         input_responses: None,
         log_level: legacy.log_level,
         sink: sink.clone(),
         cancellation: cancel.clone(),
-        peer: Some(Peer {
+        peer: call.back_channel.then(|| Peer {
             pending: session.pending.clone(),
             timeout: inner.server.request_timeout,
         }),
@@ -830,22 +968,61 @@ async fn serve_legacy(
             session.with_legacy(|l| l.log_level = Some(params.level));
             empty()
         }
-        ClientRequest::Subscribe(params) => {
-            session.with_legacy(|l| l.subscriptions.insert(params.uri.clone()));
-            match &inner.server.handlers.subscribe {
-                Some(handler) => handler(ctx, params).await.and_then(|()| empty()),
-                None => empty(),
-            }
-        }
+        ClientRequest::Subscribe(params) => subscribe(inner, session, ctx, params).await,
         ClientRequest::Unsubscribe(params) => {
-            session.with_legacy(|l| l.subscriptions.remove(&params.uri));
+            if let Ok(mut subscriptions) = session.subscriptions.lock() {
+                subscriptions.remove(&params.uri);
+            }
             match &inner.server.handlers.unsubscribe {
                 Some(handler) => handler(ctx, params).await.and_then(|()| empty()),
                 None => empty(),
             }
         }
-        other => execute(inner, other, ctx, &session.transport).await,
+        other => execute(inner, other, ctx, call.transport).await,
     })
+}
+
+/// Legacy `resources/subscribe`: within the session's limits, and recorded only once the
+/// handler accepted it.
+async fn subscribe(
+    inner: &Arc<Inner>,
+    session: &Arc<SessionState>,
+    ctx: RequestContext,
+    params: ResourceUriParams,
+) -> Result<Box<RawValue>, ErrorObject> {
+    let limits = &inner.server.limits;
+    if params.uri.len() > limits.max_subscription_uri {
+        return Err(ErrorObject::invalid_params(format!(
+            "a subscribed URI is at most {} bytes",
+            limits.max_subscription_uri
+        )));
+    }
+    let full = |n: usize| {
+        ErrorObject::invalid_params(format!(
+            "A session holds at most {n} resource subscriptions"
+        ))
+    };
+    let held = session
+        .subscriptions
+        .lock()
+        .map(|s| (s.len(), s.contains(&params.uri)))
+        .unwrap_or((usize::MAX, false));
+    if !held.1 && held.0 >= limits.max_subscriptions {
+        return Err(full(limits.max_subscriptions));
+    }
+    let uri = params.uri.clone();
+    if let Some(handler) = &inner.server.handlers.subscribe {
+        handler(ctx, params).await?;
+    }
+    let Ok(mut subscriptions) = session.subscriptions.lock() else {
+        return Err(ErrorObject::internal("session state is unavailable"));
+    };
+    // Checked again: concurrent subscribes may have filled the set meanwhile.
+    if !subscriptions.contains(&uri) && subscriptions.len() >= limits.max_subscriptions {
+        return Err(full(limits.max_subscriptions));
+    }
+    subscriptions.insert(uri);
+    to_raw(&EmptyResult::default())
 }
 
 fn discover(inner: &Inner) -> Result<Box<RawValue>, ErrorObject> {
@@ -868,6 +1045,7 @@ async fn listen(
     inner: &Arc<Inner>,
     id: &RequestId,
     params: SubscriptionsListenRequestParams,
+    principal: Option<&Principal>,
     sink: &Sink,
     cancel: &CancellationToken,
 ) -> Served {
@@ -931,7 +1109,8 @@ async fn listen(
                 if honoured
                     .resource_subscriptions
                     .as_ref()
-                    .is_some_and(|s| s.iter().any(|s| covers(s, &uri))) =>
+                    .is_some_and(|s| s.iter().any(|s| covers(s, &uri)))
+                    && may_hear(server, principal, &uri) =>
             {
                 ServerNotification::ResourceUpdated(ResourceUriParams {
                     uri,
@@ -1153,7 +1332,10 @@ where
                     tracing::debug!(method = parts.method, "requestState rejected: not a string");
                     return Err(invalid_request_state());
                 };
-                match boundary.unseal(&parts.binding(), token, who.as_ref()) {
+                match boundary
+                    .unseal_once(&parts.binding(), token, who.as_ref())
+                    .await
+                {
                     Ok(plaintext) => params.set_request_state(Some(plaintext)),
                     Err(e) => {
                         tracing::debug!(method = parts.method, reason = %e.reason(), "requestState rejected");
@@ -1171,6 +1353,9 @@ where
         }
         ctx.request_state = params.request_state().map(str::to_owned);
         ctx.input_responses = params.input_responses().cloned();
+    } else {
+        // 2025-11-25 has no requestState: a client's value is never handed on unverified.
+        params.set_request_state(None);
     }
     let caps = ctx.client_capabilities.clone();
     match handler(ctx, params).await? {

@@ -396,3 +396,79 @@ async fn without_the_boundary_state_passes_verbatim_and_must_be_a_string() {
         .await;
     assert_eq!(r["error"]["code"], -32602);
 }
+
+#[tokio::test]
+async fn with_the_replay_guard_a_final_round_cannot_be_sent_twice() {
+    let security = RequestStateSecurity::keys([KEY])
+        .unwrap()
+        .replay_guard(mcp_server_core::seal::MemorySeenStore::new());
+    let service = provisioner("Provisioner", "1.0")
+        .request_state_security(security)
+        .unwrap()
+        .into_service();
+    let mut c = TestClient::new(&service);
+    let first = c
+        .modern("tools/call", call(None, None, "orders"), caps())
+        .await;
+    let state = first["result"]["requestState"].clone();
+    let retry = call(Some(&state), Some(accept("eu-west-1")), "orders");
+    let done = c.modern("tools/call", retry.clone(), caps()).await;
+    assert_eq!(
+        done["result"]["content"][0]["text"],
+        "Provisioned 'orders' in eu-west-1 (state='provision-v1')"
+    );
+    let replayed = c.modern("tools/call", retry, caps()).await;
+    assert_eq!(
+        replayed["error"],
+        json!({"code": -32602, "message": "Invalid or expired requestState", "data": {"reason": "invalid_request_state"}})
+    );
+}
+
+fn context_echo() -> mcp_server_core::Service {
+    Server::new("Echo")
+        .request_state_security(RequestStateSecurity::ephemeral())
+        .unwrap()
+        .on_call_tool(|ctx, params| async move {
+            let text = match ctx.request_state() {
+                None if ctx.era() == mcp_types::version::Era::Legacy => {
+                    format!("raw state: {:?}", params.request_state)
+                }
+                None => {
+                    return Ok(Outcome::InputRequired(InputRequiredResult::new(
+                        BTreeMap::new(),
+                        Some("secret-progress".into()),
+                    )));
+                }
+                Some(_) => format!("{ctx:?}"),
+            };
+            Ok(Outcome::Complete(CallToolResult::text(text)))
+        })
+        .into_service()
+}
+
+#[tokio::test]
+async fn a_request_contexts_debug_shows_no_state_and_legacy_handlers_get_no_raw_state() {
+    let service = context_echo();
+    let mut c = TestClient::new(&service);
+    let params = json!({"name": "echo", "arguments": {}});
+    let first = c.modern("tools/call", params.clone(), json!({})).await;
+    let mut retry = params.clone();
+    retry["requestState"] = first["result"]["requestState"].clone();
+    let done = c.modern("tools/call", retry, json!({})).await;
+    let debug = done["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(debug.starts_with("RequestContext {"), "{debug}");
+    assert!(
+        debug.contains("request_state: Some(\"<redacted>\")"),
+        "{debug}"
+    );
+    assert!(!debug.contains("secret-progress"), "{debug}");
+    let mut legacy = TestClient::new(&service);
+    legacy.initialize("2025-11-25", json!({})).await;
+    let mut params = params;
+    params["requestState"] = json!("forged-by-the-client");
+    let answer = legacy.request("tools/call", params).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "raw state: None");
+}

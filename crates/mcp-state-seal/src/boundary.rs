@@ -10,11 +10,14 @@ use ring::rand::SystemRandom;
 use serde_json::Value;
 
 use crate::binding::RequestBinding;
-use crate::claims::{self, Expectation, Stamp};
+use zeroize::Zeroizing;
+
+use crate::claims::{self, Expectation, Stamp, Verified};
 use crate::codec::Codec;
 use crate::error::{BindPrincipalError, InvalidRequestState, RejectReason, SealError};
 use crate::keyring::KeyRing;
 use crate::principal::{Principal, PrincipalBinding, PrincipalSource};
+use crate::replay::SeenStore;
 
 /// The codec behind a policy. The built-in ring is kept as its concrete type so
 /// the envelope is written straight into the buffer that is encrypted in place.
@@ -79,6 +82,7 @@ pub struct SealingBoundary {
     pub(crate) audience: Option<String>,
     pub(crate) principal: PrincipalBinding,
     pub(crate) rng: SystemRandom,
+    pub(crate) replay: Option<Arc<dyn SeenStore>>,
 }
 
 impl SealingBoundary {
@@ -136,22 +140,69 @@ impl SealingBoundary {
         principal: Option<&Principal>,
     ) -> Result<String, SealError> {
         let iat = epoch_secs(now);
+        let jti = match &self.replay {
+            Some(_) => Some(self.new_jti()?),
+            None => None,
+        };
         let stamp = Stamp {
             iat,
             exp: iat + self.ttl_secs,
             binding,
             audience: self.audience.as_deref(),
             principal_claim: principal.map(|p| p.claim(&self.rng)).transpose()?,
+            jti: jti.as_deref(),
         };
         let hint = stamp.len_hint(state);
         match &self.backend {
             Backend::Ring(ring) => ring.seal_with(hint, |buf| stamp.write(buf, state)),
             Backend::Custom(codec) => {
-                let mut plaintext = Vec::with_capacity(hint);
+                let mut plaintext = Zeroizing::new(Vec::with_capacity(hint));
                 stamp.write(&mut plaintext, state);
                 codec.seal(&plaintext)
             }
         }
+    }
+
+    fn new_jti(&self) -> Result<String, SealError> {
+        use ring::rand::SecureRandom;
+        use std::fmt::Write;
+        let mut bytes = [0u8; 16];
+        self.rng.fill(&mut bytes).map_err(|_| SealError::Random)?;
+        Ok(bytes.iter().fold(String::with_capacity(32), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        }))
+    }
+
+    /// Whether the replay guard is on (see
+    /// [`RequestStateSecurity::replay_guard`](crate::RequestStateSecurity::replay_guard)).
+    pub fn guards_replay(&self) -> bool {
+        self.replay.is_some()
+    }
+
+    /// [`unseal`](Self::unseal), then, with the replay guard on, the seen-store: a state is
+    /// accepted once, and a state without a `jti` (minted with the guard off, or by the
+    /// Python SDK) is refused. With the guard off this is exactly `unseal`.
+    ///
+    /// # Errors
+    ///
+    /// As [`unseal`](Self::unseal), and [`RejectReason::Replayed`].
+    pub async fn unseal_once(
+        &self,
+        binding: &RequestBinding<'_>,
+        token: &str,
+        principal: Option<&Principal>,
+    ) -> Result<String, InvalidRequestState> {
+        let verified = self.verify_at(SystemTime::now(), binding, token, principal)?;
+        if let Some(store) = &self.replay {
+            let Some(jti) = verified.jti.as_deref() else {
+                return Err(InvalidRequestState::new(RejectReason::Replayed));
+            };
+            if !store.first_use(jti, verified.exp).await {
+                return Err(InvalidRequestState::new(RejectReason::Replayed));
+            }
+        }
+        Ok(verified.state)
     }
 
     /// Verifies `token` for the request `binding`, run as `principal`, and returns
@@ -183,21 +234,37 @@ impl SealingBoundary {
         token: &str,
         principal: Option<&Principal>,
     ) -> Result<String, InvalidRequestState> {
+        self.verify_at(now, binding, token, principal)
+            .map(|verified| verified.state)
+    }
+
+    fn verify_at(
+        &self,
+        now: SystemTime,
+        binding: &RequestBinding<'_>,
+        token: &str,
+        principal: Option<&Principal>,
+    ) -> Result<Verified, InvalidRequestState> {
         let expect = Expectation {
             now: epoch_secs(now),
             binding,
             audience: self.audience.as_deref(),
             principal,
+            max_lifetime: self.ttl_secs + 1.0,
         };
-        let state = match &self.backend {
+        // The unsealed plaintext is wiped once the claims are read.
+        let verified = match &self.backend {
             Backend::Ring(ring) => {
-                let mut buf = Vec::new();
+                let mut buf = Zeroizing::new(Vec::new());
                 let range = ring.open_into(token, &mut buf)?;
                 claims::verify(&buf[range], &expect)?
             }
-            Backend::Custom(codec) => claims::verify(&codec.unseal(token)?, &expect)?,
+            Backend::Custom(codec) => {
+                let plaintext = Zeroizing::new(codec.unseal(token)?);
+                claims::verify(&plaintext, &expect)?
+            }
         };
-        Ok(state)
+        Ok(verified)
     }
 
     /// [`unseal`](Self::unseal) of the `requestState` value as it came in the

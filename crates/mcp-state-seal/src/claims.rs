@@ -18,6 +18,9 @@ pub(crate) struct Stamp<'b> {
     pub(crate) binding: &'b RequestBinding<'b>,
     pub(crate) audience: Option<&'b str>,
     pub(crate) principal_claim: Option<[u8; CLAIM_LEN]>,
+    /// A unique token id (lowercase hex), only when the replay guard is on: the Python SDK
+    /// neither writes nor reads it.
+    pub(crate) jti: Option<&'b str>,
 }
 
 impl Stamp<'_> {
@@ -29,6 +32,7 @@ impl Stamp<'_> {
             + state.len()
             + self.audience.map_or(0, |a| a.len() + 9)
             + CLAIM_LEN
+            + self.jti.map_or(0, |j| j.len() + 7)
     }
 
     /// Appends the envelope, in Python's key order and byte format.
@@ -54,6 +58,10 @@ impl Stamp<'_> {
             out.extend_from_slice(claim);
             out.push(b'"');
         }
+        if let Some(jti) = self.jti {
+            out.extend_from_slice(br#","j":"#);
+            write_str(out, jti);
+        }
         out.push(b'}');
     }
 }
@@ -64,12 +72,21 @@ pub(crate) struct Expectation<'b> {
     pub(crate) binding: &'b RequestBinding<'b>,
     pub(crate) audience: Option<&'b str>,
     pub(crate) principal: Option<&'b Principal>,
+    /// The longest `exp - iat` accepted: this server's TTL (and a second for rounding).
+    pub(crate) max_lifetime: f64,
+}
+
+/// What a verified envelope holds besides the binding it matched.
+pub(crate) struct Verified {
+    pub(crate) state: String,
+    pub(crate) exp: f64,
+    pub(crate) jti: Option<String>,
 }
 
 /// Checks an unsealed envelope in the Python SDK's order and returns the state.
-pub(crate) fn verify(plaintext: &[u8], expect: &Expectation<'_>) -> Result<String, RejectReason> {
+pub(crate) fn verify(plaintext: &[u8], expect: &Expectation<'_>) -> Result<Verified, RejectReason> {
     use RejectReason::{
-        Audience, Expired, FromTheFuture, MalformedClaims, Principal, PrincipalDrift,
+        Audience, Expired, FromTheFuture, Lifetime, MalformedClaims, Principal, PrincipalDrift,
         RequestBinding,
     };
 
@@ -92,12 +109,12 @@ pub(crate) fn verify(plaintext: &[u8], expect: &Expectation<'_>) -> Result<Strin
         return Err(MalformedClaims);
     }
     // Stated positively, so that a claim that is not a number fails.
-    if !number(iat).is_some_and(|iat| iat <= expect.now + FUTURE_SKEW_SECS) {
+    let Some(iat) = number(iat).filter(|iat| *iat <= expect.now + FUTURE_SKEW_SECS) else {
         return Err(FromTheFuture);
-    }
-    if !number(exp).is_some_and(|exp| expect.now < exp) {
+    };
+    let Some(exp) = number(exp).filter(|exp| expect.now < *exp) else {
         return Err(Expired);
-    }
+    };
     let binding = expect.binding;
     if !str_eq(claims.m, binding.method())
         || !str_eq(claims.t, binding.target())
@@ -129,9 +146,25 @@ pub(crate) fn verify(plaintext: &[u8], expect: &Expectation<'_>) -> Result<Strin
             }
         }
     }
+    // Checked after the Python SDK's own checks, so their order (and reasons) is unchanged:
+    // a token minted under a longer TTL (another fleet member, an old config) is not
+    // accepted beyond this server's own window.
+    // Stated positively, so that a NaN lifetime fails.
+    let within = (exp - iat)
+        .partial_cmp(&expect.max_lifetime)
+        .is_some_and(|o| o.is_le());
+    if !within {
+        return Err(Lifetime);
+    }
+    let jti = match present(claims.j) {
+        None => None,
+        Some(Node::Str(j)) => Some(j.decode().ok_or(MalformedClaims)?),
+        Some(_) => return Err(MalformedClaims),
+    };
     // A state holding an escaped lone surrogate (possible from Python) has no Rust
     // string form; refusing it is the only closed option.
-    s.decode().ok_or(MalformedClaims)
+    let state = s.decode().ok_or(MalformedClaims)?;
+    Ok(Verified { state, exp, jti })
 }
 
 /// The claims found in the envelope; a repeated key keeps its last value, as
@@ -147,6 +180,7 @@ struct Claims<'n, 'a> {
     s: Option<&'n Node<'a>>,
     aud: Option<&'n Node<'a>>,
     p: Option<&'n Node<'a>>,
+    j: Option<&'n Node<'a>>,
 }
 
 impl<'n, 'a> Claims<'n, 'a> {
@@ -172,6 +206,7 @@ impl<'n, 'a> Claims<'n, 'a> {
             "s" => &mut self.s,
             "aud" => &mut self.aud,
             "p" => &mut self.p,
+            "j" => &mut self.j,
             _ => return,
         };
         *slot = Some(value);
@@ -231,6 +266,7 @@ mod tests {
             binding: &binding,
             audience: Some("pyinterop-demo"),
             principal_claim: None,
+            jti: None,
         };
         let mut out = Vec::new();
         stamp.write(&mut out, "pick-region-v1");
@@ -239,6 +275,10 @@ mod tests {
     }
 
     fn check(plaintext: &str, now: f64) -> Result<String, RejectReason> {
+        check_within(plaintext, now, 601.0)
+    }
+
+    fn check_within(plaintext: &str, now: f64, max_lifetime: f64) -> Result<String, RejectReason> {
         let binding = book_table();
         verify(
             plaintext.as_bytes(),
@@ -247,8 +287,25 @@ mod tests {
                 binding: &binding,
                 audience: Some("pyinterop-demo"),
                 principal: None,
+                max_lifetime,
             },
         )
+        .map(|v| v.state)
+    }
+
+    #[test]
+    fn a_token_minted_under_a_longer_ttl_is_refused() {
+        // The vector was minted with a 600 s TTL; a server whose own TTL is 300 s refuses it
+        // even inside its window.
+        let iat = 1782345600.5;
+        assert_eq!(
+            check_within(VECTOR_PLAINTEXT, iat + 10.0, 301.0),
+            Err(RejectReason::Lifetime)
+        );
+        assert_eq!(
+            check_within(VECTOR_PLAINTEXT, iat + 10.0, 601.0).as_deref(),
+            Ok("pick-region-v1")
+        );
     }
 
     #[test]

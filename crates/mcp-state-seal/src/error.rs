@@ -117,6 +117,10 @@ pub enum RejectReason {
     PrincipalDrift,
     /// The principal claim was minted for another principal.
     Principal,
+    /// `exp - iat` is longer than this server's TTL (a token minted under a longer TTL).
+    Lifetime,
+    /// The replay guard has seen this token before, or it carries no `jti` to check.
+    Replayed,
 }
 
 impl RejectReason {
@@ -136,6 +140,8 @@ impl RejectReason {
             Self::PrincipalBinding => "principal binding error",
             Self::PrincipalDrift => "principal drift",
             Self::Principal => "principal",
+            Self::Lifetime => "valid for longer than this server's TTL",
+            Self::Replayed => "already used (replay guard)",
         }
     }
 }
@@ -166,6 +172,12 @@ pub enum KeyError {
         /// Position of its first occurrence.
         duplicate_of: usize,
     },
+    /// No key could be derived from `keys[index]` (HKDF failed): the ring is refused
+    /// rather than built with a key nobody chose.
+    Derivation {
+        /// Position of the key in the list given.
+        index: usize,
+    },
 }
 
 impl fmt::Display for KeyError {
@@ -187,6 +199,11 @@ impl fmt::Display for KeyError {
                 f,
                 "keys[{index}] duplicates keys[{duplicate_of}]: every key in the request-state \
                  ring must be different (remove the repeated one)"
+            ),
+            Self::Derivation { index } => write!(
+                f,
+                "no AES key could be derived from keys[{index}] (HKDF failed); the key ring was \
+                 not built"
             ),
         }
     }

@@ -7,6 +7,7 @@ use std::fmt;
 use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use ring::rand::{SecureRandom, SystemRandom};
 use ring::{digest, hkdf};
+use zeroize::{Zeroize, Zeroizing};
 
 use crate::b64url;
 use crate::codec::Codec;
@@ -83,7 +84,7 @@ impl KeyRing {
                     len: secret.len(),
                 });
             }
-            let aes_key = derive_aes_key(secret);
+            let aes_key = derive_aes_key(secret).ok_or(KeyError::Derivation { index })?;
             let kid = kid_of(&aes_key);
             // Keys are told apart by kid, as in the Python SDK: unsealing looks keys
             // up by kid, so two secrets with one kid could not share a ring anyway.
@@ -93,8 +94,9 @@ impl KeyRing {
                     duplicate_of,
                 });
             }
-            let key = UnboundKey::new(&AES_256_GCM, &aes_key)
+            let key = UnboundKey::new(&AES_256_GCM, &aes_key[..])
                 .expect("a 32-byte key is always valid for AES-256-GCM");
+            drop(aes_key);
             slots.push(Slot {
                 kid,
                 key: LessSafeKey::new(key),
@@ -121,7 +123,7 @@ impl KeyRing {
             .fill(&mut secret)
             .expect("the operating system's random number generator failed");
         let ring = Self::new([secret]);
-        secret.fill(0);
+        secret.zeroize();
         // One 32-byte secret can be neither short, duplicate nor missing.
         ring.expect("a single 32-byte key is a valid ring")
     }
@@ -246,14 +248,16 @@ impl hkdf::KeyType for Len32 {
     }
 }
 
-fn derive_aes_key(secret: &[u8]) -> [u8; 32] {
+/// The AES key of a secret, wiped when dropped; `None` if HKDF fails (it cannot for 32
+/// bytes, but a key of zeros must never be the fallback).
+fn derive_aes_key(secret: &[u8]) -> Option<Zeroizing<[u8; 32]>> {
     let prk = hkdf::Salt::new(hkdf::HKDF_SHA256, &[]).extract(secret);
-    let mut key = [0u8; 32];
-    // 32 bytes is far below HKDF-SHA256's limit of 255 * 32, so neither step fails.
-    if let Ok(okm) = prk.expand(&[HKDF_INFO], Len32) {
-        let _ = okm.fill(&mut key);
-    }
-    key
+    let mut key = Zeroizing::new([0u8; 32]);
+    prk.expand(&[HKDF_INFO], Len32)
+        .ok()?
+        .fill(&mut key[..])
+        .ok()?;
+    Some(key)
 }
 
 fn kid_of(aes_key: &[u8; 32]) -> [u8; KID_LEN] {
@@ -288,8 +292,8 @@ mod tests {
             ),
         ];
         for (secret, aes_key_hex, kid_hex) in cases {
-            let key = derive_aes_key(secret.as_bytes());
-            assert_eq!(hex(&key), aes_key_hex);
+            let key = derive_aes_key(secret.as_bytes()).unwrap();
+            assert_eq!(hex(&key[..]), aes_key_hex);
             assert_eq!(hex(&kid_of(&key)), kid_hex);
             let ring = KeyRing::new([secret]).unwrap();
             assert_eq!(hex(&ring.kids().next().unwrap()), kid_hex);

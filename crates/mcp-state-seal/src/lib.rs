@@ -61,6 +61,7 @@ mod policy;
 mod principal;
 mod pyjson;
 mod question;
+mod replay;
 mod scan;
 
 pub use binding::{
@@ -79,6 +80,7 @@ pub use policy::{DEFAULT_TTL, RequestStateSecurity};
 pub use principal::{Principal, PrincipalSource};
 pub use pyjson::compact_json;
 pub use question::QuestionDigest;
+pub use replay::{DEFAULT_SEEN_CAPACITY, MemorySeenStore, SeenFuture, SeenStore};
 
 /// Fills `bytes` from the operating system's secure random source (for callers that need
 /// unguessable identifiers, such as session ids, without a dependency of their own).

@@ -13,6 +13,7 @@ use crate::codec::Codec;
 use crate::error::{BindPrincipalError, ConfigError, KeyError};
 use crate::keyring::KeyRing;
 use crate::principal::{Principal, PrincipalBinding, PrincipalSource};
+use crate::replay::SeenStore;
 
 /// How long a sealed state stays valid unless configured: ten minutes of think
 /// time per round.
@@ -52,6 +53,7 @@ pub struct RequestStateSecurity {
     ttl: Duration,
     audience: AudienceChoice,
     principal: PrincipalBinding,
+    replay: Option<Arc<dyn SeenStore>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,7 +107,20 @@ impl RequestStateSecurity {
             ttl: DEFAULT_TTL,
             audience: AudienceChoice::ServerName,
             principal: PrincipalBinding::default(),
+            replay: None,
         }
+    }
+
+    /// Turns on the replay guard: every sealed state carries a unique `jti` claim, and
+    /// `store` accepts each one once, so a captured state (the final round of a confirmed
+    /// `deploy`, say) cannot be sent again within its TTL. Off by default: tokens then
+    /// carry no `jti` and stay byte-compatible with the Python SDK's; with the guard on,
+    /// states minted without a `jti` (by Python instances, or before the switch) are
+    /// refused. A fleet shares one store (see [`SeenStore`]).
+    #[must_use]
+    pub fn replay_guard(mut self, store: impl SeenStore + 'static) -> Self {
+        self.replay = Some(Arc::new(store));
+        self
     }
 
     /// How long a sealed state stays valid after each round: it limits the think
@@ -203,6 +218,7 @@ impl RequestStateSecurity {
             audience,
             principal: self.principal.clone(),
             rng: SystemRandom::new(),
+            replay: self.replay.clone(),
         })
     }
 }

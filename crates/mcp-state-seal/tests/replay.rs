@@ -329,3 +329,77 @@ fn the_default_principal_is_the_authenticated_one() {
         None
     );
 }
+
+/// Runs a future that is ready at once (the in-memory seen-store never waits).
+fn ready<F: std::future::Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match future.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(output) => output,
+        std::task::Poll::Pending => panic!("the in-memory store waited"),
+    }
+}
+
+#[test]
+fn with_the_replay_guard_a_state_is_accepted_once() {
+    let guarded = RequestStateSecurity::keys([KEY])
+        .unwrap()
+        .replay_guard(mcp_state_seal::MemorySeenStore::new())
+        .bind(Some("orders"))
+        .unwrap();
+    assert!(guarded.guards_replay());
+    let args = args();
+    let binding = RequestBinding::new("tools/call", "provision", Some(&args));
+    let token = guarded.seal(&binding, "confirmed", None).unwrap();
+    assert_eq!(
+        ready(guarded.unseal_once(&binding, &token, None)).unwrap(),
+        "confirmed"
+    );
+    assert_reason(
+        ready(guarded.unseal_once(&binding, &token, None)),
+        RejectReason::Replayed,
+    );
+    // Each seal is a fresh token id: the next round is accepted.
+    let next = guarded.seal(&binding, "confirmed", None).unwrap();
+    assert_eq!(
+        ready(guarded.unseal_once(&binding, &next, None)).unwrap(),
+        "confirmed"
+    );
+    // A state minted without the guard (or by the Python SDK) has no id to check: refused.
+    let unguarded = fleet("orders");
+    let legacy = unguarded.seal(&binding, "confirmed", None).unwrap();
+    assert_reason(
+        ready(guarded.unseal_once(&binding, &legacy, None)),
+        RejectReason::Replayed,
+    );
+    // With the guard off nothing changes: the same token verifies as often as it comes.
+    for _ in 0..2 {
+        assert_eq!(
+            ready(unguarded.unseal_once(&binding, &legacy, None)).unwrap(),
+            "confirmed"
+        );
+    }
+}
+
+#[test]
+fn a_token_minted_under_a_longer_ttl_is_refused_by_a_stricter_member() {
+    let args = args();
+    let binding = RequestBinding::new("tools/call", "provision", Some(&args));
+    let lax = RequestStateSecurity::keys([KEY])
+        .unwrap()
+        .ttl(Duration::from_secs(3600))
+        .bind(Some("orders"))
+        .unwrap();
+    let strict = fleet("orders");
+    let t0 = SystemTime::now();
+    let token = lax.seal_at(t0, &binding, "state", None).unwrap();
+    assert_reason(
+        strict.unseal_at(t0 + Duration::from_secs(1), &binding, &token, None),
+        RejectReason::Lifetime,
+    );
+    assert_eq!(
+        lax.unseal_at(t0 + Duration::from_secs(1), &binding, &token, None)
+            .unwrap(),
+        "state"
+    );
+}

@@ -5,6 +5,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -12,19 +13,96 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use mcp_server_core::ResponseStream;
 use mcp_types::JsonRpcMessage;
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
 /// How often an open SSE stream gets a keep-alive comment.
 pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 enum Source {
     Request(ResponseStream),
-    Session(mpsc::UnboundedReceiver<JsonRpcMessage>),
+    Session(SessionStream),
+}
+
+/// Where a legacy session's unsolicited messages wait between GET streams: one stream at a
+/// time takes the receiver and gives it back when it ends, so a client can reopen it.
+pub(crate) struct StreamSlot {
+    rx: Mutex<Option<mpsc::Receiver<JsonRpcMessage>>>,
+    last_seen: Mutex<tokio::time::Instant>,
+}
+
+impl StreamSlot {
+    pub(crate) fn new(rx: mpsc::Receiver<JsonRpcMessage>) -> Self {
+        StreamSlot {
+            rx: Mutex::new(Some(rx)),
+            last_seen: Mutex::new(tokio::time::Instant::now()),
+        }
+    }
+
+    /// Whether a GET stream holds the receiver now (the session is in use).
+    pub(crate) fn is_open(&self) -> bool {
+        self.rx.lock().map(|rx| rx.is_none()).unwrap_or(false)
+    }
+
+    pub(crate) fn last_seen(&self) -> tokio::time::Instant {
+        self.last_seen
+            .lock()
+            .map(|t| *t)
+            .unwrap_or_else(|_| tokio::time::Instant::now())
+    }
+
+    pub(crate) fn touch(&self) {
+        if let Ok(mut t) = self.last_seen.lock() {
+            *t = tokio::time::Instant::now();
+        }
+    }
+
+    /// Opens the GET stream, ending when `closed` resolves; `None` while another is open.
+    pub(crate) fn open(
+        self: &Arc<Self>,
+        closed: impl Future<Output = ()> + Send + 'static,
+    ) -> Option<SessionStream> {
+        let rx = self.rx.lock().ok()?.take()?;
+        Some(SessionStream {
+            slot: self.clone(),
+            rx: Some(rx),
+            closed: Box::pin(closed),
+        })
+    }
+}
+
+/// A legacy session's GET stream; dropping it hands the receiver back to its slot.
+pub(crate) struct SessionStream {
+    slot: Arc<StreamSlot>,
+    rx: Option<mpsc::Receiver<JsonRpcMessage>>,
+    closed: Pin<Box<dyn Future<Output = ()> + Send>>,
+}
+
+impl SessionStream {
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<JsonRpcMessage>> {
+        if self.closed.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        match &mut self.rx {
+            Some(rx) => rx.poll_recv(cx),
+            None => Poll::Ready(None),
+        }
+    }
+}
+
+impl Drop for SessionStream {
+    fn drop(&mut self) {
+        self.slot.touch();
+        if let (Some(rx), Ok(mut slot)) = (self.rx.take(), self.slot.rx.lock()) {
+            *slot = Some(rx);
+        }
+    }
 }
 
 /// The body of every response the MCP endpoint sends.
 pub struct McpBody {
     kind: Kind,
+    /// A capacity permit (in-flight requests) released when the body is done or dropped.
+    permit: Option<OwnedSemaphorePermit>,
 }
 
 enum Kind {
@@ -50,13 +128,17 @@ impl std::fmt::Debug for McpBody {
 impl McpBody {
     /// No body.
     pub fn empty() -> Self {
-        McpBody { kind: Kind::Empty }
+        McpBody {
+            kind: Kind::Empty,
+            permit: None,
+        }
     }
 
     /// A complete body.
     pub fn full(bytes: impl Into<Bytes>) -> Self {
         McpBody {
             kind: Kind::Full(Some(bytes.into())),
+            permit: None,
         }
     }
 
@@ -66,8 +148,14 @@ impl McpBody {
     }
 
     /// An SSE stream of a legacy session's unsolicited messages (the GET stream).
-    pub(crate) fn session_sse(rx: mpsc::UnboundedReceiver<JsonRpcMessage>) -> Self {
-        Self::sse_from(None, Source::Session(rx))
+    pub(crate) fn session_sse(stream: SessionStream) -> Self {
+        Self::sse_from(None, Source::Session(stream))
+    }
+
+    /// This body, holding `permit` until it is done.
+    pub(crate) fn holding(mut self, permit: OwnedSemaphorePermit) -> Self {
+        self.permit = Some(permit);
+        self
     }
 
     fn sse_from(first: Option<JsonRpcMessage>, source: Source) -> Self {
@@ -77,6 +165,7 @@ impl McpBody {
                 source,
                 keep_alive: Box::pin(tokio::time::sleep(KEEP_ALIVE)),
             },
+            permit: None,
         }
     }
 }
@@ -106,7 +195,7 @@ impl Body for McpBody {
                 }
                 let next = match source {
                     Source::Request(stream) => stream.poll_next(cx),
-                    Source::Session(rx) => rx.poll_recv(cx),
+                    Source::Session(stream) => stream.poll_next(cx),
                 };
                 match next {
                     Poll::Ready(Some(message)) => {

@@ -23,6 +23,7 @@ pub use auth::{AuthError, ProtectedResource, TokenVerifier, VerifiedToken};
 pub use body::{KEEP_ALIVE, McpBody};
 pub use client::{HeaderParam, HttpTransport, header_params};
 pub use server::{
-    DEFAULT_MAX_BODY, HEADER_READ_TIMEOUT, McpHttpService, SESSION_IDLE_TIMEOUT, SHUTDOWN_GRACE,
-    serve,
+    DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_MAX_SESSIONS, HEADER_READ_TIMEOUT, McpHttpService, SESSION_IDLE_TIMEOUT,
+    SHUTDOWN_GRACE, serve,
 };

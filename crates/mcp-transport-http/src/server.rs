@@ -2,9 +2,14 @@
 //! validated in the digest's order; legacy clients get `initialize` + `Mcp-Session-Id`
 //! sessions with server-to-client requests on the POST's SSE stream.
 
+// A stage's refusal is the response itself, built once per refused request: boxing it would
+// only add an allocation.
+#![allow(clippy::result_large_err)]
+
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,6 +18,7 @@ use http_body::Body;
 use http_body_util::{BodyExt, Limited};
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
+use mcp_server_core::seal::Principal;
 use mcp_server_core::{
     LEGACY_VERSIONS, MODERN_VERSIONS, ResponseStream, Service, Session, TransportContext,
 };
@@ -20,10 +26,10 @@ use mcp_types::jsonrpc::{ErrorResponseId, MessageErrorKind};
 use mcp_types::{ErrorCode, ErrorObject, JsonObject, JsonRpcError, JsonRpcMessage, RequestId};
 use serde_json::Value;
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
+use tokio::sync::Semaphore;
 
 use crate::auth::{AuthError, ProtectedResource, TokenVerifier};
-use crate::body::McpBody;
+use crate::body::{McpBody, StreamSlot};
 use crate::headers;
 
 /// The largest request body accepted unless configured (413 beyond).
@@ -34,12 +40,20 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub const SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// How long graceful shutdown waits for requests in flight.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+/// The most live legacy sessions unless configured (503 beyond).
+pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
+/// The most open connections unless configured (503 and close beyond).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 2_048;
+/// The most POSTs being answered at once unless configured (503 beyond).
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 1_024;
+/// How long a client may take to send its request body unless configured (408 beyond).
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A legacy session on this endpoint.
+/// A legacy session on this endpoint, bound to the principal that opened it.
 struct LegacySession {
     session: Session,
-    unsolicited: Mutex<Option<mpsc::UnboundedReceiver<JsonRpcMessage>>>,
-    last_seen: Mutex<tokio::time::Instant>,
+    principal: Option<Principal>,
+    stream: Arc<StreamSlot>,
 }
 
 struct Inner {
@@ -51,6 +65,12 @@ struct Inner {
     protected: Option<Arc<ProtectedResource>>,
     sessions: Mutex<HashMap<String, Arc<LegacySession>>>,
     session_idle: Duration,
+    max_sessions: usize,
+    max_connections: usize,
+    in_flight: Arc<Semaphore>,
+    max_in_flight: usize,
+    body_timeout: Duration,
+    sweeper: AtomicBool,
 }
 
 /// The MCP endpoint as a hyper and `tower` service: mount it in axum (`route_service`) or
@@ -103,6 +123,12 @@ impl McpHttpService {
                 protected: None,
                 sessions: Mutex::new(HashMap::new()),
                 session_idle: SESSION_IDLE_TIMEOUT,
+                max_sessions: DEFAULT_MAX_SESSIONS,
+                max_connections: DEFAULT_MAX_CONNECTIONS,
+                in_flight: Arc::new(Semaphore::new(DEFAULT_MAX_IN_FLIGHT)),
+                max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+                body_timeout: DEFAULT_BODY_TIMEOUT,
+                sweeper: AtomicBool::new(false),
             }),
         }
     }
@@ -117,8 +143,15 @@ impl McpHttpService {
             protected: arc.protected.clone(),
             sessions: Mutex::new(HashMap::new()),
             session_idle: arc.session_idle,
+            max_sessions: arc.max_sessions,
+            max_connections: arc.max_connections,
+            in_flight: Arc::new(Semaphore::new(arc.max_in_flight)),
+            max_in_flight: arc.max_in_flight,
+            body_timeout: arc.body_timeout,
+            sweeper: AtomicBool::new(false),
         });
         f(&mut inner);
+        inner.in_flight = Arc::new(Semaphore::new(inner.max_in_flight));
         McpHttpService {
             inner: Arc::new(inner),
         }
@@ -144,6 +177,30 @@ impl McpHttpService {
     /// The largest request body accepted (413 beyond).
     pub fn max_body(self, bytes: usize) -> Self {
         self.map(|i| i.max_body = bytes)
+    }
+
+    /// The most live legacy sessions (default 10,000). An `initialize` beyond it, once idle
+    /// sessions are swept, is answered `503 "Too many sessions; try again later"`.
+    pub fn max_sessions(self, sessions: usize) -> Self {
+        self.map(|i| i.max_sessions = sessions)
+    }
+
+    /// The most open connections [`serve_with_shutdown`](Self::serve_with_shutdown) keeps
+    /// (default 2,048). One more is answered `503 "Too many connections"` and closed.
+    pub fn max_connections(self, connections: usize) -> Self {
+        self.map(|i| i.max_connections = connections.max(1))
+    }
+
+    /// The most POSTs answered at once, SSE answers included until they end (default 1,024).
+    /// One more is answered `503 "Too many requests in flight; retry shortly"`.
+    pub fn max_in_flight(self, requests: usize) -> Self {
+        self.map(|i| i.max_in_flight = requests.max(1))
+    }
+
+    /// How long a client may take to send a request body once its headers arrived (default
+    /// 30 s); `408 "The request body did not arrive in time"` beyond.
+    pub fn body_timeout(self, timeout: Duration) -> Self {
+        self.map(|i| i.body_timeout = timeout)
     }
 
     /// Protects the endpoint: every request needs an `Authorization: Bearer` token that
@@ -189,20 +246,33 @@ impl McpHttpService {
     ) -> std::io::Result<()> {
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
         let path: Arc<str> = Arc::from(path);
+        let connections = Arc::new(Semaphore::new(self.inner.max_connections));
+        let mut backoff = ACCEPT_BACKOFF_MIN;
         tokio::pin!(shutdown);
         loop {
             let (stream, peer) = tokio::select! {
                 accepted = listener.accept() => match accepted {
                     Ok(accepted) => {
+                        backoff = ACCEPT_BACKOFF_MIN;
                         crate::net::accepted(&accepted.0);
                         accepted
                     }
                     Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
+                        // Out of descriptors fails again at once: wait instead of spinning.
+                        tracing::warn!(error = %e, retry_in = ?backoff, "accept failed");
+                        tokio::select! {
+                            () = tokio::time::sleep(backoff) => {}
+                            () = &mut shutdown => break,
+                        }
+                        backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
                         continue;
                     }
                 },
                 () = &mut shutdown => break,
+            };
+            let Ok(permit) = connections.clone().try_acquire_owned() else {
+                tokio::spawn(refuse_connection(stream));
+                continue;
             };
             let endpoint = self.clone();
             let path = path.clone();
@@ -232,10 +302,12 @@ impl McpHttpService {
                 if let Err(e) = connection.await {
                     tracing::debug!(%peer, error = %e, "connection ended with an error");
                 }
+                drop(permit);
             });
         }
         drop(listener);
         self.inner.service.shutdown();
+        self.inner.close_sessions();
         if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
             .await
             .is_err()
@@ -244,6 +316,31 @@ impl McpHttpService {
         }
         Ok(())
     }
+}
+
+/// The `error_description` of every token a verifier refuses, whatever its reason.
+const VERIFIER_REFUSAL: &str = "the access token is not valid";
+
+const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(50);
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// The answer of a connection beyond the cap: one 503, then close (bounded in time).
+async fn refuse_connection(stream: tokio::net::TcpStream) {
+    const REFUSAL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nretry-after: 1\r\ncontent-length: 20\r\nconnection: close\r\n\r\nToo many connections";
+    let write = async {
+        let mut rest = REFUSAL;
+        while !rest.is_empty() {
+            if stream.writable().await.is_err() {
+                return;
+            }
+            match stream.try_write(rest) {
+                Ok(n) => rest = &rest[n..],
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => return,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
 }
 
 /// Serves `service` at `http://{addr}/mcp` until the process ends.
@@ -435,100 +532,44 @@ fn ring_fill(bytes: &mut [u8]) -> Result<(), ()> {
 }
 
 impl Inner {
-    async fn handle<B>(&self, request: Request<B>) -> Response<McpBody>
+    /// One request through the pipeline: check where it comes from, authenticate, check its
+    /// headers, read its body under the limits, route it by era, respond.
+    async fn handle<B>(self: &Arc<Self>, request: Request<B>) -> Response<McpBody>
     where
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let (parts, body) = request.into_parts();
-        // DNS-rebinding protection: a browser page elsewhere must not reach a local server.
-        if let Some(origin) = parts
-            .headers
-            .get(header::ORIGIN)
-            .and_then(|o| o.to_str().ok())
-        {
-            let allowed = match &self.allowed_origins {
-                Some(list) => list.iter().any(|o| o == origin),
-                None => local_origin(origin),
-            };
-            if !allowed {
-                return plain(StatusCode::FORBIDDEN, "Invalid Origin header");
-            }
+        let cors_origin = match self.check_origin_and_host(&parts) {
+            Ok(origin) => origin,
+            Err(refused) => return refused,
+        };
+        let mut response = self.serve(parts, body, cors_origin.is_some()).await;
+        if let Some(origin) = cors_origin {
+            cors_headers(response.headers_mut(), &origin);
         }
-        if let Some(host) = parts
-            .headers
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-        {
-            let allowed = match &self.allowed_hosts {
-                Some(list) => list.iter().any(|h| h == host),
-                None => local_host(host),
-            };
-            if !allowed {
-                return plain(StatusCode::MISDIRECTED_REQUEST, "Invalid Host header");
-            }
+        response
+    }
+
+    async fn serve<B>(
+        self: &Arc<Self>,
+        parts: hyper::http::request::Parts,
+        body: B,
+        cors: bool,
+    ) -> Response<McpBody>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        if let Some(metadata) = self.metadata(&parts) {
+            return metadata;
         }
-        if let Some(protected) = &self.protected
-            && parts.uri.path() == protected.metadata_path()
-        {
-            return match parts.method {
-                Method::GET | Method::HEAD => {
-                    let mut response =
-                        Response::new(McpBody::full(protected.document().to_string()));
-                    response.headers_mut().insert(
-                        header::CONTENT_TYPE,
-                        HeaderValue::from_static("application/json"),
-                    );
-                    response
-                }
-                _ => not_allowed(),
-            };
+        if parts.method == Method::OPTIONS && cors {
+            return preflight(&parts.headers);
         }
-        let principal = match (&self.verifier, &self.protected) {
-            (Some(verifier), Some(protected)) => {
-                let token = parts
-                    .headers
-                    .get(header::AUTHORIZATION)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| {
-                        v.get(..7)
-                            .filter(|scheme| scheme.eq_ignore_ascii_case("bearer "))
-                            .map(|_| v[7..].trim())
-                    })
-                    .filter(|t| !t.is_empty());
-                let verified = match token {
-                    None => Err(AuthError::Missing),
-                    Some(token) => match verifier.verify(token).await {
-                        Ok(verified) => protected.admit(&verified).map(|()| verified.principal),
-                        Err(e) => Err(e),
-                    },
-                };
-                match verified {
-                    Ok(principal) => Some(principal),
-                    Err(e) => {
-                        tracing::debug!(reason = %e, "request refused");
-                        let status = match e {
-                            AuthError::InsufficientScope(_) => StatusCode::FORBIDDEN,
-                            _ => StatusCode::UNAUTHORIZED,
-                        };
-                        let mut response = plain(
-                            status,
-                            if status == StatusCode::FORBIDDEN {
-                                "Forbidden"
-                            } else {
-                                "Unauthorized"
-                            },
-                        );
-                        if let Ok(value) = HeaderValue::from_str(&protected.challenge(&e)) {
-                            response
-                                .headers_mut()
-                                .insert(header::WWW_AUTHENTICATE, value);
-                        }
-                        return response;
-                    }
-                }
-            }
-            _ => None,
+        let principal = match self.authenticate(&parts.headers).await {
+            Ok(principal) => principal,
+            Err(refused) => return refused,
         };
         let session_id = match header_str(&parts.headers, headers::SESSION_ID) {
             Ok(id) => id.map(str::to_owned),
@@ -536,92 +577,217 @@ impl Inner {
         };
         match parts.method {
             Method::POST => {}
-            Method::GET => return self.get(session_id.as_deref()),
-            Method::DELETE => return self.delete(session_id.as_deref()),
+            Method::GET => return self.get(session_id.as_deref(), principal.as_ref()),
+            Method::DELETE => return self.delete(session_id.as_deref(), principal.as_ref()),
             _ => return not_allowed(),
         }
-        let content_type = parts
-            .headers
-            .get(header::CONTENT_TYPE)
+        if let Err(refused) = check_post_headers(&parts.headers) {
+            return refused;
+        }
+        // Held until the answer is sent: the whole exchange counts against the cap.
+        let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
+            return busy("Too many requests in flight; retry shortly");
+        };
+        let bytes = match self.read_body(body).await {
+            Ok(bytes) => bytes,
+            Err(refused) => return refused,
+        };
+        let message = match parse_message(&bytes) {
+            Ok(message) => message,
+            Err(refused) => return refused,
+        };
+        drop(bytes);
+        let request_headers = Arc::new(parts.headers);
+        let incoming = Incoming {
+            sse: accepts(&request_headers, "text/event-stream"),
+            transport: TransportContext {
+                principal,
+                context: Some(request_headers.clone()),
+            },
+            headers: request_headers,
+        };
+        self.route(message, incoming, session_id)
+            .await
+            .map(|body| body.holding(permit))
+    }
+
+    /// DNS-rebinding protection: a browser page elsewhere must not reach a local server. A
+    /// value that is not text, or a missing `Host`, is refused like a foreign one. Answers the
+    /// origin to echo in CORS headers, when origins are configured and this one is listed.
+    fn check_origin_and_host(
+        &self,
+        parts: &hyper::http::request::Parts,
+    ) -> Result<Option<String>, Response<McpBody>> {
+        let mut cors = None;
+        if let Some(origin) = parts.headers.get(header::ORIGIN) {
+            let refused = || plain(StatusCode::FORBIDDEN, "Invalid Origin header");
+            let origin = origin.to_str().map_err(|_| refused())?;
+            let allowed = match &self.allowed_origins {
+                Some(list) => list.iter().any(|o| o == origin),
+                None => local_origin(origin),
+            };
+            if !allowed {
+                return Err(refused());
+            }
+            if self.allowed_origins.is_some() {
+                cors = Some(origin.to_owned());
+            }
+        }
+        let refused = || plain(StatusCode::MISDIRECTED_REQUEST, "Invalid Host header");
+        let host = match parts.headers.get(header::HOST) {
+            Some(host) => host.to_str().map_err(|_| refused())?,
+            None => match parts.uri.authority() {
+                Some(authority) => authority.as_str(),
+                None => {
+                    return Err(plain(
+                        StatusCode::MISDIRECTED_REQUEST,
+                        "Missing Host header",
+                    ));
+                }
+            },
+        };
+        let allowed = match &self.allowed_hosts {
+            Some(list) => list.iter().any(|h| h == host),
+            None => local_host(host),
+        };
+        if !allowed {
+            return Err(refused());
+        }
+        Ok(cors)
+    }
+
+    /// The protected resource metadata document, when this request asks for it.
+    fn metadata(&self, parts: &hyper::http::request::Parts) -> Option<Response<McpBody>> {
+        let protected = self.protected.as_ref()?;
+        if parts.uri.path() != protected.metadata_path() {
+            return None;
+        }
+        Some(match parts.method {
+            Method::GET | Method::HEAD => {
+                let mut response = Response::new(McpBody::full(protected.document().to_string()));
+                response.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                );
+                response
+            }
+            _ => not_allowed(),
+        })
+    }
+
+    /// The bearer check, before anything else of the request is looked at. The verifier's
+    /// reason is logged at debug only: it may name internal hosts.
+    async fn authenticate(
+        &self,
+        headers: &HeaderMap,
+    ) -> Result<Option<Principal>, Response<McpBody>> {
+        let (Some(verifier), Some(protected)) = (&self.verifier, &self.protected) else {
+            return Ok(None);
+        };
+        let token = headers
+            .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
-        if !content_type.trim_start().starts_with("application/json") {
-            return plain(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "Content-Type must be application/json",
-            );
+            .and_then(|v| {
+                v.get(..7)
+                    .filter(|scheme| scheme.eq_ignore_ascii_case("bearer "))
+                    .map(|_| v[7..].trim())
+            })
+            .filter(|t| !t.is_empty());
+        let verified = match token {
+            None => Err(AuthError::Missing),
+            Some(token) => match verifier.verify(token).await {
+                Ok(verified) => protected.admit(&verified).map(|()| verified.principal),
+                // The verifier's own words may name internal hosts: they stay in the log.
+                Err(AuthError::InvalidToken(why)) => {
+                    tracing::debug!(reason = %why, "the verifier refused a token");
+                    Err(AuthError::InvalidToken(VERIFIER_REFUSAL.to_owned()))
+                }
+                Err(e) => Err(e),
+            },
+        };
+        let e = match verified {
+            Ok(principal) => return Ok(Some(principal)),
+            Err(e) => e,
+        };
+        tracing::debug!(reason = %e, "request refused");
+        let status = match e {
+            AuthError::InsufficientScope(_) => StatusCode::FORBIDDEN,
+            _ => StatusCode::UNAUTHORIZED,
+        };
+        let mut response = plain(
+            status,
+            if status == StatusCode::FORBIDDEN {
+                "Forbidden"
+            } else {
+                "Unauthorized"
+            },
+        );
+        if let Ok(value) = HeaderValue::from_str(&protected.challenge(&e)) {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, value);
         }
-        if !accepts(&parts.headers, "application/json")
-            && !accepts(&parts.headers, "text/event-stream")
-        {
-            return plain(
-                StatusCode::NOT_ACCEPTABLE,
-                "Accept must include application/json and text/event-stream",
-            );
-        }
-        let bytes = match Limited::new(body, self.max_body).collect().await {
-            Ok(collected) => collected.to_bytes(),
-            Err(e)
+        Err(response)
+    }
+
+    /// The body, within the size cap (413) and the read deadline (408): a client that sends
+    /// it slowly holds a connection and a buffer only that long.
+    async fn read_body<B>(&self, body: B) -> Result<Bytes, Response<McpBody>>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let read = Limited::new(body, self.max_body).collect();
+        match tokio::time::timeout(self.body_timeout, read).await {
+            Err(_) => Err(plain(
+                StatusCode::REQUEST_TIMEOUT,
+                "The request body did not arrive in time",
+            )),
+            Ok(Ok(collected)) => Ok(collected.to_bytes()),
+            Ok(Err(e))
                 if e.downcast_ref::<http_body_util::LengthLimitError>()
                     .is_some() =>
             {
-                return plain(StatusCode::PAYLOAD_TOO_LARGE, "Request body too large");
+                Err(plain(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "Request body too large",
+                ))
             }
-            Err(e) => {
+            Ok(Err(e)) => {
                 tracing::debug!(error = %e, "reading the request body failed");
-                return plain(StatusCode::BAD_REQUEST, "Could not read the request body");
+                Err(plain(
+                    StatusCode::BAD_REQUEST,
+                    "Could not read the request body",
+                ))
             }
-        };
-        let message = match JsonRpcMessage::from_slice(&bytes) {
-            Ok(message) => message,
-            Err(e) => {
-                let error_message = match e.kind {
-                    MessageErrorKind::Parse => "Parse error".to_owned(),
-                    MessageErrorKind::InvalidRequest => e.message.clone(),
-                };
-                let response = JsonRpcError {
-                    id: e
-                        .id
-                        .clone()
-                        .map_or(ErrorResponseId::Null, ErrorResponseId::Id),
-                    error: ErrorObject::new(e.code(), error_message),
-                    extra: JsonObject::new(),
-                };
-                return json(StatusCode::BAD_REQUEST, &JsonRpcMessage::Error(response));
-            }
-        };
-        // The headers move into the context the handlers see; the checks below borrow them.
-        let request_headers = Arc::new(parts.headers);
-        let sse = accepts(&request_headers, "text/event-stream");
-        let transport = TransportContext {
-            principal,
-            context: Some(request_headers.clone()),
-        };
-
-        if let Some(id) = session_id {
-            let Some(session) = self.session(&id) else {
-                return plain(StatusCode::NOT_FOUND, "Session not found");
-            };
-            return legacy(&session.session, message, sse).await;
         }
-        let version_header = match header_str(&request_headers, headers::PROTOCOL_VERSION) {
-            Ok(v) => v.map(str::to_owned),
-            Err(e) => return error(message.id().cloned(), ErrorObject::header_mismatch(e)),
-        };
-        let handshake_header = version_header
-            .as_deref()
-            .is_some_and(|v| LEGACY_VERSIONS.contains(&v));
+    }
+
+    /// Era routing. A request carrying the 2026-07-28 envelope is stateless: it is checked and
+    /// served the same with or without `Mcp-Session-Id`, which it never depends on. Anything
+    /// else with a session id belongs to that legacy session; an `initialize` opens one.
+    async fn route(
+        self: &Arc<Self>,
+        message: JsonRpcMessage,
+        incoming: Incoming,
+        session_id: Option<String>,
+    ) -> Response<McpBody> {
         let request = match message {
             JsonRpcMessage::Request(request) => request,
-            JsonRpcMessage::Notification(_) => return accepted(),
-            _ => {
-                return error(
-                    None,
-                    ErrorObject::new(
-                        ErrorCode::INVALID_REQUEST,
-                        "a response is only accepted on a 2025-11-25 session",
+            other => {
+                if let Some(id) = session_id {
+                    return self.in_session(&id, other, incoming).await;
+                }
+                return match other {
+                    JsonRpcMessage::Notification(_) => accepted(),
+                    _ => error(
+                        None,
+                        ErrorObject::new(
+                            ErrorCode::INVALID_REQUEST,
+                            "a response is only accepted on a 2025-11-25 session",
+                        ),
                     ),
-                );
+                };
             }
         };
         let probe: ParamsProbe = request
@@ -635,51 +801,153 @@ impl Inner {
             .and_then(|m| m.protocol_version.as_ref())
             .and_then(Value::as_str)
             .map(str::to_owned);
-        // Legacy clients open a session with `initialize` and no modern header or envelope.
-        if request.method == mcp_types::methods::INITIALIZE
-            && meta_version.is_none()
-            && (version_header.is_none() || handshake_header)
+        if meta_version.is_none()
+            && let Some(id) = session_id
         {
-            return self.initialize(request, transport, sse).await;
+            return self
+                .in_session(&id, JsonRpcMessage::Request(request), incoming)
+                .await;
         }
-        if handshake_header && meta_version.is_none() {
-            return plain(StatusCode::BAD_REQUEST, "Bad Request: Missing session ID");
-        }
-        // The 2026-07-28 pipeline: envelope, header vs envelope, version, routing headers.
-        if let Some(meta_version) = &meta_version {
-            match &version_header {
-                None => {
-                    return error(
-                        Some(request.id),
-                        ErrorObject::header_mismatch("the MCP-Protocol-Version header is required"),
-                    );
-                }
-                Some(header) if header != meta_version => {
-                    return error(
-                        Some(request.id),
-                        ErrorObject::header_mismatch(
-                            "mcp-protocol-version header does not match the request envelope's protocol version",
-                        ),
-                    );
-                }
-                Some(_) => {}
-            }
-            if MODERN_VERSIONS.contains(&meta_version.as_str())
-                && let Err(mismatch) =
-                    check_routing_headers(&request_headers, &request.method, &probe)
+        let version_header = match header_str(&incoming.headers, headers::PROTOCOL_VERSION) {
+            Ok(v) => v.map(str::to_owned),
+            Err(e) => return error(Some(request.id), ErrorObject::header_mismatch(e)),
+        };
+        let handshake_header = version_header
+            .as_deref()
+            .is_some_and(|v| LEGACY_VERSIONS.contains(&v));
+        let Some(meta_version) = meta_version else {
+            // Legacy clients open a session with `initialize` and no modern header or envelope.
+            if request.method == mcp_types::methods::INITIALIZE
+                && (version_header.is_none() || handshake_header)
             {
-                return error(Some(request.id), ErrorObject::header_mismatch(mismatch));
+                return self.initialize(request, incoming).await;
+            }
+            if handshake_header {
+                return plain(StatusCode::BAD_REQUEST, "Bad Request: Missing session ID");
+            }
+            // The service answers the missing envelope.
+            return respond(
+                self.service.handle_modern(request, incoming.transport),
+                incoming.sse,
+            )
+            .await;
+        };
+        if let Err(mismatch) = self.check_modern_headers(
+            &incoming.headers,
+            &request,
+            &probe,
+            &meta_version,
+            version_header.as_deref(),
+        ) {
+            return error(Some(request.id), mismatch);
+        }
+        respond(
+            self.service.handle_modern(request, incoming.transport),
+            incoming.sse,
+        )
+        .await
+    }
+
+    /// The 2026-07-28 header checks, in the digest's order: `MCP-Protocol-Version` present
+    /// and equal to the envelope's, then (for a version this server speaks) `Mcp-Method`,
+    /// `Mcp-Name` and the tool's `Mcp-Param-*` headers against the body.
+    fn check_modern_headers(
+        &self,
+        headers: &HeaderMap,
+        request: &mcp_types::JsonRpcRequest,
+        probe: &ParamsProbe,
+        meta_version: &str,
+        version_header: Option<&str>,
+    ) -> Result<(), ErrorObject> {
+        match version_header {
+            None => {
+                return Err(ErrorObject::header_mismatch(
+                    "the MCP-Protocol-Version header is required",
+                ));
+            }
+            Some(header) if header != meta_version => {
+                return Err(ErrorObject::header_mismatch(
+                    "mcp-protocol-version header does not match the request envelope's protocol version",
+                ));
+            }
+            Some(_) => {}
+        }
+        if !MODERN_VERSIONS.contains(&meta_version) {
+            // The service answers the unsupported version.
+            return Ok(());
+        }
+        check_routing_headers(headers, &request.method, probe)
+            .and_then(|()| self.check_param_headers(headers, request, probe))
+            .map_err(ErrorObject::header_mismatch)
+    }
+
+    /// `Mcp-Param-{Name}` against the argument it mirrors, for tools that annotate arguments
+    /// with `x-mcp-header`: present when the argument is, equal to it once decoded (integers
+    /// numerically).
+    fn check_param_headers(
+        &self,
+        headers: &HeaderMap,
+        request: &mcp_types::JsonRpcRequest,
+        probe: &ParamsProbe,
+    ) -> Result<(), String> {
+        if request.method != mcp_types::methods::TOOLS_CALL {
+            return Ok(());
+        }
+        let Some(mirrored) = probe
+            .name
+            .as_ref()
+            .and_then(Value::as_str)
+            .and_then(|name| self.service.param_headers(name))
+        else {
+            return Ok(());
+        };
+        #[derive(serde::Deserialize)]
+        struct Arguments {
+            arguments: Option<JsonObject>,
+        }
+        let arguments = request
+            .params
+            .as_deref()
+            .and_then(|p| serde_json::from_str::<Arguments>(p.get()).ok())
+            .and_then(|a| a.arguments)
+            .unwrap_or_default();
+        for param in mirrored {
+            let header_name = format!("{}{}", headers::PARAM_PREFIX, param.name);
+            let raw = header_str(headers, &header_name)?;
+            let argument = param.path.join(".");
+            let Some(value) = param.value_in(&arguments) else {
+                continue;
+            };
+            let Some(raw) = raw else {
+                return Err(format!(
+                    "the Mcp-Param-{} header is required: the body has the '{argument}' argument",
+                    param.name
+                ));
+            };
+            let decoded = headers::decode_value(raw).map_err(|e| {
+                format!("mcp-param-{} header: {e}", param.name.to_ascii_lowercase())
+            })?;
+            if !mirrors(&decoded, value) {
+                return Err(format!(
+                    "mcp-param-{} header does not match the request body's '{argument}' argument",
+                    param.name.to_ascii_lowercase()
+                ));
             }
         }
-        respond(self.service.handle_modern(request, transport), sse).await
+        Ok(())
     }
 
     async fn initialize(
-        &self,
+        self: &Arc<Self>,
         request: mcp_types::JsonRpcRequest,
-        transport: TransportContext,
-        sse: bool,
+        incoming: Incoming,
     ) -> Response<McpBody> {
+        if self.live_sessions() >= self.max_sessions {
+            self.sweep();
+            if self.live_sessions() >= self.max_sessions {
+                return busy("Too many sessions; try again later");
+            }
+        }
         let id = new_session_id();
         if id.is_empty() {
             return error(
@@ -687,66 +955,149 @@ impl Inner {
                 ErrorObject::internal("no randomness to mint a session id"),
             );
         }
-        let (session, unsolicited) = self.service.connect(transport);
+        let principal = incoming.transport.principal.clone();
+        let (session, unsolicited) = self.service.connect(incoming.transport.clone());
+        let answer = session
+            .handle_with(
+                JsonRpcMessage::Request(request),
+                incoming.transport,
+                incoming.sse,
+            )
+            .map(ResponseStream::collect);
+        let answer = match answer {
+            Some(answer) => answer.await.into_iter().next(),
+            None => None,
+        };
+        // Only a successful handshake opens a session; a refused one leaves nothing behind.
+        let Some(answer @ JsonRpcMessage::Response(_)) = answer else {
+            return match answer {
+                Some(message) => json(StatusCode::OK, &message),
+                None => accepted(),
+            };
+        };
         let session = Arc::new(LegacySession {
             session,
-            unsolicited: Mutex::new(Some(unsolicited)),
-            last_seen: Mutex::new(tokio::time::Instant::now()),
+            principal,
+            stream: Arc::new(StreamSlot::new(unsolicited)),
         });
-        let mut response = legacy(&session.session, JsonRpcMessage::Request(request), sse).await;
-        if response.status() == StatusCode::OK {
-            if let Ok(mut sessions) = self.sessions.lock() {
-                sessions.insert(id.clone(), session);
-            }
-            if let Ok(value) = HeaderValue::from_str(&id) {
-                response.headers_mut().insert(headers::SESSION_ID, value);
-            }
+        if let Ok(mut sessions) = self.sessions.lock() {
+            sessions.insert(id.clone(), session);
+        }
+        self.start_sweeper();
+        let mut response = json(StatusCode::OK, &answer);
+        if let Ok(value) = HeaderValue::from_str(&id) {
+            response.headers_mut().insert(headers::SESSION_ID, value);
         }
         response
     }
 
-    /// The live session `id`, touched; sessions idle past the timeout are closed on the way.
-    fn session(&self, id: &str) -> Option<Arc<LegacySession>> {
+    /// A message of legacy session `id`, sent by the principal that opened it.
+    async fn in_session(
+        &self,
+        id: &str,
+        message: JsonRpcMessage,
+        incoming: Incoming,
+    ) -> Response<McpBody> {
+        let Some(session) = self.session(id, incoming.transport.principal.as_ref()) else {
+            return plain(StatusCode::NOT_FOUND, "Session not found");
+        };
+        legacy(&session.session, message, incoming.transport, incoming.sse).await
+    }
+
+    fn live_sessions(&self) -> usize {
+        self.sessions.lock().map(|s| s.len()).unwrap_or(usize::MAX)
+    }
+
+    /// Closes sessions idle past the timeout (a session with its GET stream open is in use).
+    fn sweep(&self) {
         let now = tokio::time::Instant::now();
-        let mut sessions = self.sessions.lock().ok()?;
+        let Ok(mut sessions) = self.sessions.lock() else {
+            return;
+        };
         sessions.retain(|_, s| {
-            let fresh = s
-                .last_seen
-                .lock()
-                .map(|t| now.duration_since(*t) < self.session_idle)
-                .unwrap_or(false);
+            let fresh =
+                s.stream.is_open() || now.duration_since(s.stream.last_seen()) < self.session_idle;
             if !fresh {
                 s.session.close();
             }
             fresh
         });
-        let session = sessions.get(id).cloned()?;
-        if let Ok(mut t) = session.last_seen.lock() {
-            *t = now;
+    }
+
+    /// Sweeps on a timer for as long as the endpoint lives, so idle sessions go even when no
+    /// request names a session.
+    fn start_sweeper(self: &Arc<Self>) {
+        if self.sweeper.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
         }
+        let weak = Arc::downgrade(self);
+        let period =
+            (self.session_idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(inner) = weak.upgrade() else {
+                    return;
+                };
+                inner.sweep();
+            }
+        });
+    }
+
+    /// Closes every legacy session (graceful shutdown): their GET streams end.
+    fn close_sessions(&self) {
+        let drained: Vec<_> = match self.sessions.lock() {
+            Ok(mut sessions) => sessions.drain().map(|(_, s)| s).collect(),
+            Err(_) => return,
+        };
+        for session in drained {
+            session.session.close();
+        }
+    }
+
+    /// The live session `id`, touched, when `principal` is the one that opened it (anyone
+    /// else is told it does not exist).
+    fn session(&self, id: &str, principal: Option<&Principal>) -> Option<Arc<LegacySession>> {
+        let now = tokio::time::Instant::now();
+        let session = self.sessions.lock().ok()?.get(id).cloned()?;
+        if session.principal.as_ref() != principal {
+            tracing::debug!("a session id was presented by another principal");
+            return None;
+        }
+        if !session.stream.is_open()
+            && now.duration_since(session.stream.last_seen()) >= self.session_idle
+        {
+            return None;
+        }
+        session.stream.touch();
         Some(session)
     }
 
-    fn get(&self, session_id: Option<&str>) -> Response<McpBody> {
+    fn get(&self, session_id: Option<&str>, principal: Option<&Principal>) -> Response<McpBody> {
         let Some(id) = session_id else {
             return not_allowed();
         };
-        let Some(session) = self.session(id) else {
+        let Some(session) = self.session(id, principal) else {
             return plain(StatusCode::NOT_FOUND, "Session not found");
         };
-        let Some(rx) = session.unsolicited.lock().ok().and_then(|mut u| u.take()) else {
+        let Some(stream) = session.stream.open(session.session.closed()) else {
             return plain(
                 StatusCode::CONFLICT,
                 "A stream is already open for this session",
             );
         };
-        sse_response(McpBody::session_sse(rx))
+        sse_response(McpBody::session_sse(stream))
     }
 
-    fn delete(&self, session_id: Option<&str>) -> Response<McpBody> {
+    fn delete(&self, session_id: Option<&str>, principal: Option<&Principal>) -> Response<McpBody> {
         let Some(id) = session_id else {
             return not_allowed();
         };
+        if self.session(id, principal).is_none() {
+            return plain(StatusCode::NOT_FOUND, "Session not found");
+        }
         let removed = self.sessions.lock().ok().and_then(|mut s| s.remove(id));
         match removed {
             Some(session) => {
@@ -756,6 +1107,137 @@ impl Inner {
             None => plain(StatusCode::NOT_FOUND, "Session not found"),
         }
     }
+}
+
+/// What the route stage knows about a POST besides its message.
+struct Incoming {
+    headers: Arc<HeaderMap>,
+    transport: TransportContext,
+    sse: bool,
+}
+
+/// `Content-Type` and `Accept` of a POST.
+fn check_post_headers(headers: &HeaderMap) -> Result<(), Response<McpBody>> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if !content_type.trim_start().starts_with("application/json") {
+        return Err(plain(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Content-Type must be application/json",
+        ));
+    }
+    if !accepts(headers, "application/json") && !accepts(headers, "text/event-stream") {
+        return Err(plain(
+            StatusCode::NOT_ACCEPTABLE,
+            "Accept must include application/json and text/event-stream",
+        ));
+    }
+    Ok(())
+}
+
+/// The body as one JSON-RPC message, or the error the spec names (400).
+fn parse_message(bytes: &[u8]) -> Result<JsonRpcMessage, Response<McpBody>> {
+    JsonRpcMessage::from_slice(bytes).map_err(|e| {
+        let error_message = match e.kind {
+            MessageErrorKind::Parse => "Parse error".to_owned(),
+            MessageErrorKind::InvalidRequest => e.message.clone(),
+        };
+        let response = JsonRpcError {
+            id: e
+                .id
+                .clone()
+                .map_or(ErrorResponseId::Null, ErrorResponseId::Id),
+            error: ErrorObject::new(e.code(), error_message),
+            extra: JsonObject::new(),
+        };
+        json(StatusCode::BAD_REQUEST, &JsonRpcMessage::Error(response))
+    })
+}
+
+/// Whether a decoded `Mcp-Param-*` value mirrors the argument: strings exactly, integers
+/// numerically (`42.0` is `42`), booleans as `true`/`false`.
+fn mirrors(header: &str, value: &Value) -> bool {
+    match value {
+        Value::String(s) => header == s,
+        Value::Bool(b) => header == if *b { "true" } else { "false" },
+        Value::Number(n) => match (header.parse::<f64>(), n.as_f64()) {
+            (Ok(h), Some(v)) => h.is_finite() && h == v,
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// 503 with `Retry-After`, the refusal of every capacity limit.
+fn busy(text: &'static str) -> Response<McpBody> {
+    let mut response = plain(StatusCode::SERVICE_UNAVAILABLE, text);
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
+
+/// The request headers a browser client of this endpoint sends.
+const CORS_REQUEST_HEADERS: [&str; 9] = [
+    "content-type",
+    "accept",
+    "authorization",
+    "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
+    "mcp-session-id",
+    "last-event-id",
+    "cache-control",
+];
+
+fn cors_headers(headers: &mut HeaderMap, origin: &str) {
+    if let Ok(origin) = HeaderValue::from_str(origin) {
+        headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        headers.insert(header::VARY, HeaderValue::from_static("Origin"));
+        headers.insert(
+            header::ACCESS_CONTROL_EXPOSE_HEADERS,
+            HeaderValue::from_static("Mcp-Session-Id, WWW-Authenticate"),
+        );
+    }
+}
+
+/// The answer to a CORS preflight from a configured origin: the methods, and the requested
+/// headers when each is one MCP uses (including any `Mcp-Param-*`).
+fn preflight(headers: &HeaderMap) -> Response<McpBody> {
+    let mut response = Response::new(McpBody::empty());
+    *response.status_mut() = StatusCode::NO_CONTENT;
+    let out = response.headers_mut();
+    out.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("POST, GET, DELETE"),
+    );
+    out.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static("600"),
+    );
+    let requested = headers
+        .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let known = requested
+        .split(',')
+        .map(|h| h.trim().to_ascii_lowercase())
+        .filter(|h| !h.is_empty())
+        .all(|h| {
+            CORS_REQUEST_HEADERS.contains(&h.as_str()) || h.starts_with(headers::PARAM_PREFIX)
+        });
+    let allowed = if known && !requested.trim().is_empty() {
+        HeaderValue::from_str(requested).ok()
+    } else {
+        None
+    };
+    out.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        allowed.unwrap_or_else(|| HeaderValue::from_static("content-type, accept, authorization, mcp-protocol-version, mcp-method, mcp-name, mcp-session-id, last-event-id")),
+    );
+    response
 }
 
 fn plain_owned(status: StatusCode, text: String) -> Response<McpBody> {
@@ -849,9 +1331,15 @@ async fn respond(mut stream: ResponseStream, sse: bool) -> Response<McpBody> {
 }
 
 /// A message of a legacy session: requests answer like modern ones (server-to-client requests
-/// ride the SSE stream), everything else is accepted.
-async fn legacy(session: &Session, message: JsonRpcMessage, sse: bool) -> Response<McpBody> {
-    match session.handle(message) {
+/// ride the SSE stream), everything else is accepted. A client that takes no SSE has no
+/// back-channel, so its handlers cannot ask it anything.
+async fn legacy(
+    session: &Session,
+    message: JsonRpcMessage,
+    transport: TransportContext,
+    sse: bool,
+) -> Response<McpBody> {
+    match session.handle_with(message, transport, sse) {
         None => accepted(),
         Some(mut stream) => {
             let Some(first) = stream.next().await else {

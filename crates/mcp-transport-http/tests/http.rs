@@ -609,7 +609,7 @@ async fn two_users_cannot_swap_request_state() {
             "Bearer wrong",
             StatusCode::UNAUTHORIZED,
             format!(
-                "Bearer resource_metadata=\"{metadata}\", error=\"invalid_token\", error_description=\"unknown token\""
+                "Bearer resource_metadata=\"{metadata}\", error=\"invalid_token\", error_description=\"the access token is not valid\""
             ),
         ),
         (

@@ -14,4 +14,6 @@ mod client;
 mod server;
 
 pub use client::{GRACE_PERIOD, StdioTransport};
-pub use server::{serve, serve_io};
+pub use server::{
+    DEFAULT_MAX_LINE, DEFAULT_OUTPUT_QUEUE, EOF_GRACE, StdioLimits, serve, serve_io, serve_io_with,
+};

@@ -1,10 +1,13 @@
 //! The server side: read lines, feed them to one session, write every message the session
 //! produces as one line.
 
-use mcp_server_core::{Service, TransportContext};
-use mcp_types::JsonRpcMessage;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
+use std::sync::Arc;
+
+use mcp_server_core::{ResponseStream, Service, TransportContext};
+use mcp_types::jsonrpc::ErrorResponseId;
+use mcp_types::{ErrorCode, ErrorObject, JsonObject, JsonRpcError, JsonRpcMessage};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
 /// Serves `service` on stdin/stdout until stdin closes.
@@ -58,13 +61,57 @@ mod pipes {
     }
 }
 
+/// The longest line read unless configured: a longer one is answered
+/// `-32600 "The message exceeds the N-byte line limit"` and skipped up to its newline.
+pub const DEFAULT_MAX_LINE: usize = 4 * 1024 * 1024;
+/// How many messages wait for stdout unless configured; when the peer stops reading, handlers
+/// wait (and the server stops reading input once its in-flight cap is reached).
+pub const DEFAULT_OUTPUT_QUEUE: usize = 64;
+/// How long, at end of input, requests still running may take to answer before the session
+/// is closed.
+pub const EOF_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// What the stdio server lets its peer make it hold. The in-flight cap is the service's
+/// (`SessionLimits::max_in_flight`): when it is reached, no more input is read until a request
+/// finishes.
+#[derive(Debug, Clone)]
+pub struct StdioLimits {
+    /// The longest line, in bytes (default [`DEFAULT_MAX_LINE`]).
+    pub max_line: usize,
+    /// Messages queued for the writer (default [`DEFAULT_OUTPUT_QUEUE`]).
+    pub output_queue: usize,
+}
+
+impl Default for StdioLimits {
+    fn default() -> Self {
+        StdioLimits {
+            max_line: DEFAULT_MAX_LINE,
+            output_queue: DEFAULT_OUTPUT_QUEUE,
+        }
+    }
+}
+
 /// Serves `service` on any byte stream pair (sockets, pipes, tests).
 pub async fn serve_io<R, W>(service: Service, reader: R, writer: W) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<JsonRpcMessage>();
+    serve_io_with(service, reader, writer, StdioLimits::default()).await
+}
+
+/// [`serve_io`] under `limits`.
+pub async fn serve_io_with<R, W>(
+    service: Service,
+    reader: R,
+    writer: W,
+    limits: StdioLimits,
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (out_tx, mut out_rx) = mpsc::channel::<JsonRpcMessage>(limits.output_queue.max(1));
     let writer_task = tokio::spawn(async move {
         let mut writer = writer;
         while let Some(message) = out_rx.recv().await {
@@ -76,10 +123,11 @@ where
         Ok::<_, std::io::Error>(())
     });
     let (session, mut unsolicited) = service.connect(TransportContext::default());
+    let in_flight_cap = Arc::new(Semaphore::new(session.limits().max_in_flight.max(1)));
     let forward = out_tx.clone();
     let unsolicited_task = tokio::spawn(async move {
         while let Some(message) = unsolicited.recv().await {
-            if forward.send(message).is_err() {
+            if forward.send(message).await.is_err() {
                 return;
             }
         }
@@ -88,24 +136,43 @@ where
     let mut reader = BufReader::new(reader);
     let mut line = Vec::new();
     loop {
-        line.clear();
-        match reader.read_until(b'\n', &mut line).await {
-            Ok(0) => break,
-            Ok(_) => {}
+        // Backpressure: with the cap reached, nothing more is read until a request finishes.
+        let Ok(permit) = in_flight_cap.clone().acquire_owned().await else {
+            break;
+        };
+        let stream = match read_line(&mut reader, &mut line, limits.max_line).await {
+            Ok(Line::Eof) => break,
+            Ok(Line::Message) => {
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                // Bytes that are not UTF-8 JSON get the parse error like any other bad line.
+                session.handle_bytes(&line)
+            }
+            Ok(Line::TooLong) => Some(ResponseStream::ready(JsonRpcMessage::Error(JsonRpcError {
+                id: ErrorResponseId::Null,
+                error: ErrorObject::new(
+                    ErrorCode::INVALID_REQUEST,
+                    format!(
+                        "The message exceeds the {}-byte line limit",
+                        limits.max_line
+                    ),
+                ),
+                extra: JsonObject::new(),
+            }))),
             Err(e) => {
                 tracing::warn!(error = %e, "stdin failed; stopping");
                 break;
             }
-        }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        // Bytes that are not UTF-8 JSON get the parse error like any other bad line.
-        if let Some(mut stream) = session.handle_bytes(&line) {
+        };
+        // A large line's buffer is not kept for the small ones that follow.
+        line.shrink_to(KEPT_LINE_CAPACITY);
+        if let Some(mut stream) = stream {
             let out = out_tx.clone();
             in_flight.spawn(async move {
+                let _permit = permit;
                 while let Some(message) = stream.next().await {
-                    if out.send(message).is_err() {
+                    if out.send(message).await.is_err() {
                         return;
                     }
                 }
@@ -114,11 +181,71 @@ where
         // Reap finished requests so the set does not grow without bound.
         while in_flight.try_join_next().is_some() {}
     }
-    // EOF: the requests in flight still get their answers, then the session ends.
-    while in_flight.join_next().await.is_some() {}
+    // EOF: nobody is left to end a listen stream or answer a question, so those end now; the
+    // other requests in flight still get their answers (within the grace), then the session
+    // ends.
+    session.end_streams();
+    let drain = async { while in_flight.join_next().await.is_some() {} };
+    if tokio::time::timeout(EOF_GRACE, drain).await.is_err() {
+        tracing::warn!("requests were still running at the end of input; cancelling them");
+    }
     session.close();
+    in_flight.shutdown().await;
     drop(session);
     unsolicited_task.abort();
     drop(out_tx);
     writer_task.await.map_err(std::io::Error::other)?
+}
+
+/// The capacity the line buffer keeps between lines.
+const KEPT_LINE_CAPACITY: usize = 64 * 1024;
+
+enum Line {
+    Eof,
+    Message,
+    TooLong,
+}
+
+/// Reads one line (without its limit's worth of memory beyond `max`): a longer line is
+/// consumed up to its newline and reported as `TooLong`.
+async fn read_line<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Line> {
+    line.clear();
+    let mut too_long = false;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(if too_long {
+                Line::TooLong
+            } else if line.is_empty() {
+                Line::Eof
+            } else {
+                Line::Message
+            });
+        }
+        let (taken, done) = match available.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (available.len(), false),
+        };
+        if !too_long {
+            let content = if done { taken - 1 } else { taken };
+            if line.len() + content > max {
+                too_long = true;
+                line.clear();
+            } else {
+                line.extend_from_slice(&available[..taken]);
+            }
+        }
+        reader.consume(taken);
+        if done {
+            return Ok(if too_long {
+                Line::TooLong
+            } else {
+                Line::Message
+            });
+        }
+    }
 }

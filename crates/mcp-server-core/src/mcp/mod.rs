@@ -125,6 +125,7 @@ pub struct McpServer {
     change_notifications: bool,
     logging: bool,
     request_timeout: Option<Duration>,
+    limits: Option<crate::SessionLimits>,
 }
 
 impl fmt::Debug for McpServer {
@@ -161,6 +162,7 @@ impl McpServer {
             change_notifications: true,
             logging: false,
             request_timeout: None,
+            limits: None,
         }
     }
 
@@ -248,6 +250,12 @@ impl McpServer {
         self
     }
 
+    /// What one session may make the server hold (see [`SessionLimits`](crate::SessionLimits)).
+    pub fn session_limits(mut self, limits: crate::SessionLimits) -> Self {
+        self.limits = Some(limits);
+        self
+    }
+
     /// Checks the definitions (resolver graphs, form schemas, names) and builds the low-level
     /// server.
     pub fn build(self) -> Result<Server, BuildError> {
@@ -264,6 +272,12 @@ impl McpServer {
         }
         if let Some(timeout) = self.request_timeout {
             server = server.request_timeout(timeout);
+        }
+        if let Some(limits) = &self.limits {
+            server = server.session_limits(limits.clone());
+        }
+        for tool in &registry.tool_list {
+            server = server.tool_input_schema(&tool.name, &tool.input_schema);
         }
         let security = self
             .security
@@ -463,7 +477,7 @@ impl Registry {
                 .filter(|start| *start <= items.len())
                 .ok_or_else(|| ErrorObject::invalid_params(format!("Invalid cursor: {c:?}")))?,
         };
-        let end = (start + self.page_size).min(items.len());
+        let end = start.saturating_add(self.page_size).min(items.len());
         let next = (end < items.len()).then(|| end.to_string());
         Ok((items[start..end].to_vec(), next))
     }

@@ -1,0 +1,637 @@
+//! The HTTP server's limits and bindings, each with its refusal: the session cap, sessions only
+//! after a successful `initialize`, sessions bound to their principal, modern requests checked
+//! whatever session id they carry, `Mcp-Param-*` validation, JSON-only legacy clients without a
+//! back-channel, the reopenable GET stream, shutdown with open streams, body deadline,
+//! connection and in-flight caps, CORS, Origin and Host values that are not text.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Request, StatusCode};
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::rt::TokioExecutor;
+use mcp_server_core::Service;
+use mcp_server_core::mcp::{Accepted, McpServer, Resolution, Resolver, ToolDef};
+use mcp_server_core::seal::Principal;
+use mcp_transport_http::{
+    AuthError, McpHttpService, ProtectedResource, TokenVerifier, VerifiedToken,
+};
+use mcp_types::JsonObject;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+
+const RESOURCE: &str = "http://127.0.0.1/mcp";
+
+#[derive(Clone, Deserialize, JsonSchema)]
+struct Region {
+    region: String,
+}
+
+fn service(started: Arc<Notify>) -> Service {
+    let ask = Resolver::new("region", |_| async {
+        Resolution::<Region>::elicit("Which region?")
+    });
+    let provision = ToolDef::new("provision")
+        .resolve::<Accepted<Region>>("region", ask)
+        .handler_resolved(|_c, _a: JsonObject, mut r| async move {
+            let Accepted(Region { region }) = r.take::<Accepted<Region>>("region")?;
+            Ok::<_, String>(region)
+        });
+    let who = ToolDef::new("whoami").handler(|ctx, _a: JsonObject| async move {
+        ctx.principal()
+            .map(|p| p.client_id.clone())
+            .unwrap_or_else(|| "anonymous".into())
+    });
+    let hold = ToolDef::new("hold").handler(move |ctx, _a: JsonObject| {
+        let started = started.clone();
+        async move {
+            started.notify_one();
+            ctx.cancellation().cancelled().await;
+            "released"
+        }
+    });
+    let mut schema = JsonObject::new();
+    schema.insert("type".into(), json!("object"));
+    schema.insert(
+        "properties".into(),
+        json!({"region": {"type": "string", "x-mcp-header": "Region"},
+               "count": {"type": "integer", "x-mcp-header": "Count"}}),
+    );
+    let routed = ToolDef::new("routed")
+        .input_schema(schema)
+        .handler(|_c, a: JsonObject| async move { Value::Object(a).to_string() });
+    McpServer::new("Limits")
+        .tool(provision)
+        .tool(who)
+        .tool(hold)
+        .tool(routed)
+        .into_service()
+        .unwrap()
+}
+
+struct Running {
+    url: String,
+    port: u16,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    done: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+async fn start(endpoint: McpHttpService) -> Running {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let done = tokio::spawn(endpoint.serve_with_shutdown(listener, "/mcp", async {
+        let _ = stopped.await;
+    }));
+    Running {
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        port,
+        stop: Some(stop),
+        done,
+    }
+}
+
+impl Running {
+    /// Stops the server; it must finish well within the 30 s shutdown grace.
+    async fn shutdown(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        tokio::time::timeout(Duration::from_secs(10), self.done)
+            .await
+            .expect("shutdown waited for the grace period")
+            .unwrap()
+            .unwrap();
+    }
+}
+
+async fn send(
+    method: hyper::Method,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (StatusCode, hyper::HeaderMap, String) {
+    let client = HyperClient::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let mut builder = Request::builder()
+        .method(method)
+        .uri(url)
+        .header("content-type", "application/json");
+    if !headers
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("accept"))
+    {
+        builder = builder.header("accept", "application/json, text/event-stream");
+    }
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
+    }
+    let response = client
+        .request(
+            builder
+                .body(Full::new(Bytes::from(body.to_owned())))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let (parts, body) = response.into_parts();
+    let body = tokio::time::timeout(Duration::from_secs(10), body.collect())
+        .await
+        .expect("the answer did not end")
+        .unwrap()
+        .to_bytes();
+    (
+        parts.status,
+        parts.headers,
+        String::from_utf8_lossy(&body).into_owned(),
+    )
+}
+
+async fn post(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (StatusCode, hyper::HeaderMap, String) {
+    send(hyper::Method::POST, url, headers, body).await
+}
+
+fn initialize(client_info: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+        "capabilities": {"elicitation": {}}, "clientInfo": client_info}})
+    .to_string()
+}
+
+fn client_info() -> Value {
+    json!({"name": "raw", "version": "1"})
+}
+
+async fn open_session(url: &str, headers: &[(&str, &str)]) -> String {
+    let (status, h, body) = post(url, headers, &initialize(client_info())).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    h["mcp-session-id"].to_str().unwrap().to_owned()
+}
+
+fn body_json(body: &str) -> Value {
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
+fn call(tool: &str, arguments: Value, modern: bool) -> String {
+    let mut params = json!({"name": tool, "arguments": arguments});
+    if modern {
+        params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}});
+    }
+    json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}).to_string()
+}
+
+#[tokio::test]
+async fn sessions_beyond_the_cap_get_503_and_a_failed_initialize_keeps_none() {
+    let server = start(McpHttpService::new(service(Arc::default())).max_sessions(2)).await;
+    // A refused handshake (no clientInfo) answers its error and opens no session.
+    for _ in 0..3 {
+        let bad = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}}})
+        .to_string();
+        let (status, headers, body) = post(&server.url, &[], &bad).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body_json(&body)["error"]["code"], -32602, "{body}");
+        assert!(headers.get("mcp-session-id").is_none());
+    }
+    // What is kept from initialize is capped.
+    let padded = json!({"name": "x", "version": "1", "pad": "y".repeat(20_000)});
+    let (_, headers, body) = post(&server.url, &[], &initialize(padded)).await;
+    assert_eq!(
+        body_json(&body)["error"],
+        json!({"code": -32602, "message": "initialize params exceed 16384 bytes; send a smaller clientInfo and capabilities"})
+    );
+    assert!(headers.get("mcp-session-id").is_none());
+    open_session(&server.url, &[]).await;
+    open_session(&server.url, &[]).await;
+    let (status, headers, body) = post(&server.url, &[], &initialize(client_info())).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Too many sessions; try again later"
+        )
+    );
+    assert_eq!(headers["retry-after"], "1");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn idle_sessions_make_room_under_the_cap() {
+    let endpoint = McpHttpService::new(service(Arc::default()))
+        .max_sessions(1)
+        .session_idle_timeout(Duration::from_millis(50));
+    let server = start(endpoint).await;
+    let first = open_session(&server.url, &[]).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let second = open_session(&server.url, &[]).await;
+    assert_ne!(first, second);
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}).to_string();
+    let (status, _, _) = post(&server.url, &[("mcp-session-id", first.as_str())], &ping).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    server.shutdown().await;
+}
+
+struct Users;
+
+impl TokenVerifier for Users {
+    fn verify(&self, token: &str) -> mcp_client::BoxFuture<'_, Result<VerifiedToken, AuthError>> {
+        let user = |client: &str| {
+            VerifiedToken::new(Principal::new(client))
+                .audience(RESOURCE)
+                .scopes("mcp")
+        };
+        let result = match token {
+            "alice-token" => Ok(user("client-a")),
+            "bob-token" => Ok(user("client-b")),
+            _ => Err(AuthError::InvalidToken(
+                "introspection at http://10.0.0.3 failed".into(),
+            )),
+        };
+        Box::pin(async move { result })
+    }
+}
+
+#[tokio::test]
+async fn a_session_answers_only_the_principal_that_opened_it() {
+    let endpoint = McpHttpService::new(service(Arc::default())).bearer_auth(
+        Users,
+        ProtectedResource::new(RESOURCE).authorization_server("https://issuer.example"),
+    );
+    let server = start(endpoint).await;
+    let alice = [("authorization", "Bearer alice-token")];
+    let session = open_session(&server.url, &alice).await;
+    let as_user = |token: &'static str| {
+        [
+            ("authorization", token),
+            ("mcp-session-id", session.as_str()),
+        ]
+    };
+    let (status, _, body) = post(
+        &server.url,
+        &as_user("Bearer alice-token"),
+        &call("whoami", json!({}), false),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body_json(&body)["result"]["content"][0]["text"], "client-a");
+    let bob = as_user("Bearer bob-token");
+    let (status, _, body) = post(&server.url, &bob, &call("whoami", json!({}), false)).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (StatusCode::NOT_FOUND, "Session not found")
+    );
+    // Nor may bob answer alice's questions, take her stream or end her session.
+    let answer = json!({"jsonrpc": "2.0", "id": 1, "result": {"action": "accept"}}).to_string();
+    let (status, _, _) = post(&server.url, &bob, &answer).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _, _) = send(hyper::Method::DELETE, &server.url, &bob, "").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _, _) = send(
+        hyper::Method::DELETE,
+        &server.url,
+        &as_user("Bearer alice-token"),
+        "",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    // A verifier's reasons stay in the server's log.
+    let (status, headers, _) = post(&server.url, &[("authorization", "Bearer forged")], "{}").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let challenge = headers["www-authenticate"].to_str().unwrap();
+    assert!(
+        challenge.ends_with(
+            "error=\"invalid_token\", error_description=\"the access token is not valid\""
+        ),
+        "{challenge}"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_modern_request_is_checked_the_same_with_a_session_id() {
+    let server = start(McpHttpService::new(service(Arc::default()))).await;
+    let session = open_session(&server.url, &[]).await;
+    for with_session in [false, true] {
+        let mut headers = vec![
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "provision"),
+        ];
+        if with_session {
+            headers.push(("mcp-session-id", session.as_str()));
+        }
+        let (status, _, body) = post(&server.url, &headers, &call("whoami", json!({}), true)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{with_session}: {body}");
+        assert_eq!(
+            body_json(&body)["error"],
+            json!({"code": -32020, "message": "mcp-name header does not match the request body's 'name' parameter"}),
+            "{with_session}"
+        );
+        headers.retain(|(n, _)| *n != "mcp-protocol-version");
+        let (status, _, body) = post(&server.url, &headers, &call("whoami", json!({}), true)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{with_session}: {body}");
+        assert_eq!(body_json(&body)["error"]["code"], -32020);
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn mcp_param_headers_must_mirror_their_arguments() {
+    let server = start(McpHttpService::new(service(Arc::default()))).await;
+    let args = json!({"region": "us-east", "count": 42});
+    type Headers<'a> = &'a [(&'a str, &'a str)];
+    let cases: [(Headers<'_>, Option<&str>); 8] = [
+        (
+            &[("mcp-param-region", "us-east"), ("mcp-param-count", "42")],
+            None,
+        ),
+        (
+            &[
+                ("Mcp-Param-Region", "  us-east "),
+                ("mcp-param-count", "42.0"),
+            ],
+            None,
+        ),
+        (
+            &[
+                ("mcp-param-region", "=?base64?dXMtZWFzdA==?="),
+                ("mcp-param-count", "42"),
+            ],
+            None,
+        ),
+        (
+            &[("mcp-param-region", "eu-west"), ("mcp-param-count", "42")],
+            Some("mcp-param-region header does not match the request body's 'region' argument"),
+        ),
+        (
+            &[("mcp-param-count", "42")],
+            Some("the Mcp-Param-Region header is required: the body has the 'region' argument"),
+        ),
+        (
+            &[
+                ("mcp-param-region", "=?base64?dXMtZWFzdA?="),
+                ("mcp-param-count", "42"),
+            ],
+            Some("mcp-param-region header: invalid base64 (Invalid padding)"),
+        ),
+        (
+            &[
+                ("mcp-param-region", "=?base64?dXMtZWFzdA=="),
+                ("mcp-param-count", "42"),
+            ],
+            Some("mcp-param-region header does not match the request body's 'region' argument"),
+        ),
+        (
+            &[("mcp-param-region", "us-east"), ("mcp-param-count", "41")],
+            Some("mcp-param-count header does not match the request body's 'count' argument"),
+        ),
+    ];
+    for (extra, refusal) in cases {
+        let mut headers = vec![
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "routed"),
+        ];
+        headers.extend_from_slice(extra);
+        let (status, _, body) =
+            post(&server.url, &headers, &call("routed", args.clone(), true)).await;
+        match refusal {
+            None => assert_eq!(status, StatusCode::OK, "{extra:?}: {body}"),
+            Some(message) => {
+                assert_eq!(status, StatusCode::BAD_REQUEST, "{extra:?}: {body}");
+                assert_eq!(
+                    body_json(&body)["error"],
+                    json!({"code": -32020, "message": message}),
+                    "{extra:?}"
+                );
+            }
+        }
+    }
+    // A null or absent argument needs no header.
+    let headers = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "routed"),
+    ];
+    let (status, _, body) = post(
+        &server.url,
+        &headers,
+        &call("routed", json!({"region": null}), true),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_legacy_client_without_sse_fails_an_elicitation_at_once() {
+    let server = start(McpHttpService::new(service(Arc::default()))).await;
+    let session = open_session(&server.url, &[]).await;
+    let headers = [
+        ("mcp-session-id", session.as_str()),
+        ("accept", "application/json"),
+    ];
+    // `send` gives up after 10 s: before, this waited the 300 s request timeout.
+    let (status, _, body) = post(&server.url, &headers, &call("provision", json!({}), false)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        body_json(&body)["error"],
+        json!({"code": -32600, "message": "Cannot send 'elicitation/create': this transport context has no back-channel for server-initiated requests."})
+    );
+    server.shutdown().await;
+}
+
+/// Opens a session's GET stream; answers its status and the connection holding it.
+async fn open_stream(port: u16, session: &str) -> (String, TcpStream) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let request = format!(
+        "GET /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\naccept: text/event-stream\r\nmcp-session-id: {session}\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = vec![0u8; 1024];
+    let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut head))
+        .await
+        .unwrap()
+        .unwrap();
+    let head = String::from_utf8_lossy(&head[..n]).into_owned();
+    (head.lines().next().unwrap_or("").to_owned(), stream)
+}
+
+#[tokio::test]
+async fn the_get_stream_reopens_after_it_drops_and_shutdown_ends_it() {
+    let server = start(McpHttpService::new(service(Arc::default()))).await;
+    let session = open_session(&server.url, &[]).await;
+    let (status, first) = open_stream(server.port, &session).await;
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    let (status, _) = open_stream(server.port, &session).await;
+    assert_eq!(status, "HTTP/1.1 409 Conflict");
+    drop(first);
+    // The server sees the closed connection at its next write or read; try a few times.
+    let mut reopened = None;
+    for _ in 0..100 {
+        let (status, stream) = open_stream(server.port, &session).await;
+        if status == "HTTP/1.1 200 OK" {
+            reopened = Some(stream);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _open = reopened.expect("the GET stream could not be reopened");
+    // An open GET stream does not hold graceful shutdown for the whole grace period.
+    server.shutdown().await;
+}
+
+async fn raw(port: u16, request: &[u8]) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    stream.write_all(request).await.unwrap();
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut out)).await;
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test]
+async fn a_body_that_does_not_arrive_in_time_is_408() {
+    let endpoint =
+        McpHttpService::new(service(Arc::default())).body_timeout(Duration::from_millis(200));
+    let server = start(endpoint).await;
+    let port = server.port;
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\naccept: application/json\r\nconnection: close\r\ncontent-length: 100\r\n\r\n{{"
+    );
+    let answer = raw(port, head.as_bytes()).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 408 Request Timeout"),
+        "{answer}"
+    );
+    assert!(
+        answer.ends_with("The request body did not arrive in time"),
+        "{answer}"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn requests_and_connections_beyond_their_caps_get_503() {
+    let started = Arc::new(Notify::new());
+    let endpoint = McpHttpService::new(service(started.clone())).max_in_flight(1);
+    let server = start(endpoint).await;
+    let url = server.url.clone();
+    let held = tokio::spawn(async move {
+        let client = HyperClient::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+        let request = Request::post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "hold")
+            .body(Full::new(Bytes::from(call("hold", json!({}), true))))
+            .unwrap();
+        client.request(request).await
+    });
+    started.notified().await;
+    let (status, headers, body) = post(&server.url, &[], &initialize(client_info())).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Too many requests in flight; retry shortly"
+        )
+    );
+    assert_eq!(headers["retry-after"], "1");
+    held.abort();
+    server.shutdown().await;
+
+    let server = start(McpHttpService::new(service(Arc::default())).max_connections(1)).await;
+    let port = server.port;
+    let mut first = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    // The first connection is served (and so holds the only slot).
+    first
+        .write_all(format!("GET /other HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut head = [0u8; 64];
+    let n = first.read(&mut head).await.unwrap();
+    assert!(head[..n].starts_with(b"HTTP/1.1 404"));
+    let answer = raw(port, b"GET /mcp HTTP/1.1\r\n\r\n").await;
+    assert!(
+        answer.starts_with("HTTP/1.1 503 Service Unavailable"),
+        "{answer}"
+    );
+    assert!(answer.ends_with("Too many connections"), "{answer}");
+    drop(first);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn configured_origins_get_cors_and_other_values_are_refused() {
+    let endpoint =
+        McpHttpService::new(service(Arc::default())).allowed_origins(["https://app.example"]);
+    let server = start(endpoint).await;
+    let (status, headers, _) = send(
+        hyper::Method::OPTIONS,
+        &server.url,
+        &[
+            ("origin", "https://app.example"),
+            ("access-control-request-method", "POST"),
+            (
+                "access-control-request-headers",
+                "content-type, mcp-protocol-version, mcp-param-region",
+            ),
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        headers["access-control-allow-origin"],
+        "https://app.example"
+    );
+    assert_eq!(headers["access-control-allow-methods"], "POST, GET, DELETE");
+    assert_eq!(
+        headers["access-control-allow-headers"],
+        "content-type, mcp-protocol-version, mcp-param-region"
+    );
+    let (status, headers, _) = post(
+        &server.url,
+        &[("origin", "https://app.example")],
+        &initialize(client_info()),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        headers["access-control-allow-origin"],
+        "https://app.example"
+    );
+    assert_eq!(
+        headers["access-control-expose-headers"],
+        "Mcp-Session-Id, WWW-Authenticate"
+    );
+    let port = server.port;
+    // An Origin that is not text is not let through unchecked.
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\naccept: application/json\r\nconnection: close\r\ncontent-length: 2\r\norigin: https://app.ex"
+    )
+    .into_bytes();
+    request.extend_from_slice(b"\xe4mple\r\n\r\n{}");
+    let answer = raw(port, &request).await;
+    assert!(answer.starts_with("HTTP/1.1 403 Forbidden"), "{answer}");
+    assert!(answer.ends_with("Invalid Origin header"), "{answer}");
+    let answer = raw(
+        port,
+        b"POST /mcp HTTP/1.1\r\nconnection: close\r\ncontent-type: application/json\r\naccept: application/json\r\ncontent-length: 2\r\n\r\n{}",
+    )
+    .await;
+    assert!(
+        answer.starts_with("HTTP/1.1 421 Misdirected Request"),
+        "{answer}"
+    );
+    assert!(answer.ends_with("Missing Host header"), "{answer}");
+    server.shutdown().await;
+}
