@@ -541,7 +541,7 @@ fn spawn_request(
             .ok()
             .and_then(|t| t.meta())
             .and_then(|m| m.protocol_version.clone()),
-        Route::Legacy { session } => session.legacy().map(|l| l.protocol_version),
+        Route::Legacy { session, .. } => session.with_legacy(|l| l.protocol_version.clone()),
     };
     let traced = RequestSpan::open(&request, typed.as_ref().ok(), era.as_deref());
     let span = traced.span.clone();
