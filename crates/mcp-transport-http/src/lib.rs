@@ -19,7 +19,9 @@ mod server;
 
 pub use auth::{AuthError, ProtectedResource, TokenVerifier, VerifiedToken};
 pub use body::{KEEP_ALIVE, McpBody};
-pub use client::{HeaderParam, HttpTransport, header_params};
+pub use client::{
+    DEFAULT_MAX_MESSAGE, DEFAULT_MAX_RETRY, HeaderParam, HttpTransport, MIN_RETRY, header_params,
+};
 pub use server::{
     DEFAULT_MAX_BODY, HEADER_READ_TIMEOUT, McpHttpService, SESSION_IDLE_TIMEOUT, SHUTDOWN_GRACE,
     serve,
