@@ -12,5 +12,5 @@
 mod client;
 mod server;
 
-pub use client::{GRACE_PERIOD, StdioTransport};
+pub use client::{DEFAULT_MAX_LINE, GRACE_PERIOD, StdioOptions, StdioTransport};
 pub use server::{serve, serve_io};
