@@ -109,6 +109,39 @@ async fn stdio_client(name: &str, builder: mcp::client::ClientBuilder) -> Client
     builder.connect_stdio(command).await.expect("connects")
 }
 
+/// As in the seed, an accepted deletion removes the folder: asking again counts 0 files and
+/// deletes without a question, in both eras.
+#[tokio::test]
+async fn files_deletes_so_a_second_call_does_not_ask() {
+    for mode in [Mode::Pinned("2026-07-28".into()), Mode::Legacy] {
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = asked.clone();
+        let client = stdio_client(
+            "files",
+            Client::builder()
+                .mode(mode.clone())
+                .elicitation(move |_info, params| {
+                    seen.lock().unwrap().push(params.message().to_owned());
+                    async { Ok(accept(&[("ok", ElicitValue::Bool(true))])) }
+                }),
+        )
+        .await;
+        for _ in 0..2 {
+            let result = client
+                .call_tool("delete_folder", json!({"path": "/tmp/project"}))
+                .await
+                .unwrap();
+            assert_eq!(text(&result), "deleted /tmp/project", "{mode:?}");
+        }
+        assert_eq!(
+            *asked.lock().unwrap(),
+            ["/tmp/project has 2 file(s). Delete anyway?"],
+            "{mode:?}: only the first call asks"
+        );
+        client.close().await;
+    }
+}
+
 #[tokio::test]
 async fn files_over_stdio_asks_only_for_a_folder_with_files() {
     for (answer, expected) in [

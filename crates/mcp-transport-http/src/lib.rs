@@ -14,6 +14,7 @@ pub mod auth;
 mod body;
 mod client;
 pub mod headers;
+mod net;
 mod oauth;
 mod server;
 

@@ -193,7 +193,10 @@ impl McpHttpService {
         loop {
             let (stream, peer) = tokio::select! {
                 accepted = listener.accept() => match accepted {
-                    Ok(accepted) => accepted,
+                    Ok(accepted) => {
+                        crate::net::accepted(&accepted.0);
+                        accepted
+                    }
                     Err(e) => {
                         tracing::warn!(error = %e, "accept failed");
                         continue;
