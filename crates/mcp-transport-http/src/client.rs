@@ -11,9 +11,6 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Request, StatusCode, Uri};
-use hyper_util::client::legacy::Client as HyperClient;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use mcp_client::{BoxFuture, Transport};
 use mcp_types::methods;
 use mcp_types::{ErrorCode, ErrorObject, JsonRpcError, JsonRpcMessage, JsonRpcResponse, RequestId};
@@ -194,7 +191,10 @@ impl Drop for InFlightGuard {
 /// A client connection to a Streamable HTTP endpoint.
 pub struct HttpTransport {
     url: Uri,
-    client: HyperClient<HttpConnector, Full<Bytes>>,
+    client: crate::net::HttpClient,
+    /// The roots servers are verified against (feature `tls`).
+    #[cfg(feature = "tls")]
+    roots: rustls::RootCertStore,
     extra_headers: HeaderMap,
     /// Authorization on 401/403 (feature `oauth`).
     auth: Auth,
@@ -212,20 +212,39 @@ impl std::fmt::Debug for HttpTransport {
 }
 
 impl HttpTransport {
-    /// A transport to `url` (e.g. `http://127.0.0.1:8000/mcp`).
+    /// A transport to `url` (e.g. `https://mcp.example.com/mcp` or
+    /// `http://127.0.0.1:8000/mcp`). With the `tls` feature, `https://` servers are verified
+    /// against Mozilla's root certificates (see [`add_root_pem`](Self::add_root_pem) and
+    /// `native_roots`); without it only `http://` is accepted.
     pub fn new(url: &str) -> Result<Self, String> {
         let url: Uri = url
             .parse()
             .map_err(|e| format!("invalid URL {url:?}: {e}"))?;
-        if url.scheme_str() != Some("http") {
-            return Err(
-                "only http:// URLs are supported by this transport (put TLS in front)".into(),
-            );
+        match url.scheme_str() {
+            Some("http") => {}
+            #[cfg(feature = "tls")]
+            Some("https") => {}
+            #[cfg(not(feature = "tls"))]
+            Some("https") => {
+                return Err(
+                    "https:// needs the `tls` feature of mcp-transport-http (on by default in `mcp`)"
+                        .into(),
+                );
+            }
+            _ => return Err(format!("{url} is not an http:// or https:// URL")),
         }
+        #[cfg(feature = "tls")]
+        let roots = crate::net::mozilla_roots();
+        #[cfg(feature = "tls")]
+        let client = crate::net::client(crate::net::tls_config(roots.clone())?);
+        #[cfg(not(feature = "tls"))]
+        let client = crate::net::client();
         let (tx, rx) = mpsc::unbounded_channel();
         Ok(HttpTransport {
             url,
-            client: HyperClient::builder(TokioExecutor::new()).build(crate::net::connector()),
+            client,
+            #[cfg(feature = "tls")]
+            roots,
             extra_headers: HeaderMap::new(),
             auth: Auth::default(),
             state: Arc::new(State::new(Limits {
@@ -265,6 +284,45 @@ impl HttpTransport {
         self
     }
 
+    /// Also trusts the CA certificates in `pem` (one or more `-----BEGIN CERTIFICATE-----`
+    /// blocks) for `https://` servers: a private CA, or a test one.
+    #[cfg(feature = "tls")]
+    pub fn add_root_pem(mut self, pem: &[u8]) -> Result<Self, String> {
+        use rustls::pki_types::CertificateDer;
+        use rustls::pki_types::pem::PemObject;
+        let mut added = 0;
+        for cert in CertificateDer::pem_slice_iter(pem) {
+            let cert = cert.map_err(|e| format!("reading a root certificate: {e}"))?;
+            self.roots
+                .add(cert)
+                .map_err(|e| format!("a root certificate was refused: {e}"))?;
+            added += 1;
+        }
+        if added == 0 {
+            return Err("no certificate found in the PEM text".into());
+        }
+        self.client = crate::net::client(crate::net::tls_config(self.roots.clone())?);
+        Ok(self)
+    }
+
+    /// Verifies `https://` servers against the platform's certificate store (and
+    /// `SSL_CERT_FILE` when set) instead of Mozilla's roots.
+    #[cfg(feature = "native-roots")]
+    pub fn native_roots(mut self) -> Result<Self, String> {
+        let found = rustls_native_certs::load_native_certs();
+        let mut roots = rustls::RootCertStore::empty();
+        let (added, _) = roots.add_parsable_certificates(found.certs);
+        if added == 0 {
+            return Err(format!(
+                "no usable certificate in the platform store ({} errors)",
+                found.errors.len()
+            ));
+        }
+        self.roots = roots;
+        self.client = crate::net::client(crate::net::tls_config(self.roots.clone())?);
+        Ok(self)
+    }
+
     /// A bearer token on every request.
     pub fn bearer(self, token: &str) -> Result<Self, String> {
         self.header("authorization", &format!("Bearer {token}"))
@@ -279,10 +337,17 @@ impl HttpTransport {
     }
 
     /// Plain HTTP requests for OAuth discovery, registration and tokens over this transport's
-    /// connection pool (http:// only; redirects are not followed).
+    /// connection pool (`https://` with the `tls` feature; redirects are not followed; bodies
+    /// capped at [`crate::DEFAULT_MAX_FETCH_BODY`], each fetch bounded by
+    /// [`crate::DEFAULT_FETCH_TIMEOUT`]).
     #[cfg(feature = "oauth")]
     pub fn fetcher(&self) -> Arc<dyn mcp_client::oauth::HttpFetch> {
         Arc::new(crate::oauth::HyperFetch::new(self.client.clone()))
+    }
+
+    #[cfg(all(test, feature = "oauth"))]
+    pub(crate) fn http_client(&self) -> crate::net::HttpClient {
+        self.client.clone()
     }
 
     fn request_headers(&self, message: &JsonRpcMessage) -> Vec<(HeaderName, String)> {
@@ -701,6 +766,29 @@ impl SseParser {
     }
 }
 
+/// The client's SSE parser for the fuzz targets (feature `fuzzing`; not a stable API).
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Feeds `chunks` to a parser capped at `max_event` bytes; returns each event as
+    /// `(id, retry, data)`, and whether the stream was abandoned at the cap.
+    #[allow(clippy::type_complexity)]
+    pub fn sse_events<'a>(
+        chunks: impl IntoIterator<Item = &'a [u8]>,
+        max_event: usize,
+    ) -> (Vec<(Option<String>, Option<u64>, Option<String>)>, bool) {
+        let mut parser = super::SseParser::new(max_event);
+        let mut out = Vec::new();
+        for chunk in chunks {
+            match parser.push(chunk) {
+                Ok(events) => out.extend(events.into_iter().map(|e| (e.id, e.retry, e.data))),
+                Err(_) => return (out, true),
+            }
+        }
+        (out, false)
+    }
+}
+
 /// How a response's SSE stream ended.
 #[derive(Debug, Default)]
 struct StreamEnd {
@@ -878,10 +966,12 @@ impl Transport for HttpTransport {
                         let response = match client.request(request).await {
                             Ok(response) => response,
                             Err(e) => {
+                                let why =
+                                    format!("HTTP request failed: {}", crate::net::describe(&e));
                                 if let Ok(mut err) = state.error.lock() {
-                                    *err = Some(format!("HTTP request failed: {e}"));
+                                    *err = Some(why.clone());
                                 }
-                                return fail(format!("HTTP request failed: {e}"));
+                                return fail(why);
                             }
                         };
                         let challenge = response
