@@ -103,6 +103,54 @@ async fn the_client_examples_reach_the_provisioner() {
     assert_ne!(pid(lines[0]), pid(lines[2]), "two processes: {resumed}");
 }
 
+/// `cargo run --example client -- https://… --ca ca.pem` against a Provisioner served over TLS
+/// in this process, with a certificate from a test CA made here; without `--ca` the same
+/// server is refused, and the error names the cause.
+#[tokio::test]
+async fn the_client_example_reaches_a_provisioner_over_tls() {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, SanType};
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_key = KeyPair::generate().unwrap();
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.subject_alt_names = vec![SanType::IpAddress("127.0.0.1".parse().unwrap())];
+    let key = KeyPair::generate().unwrap();
+    let cert = params.signed_by(&key, &ca, &ca_key).unwrap();
+
+    let config =
+        mcp::http::server_config(cert.pem().as_bytes(), key.serialize_pem().as_bytes()).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("https://{}/mcp", listener.local_addr().unwrap());
+    let server = mcp_examples::provisioner::server(mcp::RequestStateSecurity::ephemeral()).unwrap();
+    let endpoint = mcp::http::endpoint(server).unwrap();
+    tokio::spawn(endpoint.serve_tls_with_shutdown(
+        listener,
+        "/mcp",
+        config,
+        std::future::pending(),
+    ));
+    let ca_path = std::env::temp_dir().join(format!("mcp-test-ca-{}.pem", std::process::id()));
+    std::fs::write(&ca_path, ca.pem()).unwrap();
+    let out = output_of("client", &[&url, "--ca", ca_path.to_str().unwrap()]).await;
+    let refused = Command::new(example("client"))
+        .arg(&url)
+        .output()
+        .await
+        .unwrap();
+    let _ = std::fs::remove_file(&ca_path);
+    assert_eq!(
+        out,
+        "server asks: Which region should the database live in?\nProvisioned 'orders' in eu-west-1.\n"
+    );
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("invalid peer certificate: UnknownIssuer"),
+        "{stderr}"
+    );
+}
+
 async fn stdio_client(name: &str, builder: mcp::client::ClientBuilder) -> Client {
     let mut command = Command::new(example(name));
     command.arg("--stdio");

@@ -3,13 +3,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_types::capabilities::{ClientCapabilities, ServerCapabilities};
 use mcp_types::common::PaginatedRequestParams;
 use mcp_types::discover::DiscoverResult;
+use mcp_types::elicitation::ElicitRequestParams;
 use mcp_types::error::ErrorCode;
 use mcp_types::lifecycle::{Implementation, InitializeRequestParams, InitializeResult};
 use mcp_types::logging::LoggingLevel;
@@ -24,6 +25,7 @@ use mcp_types::resources::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceRequestParams,
     ReadResourceResult, Resource, ResourceTemplate,
 };
+use mcp_types::sampling::CreateMessageRequestParams;
 use mcp_types::tools::{CallToolRequestParams, CallToolResult, ListToolsResult, Tool};
 use mcp_types::version::{Era, ProtocolVersion};
 use mcp_types::{
@@ -68,6 +70,10 @@ pub const DEFAULT_MAX_ROUNDS: u32 = 10;
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long the `server/discover` probe waits before assuming a legacy server.
 pub const DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many server-to-client requests (2025-11-25) are served at once unless configured.
+pub const DEFAULT_MAX_SERVER_REQUESTS: usize = 16;
+/// How many `inputRequests` one round may carry unless configured.
+pub const DEFAULT_MAX_INPUT_REQUESTS: usize = 32;
 
 /// What the client negotiated with the server.
 #[derive(Debug, Clone)]
@@ -110,6 +116,8 @@ pub struct ClientBuilder {
     max_rounds: u32,
     log_level: Option<LoggingLevel>,
     declared: ClientCapabilities,
+    max_server_requests: usize,
+    max_input_requests: usize,
 }
 
 impl Default for ClientBuilder {
@@ -127,6 +135,8 @@ impl Default for ClientBuilder {
             max_rounds: DEFAULT_MAX_ROUNDS,
             log_level: None,
             declared: ClientCapabilities::default(),
+            max_server_requests: DEFAULT_MAX_SERVER_REQUESTS,
+            max_input_requests: DEFAULT_MAX_INPUT_REQUESTS,
         }
     }
 }
@@ -258,6 +268,23 @@ impl ClientBuilder {
         self
     }
 
+    /// How many server-to-client requests of a 2025-11-25 session are served at once (default
+    /// [`DEFAULT_MAX_SERVER_REQUESTS`]). One more is answered at once with error -32000 "the
+    /// client is already serving N server requests". (2026-07-28 servers never send requests;
+    /// the client answers any with -32601.)
+    pub fn max_server_requests(mut self, max: usize) -> Self {
+        self.max_server_requests = max;
+        self
+    }
+
+    /// How many `inputRequests` one `input_required` round may carry (default
+    /// [`DEFAULT_MAX_INPUT_REQUESTS`]). A round with more fails the call with
+    /// [`ClientError::TooManyInputRequests`] before any callback runs.
+    pub fn max_input_requests(mut self, max: usize) -> Self {
+        self.max_input_requests = max;
+        self
+    }
+
     /// How many retries one call may take in the automatic loop (default 10).
     pub fn max_rounds(mut self, max_rounds: u32) -> Self {
         self.max_rounds = max_rounds;
@@ -309,6 +336,9 @@ impl ClientBuilder {
             request_timeout: self.request_timeout,
             max_rounds: self.max_rounds,
             log_level: self.log_level,
+            max_server_requests: self.max_server_requests,
+            max_input_requests: self.max_input_requests,
+            serving: Arc::new(AtomicUsize::new(0)),
             negotiated: Mutex::new(None),
             closed: Mutex::new(None),
         });
@@ -331,6 +361,10 @@ struct Inner {
     request_timeout: Duration,
     max_rounds: u32,
     log_level: Option<LoggingLevel>,
+    max_server_requests: usize,
+    max_input_requests: usize,
+    /// Server-to-client requests being served now.
+    serving: Arc<AtomicUsize>,
     negotiated: Mutex<Option<Negotiated>>,
     closed: Mutex<Option<String>>,
 }
@@ -361,8 +395,41 @@ async fn read_loop(inner: Arc<Inner>) {
             },
             JsonRpcMessage::Notification(n) => inner.notification(&n),
             JsonRpcMessage::Request(request) => {
+                let era = inner
+                    .negotiated
+                    .lock()
+                    .ok()
+                    .and_then(|n| n.as_ref().map(|n| n.era));
+                if era == Some(Era::Modern) {
+                    // 2026-07-28 servers ask through `inputRequests`, never with requests.
+                    let error = ErrorObject::new(
+                        ErrorCode::METHOD_NOT_FOUND,
+                        format!(
+                            "'{}': a 2026-07-28 client serves no server-to-client requests",
+                            request.method
+                        ),
+                    );
+                    inner.refuse(request.id, error).await;
+                    continue;
+                }
+                let Some(slot) = ServingSlot::take(&inner.serving, inner.max_server_requests)
+                else {
+                    let error = ErrorObject::new(
+                        ErrorCode(-32000),
+                        format!(
+                            "the client is already serving {} server requests \
+                             (ClientBuilder::max_server_requests); try again later",
+                            inner.max_server_requests
+                        ),
+                    );
+                    inner.refuse(request.id, error).await;
+                    continue;
+                };
                 let inner = inner.clone();
-                tokio::spawn(async move { inner.serve_server_request(request).await });
+                tokio::spawn(async move {
+                    inner.serve_server_request(request).await;
+                    drop(slot);
+                });
             }
         }
     }
@@ -379,7 +446,35 @@ async fn read_loop(inner: Arc<Inner>) {
     }
 }
 
+/// One of the client's `max_server_requests` slots, given back on drop.
+struct ServingSlot(Arc<AtomicUsize>);
+
+impl ServingSlot {
+    fn take(serving: &Arc<AtomicUsize>, max: usize) -> Option<ServingSlot> {
+        serving
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()?;
+        Some(ServingSlot(serving.clone()))
+    }
+}
+
+impl Drop for ServingSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 impl Inner {
+    /// Answers a server-to-client request with an error, without serving it.
+    async fn refuse(&self, id: RequestId, error: ErrorObject) {
+        let reply = JsonRpcMessage::Error(JsonRpcError::new(Some(id), error));
+        if let Err(e) = self.transport.send(reply).await {
+            tracing::warn!(error = %e, "could not refuse a server-to-client request");
+        }
+    }
+
     fn resolve(&self, id: &RequestId, answer: Answer) {
         let waiter = self.pending.lock().ok().and_then(|mut p| p.remove(id));
         match waiter {
@@ -426,6 +521,15 @@ impl Inner {
         {
             Ok(ServerRequest::Ping(_)) => Ok(ClientResult::Empty(Default::default())),
             Ok(ServerRequest::Elicit(p)) => match &self.callbacks.elicit {
+                Some(_) if undeclared_elicitation(&self.capabilities, &p).is_some() => {
+                    Err(ErrorObject::new(
+                        ErrorCode::INVALID_PARAMS,
+                        format!(
+                            "this client did not declare {}",
+                            undeclared_elicitation(&self.capabilities, &p).unwrap_or_default()
+                        ),
+                    ))
+                }
                 Some(cb) => cb(info, p).await.map(ClientResult::Elicit),
                 None => Err(ErrorObject::new(
                     ErrorCode::INVALID_REQUEST,
@@ -1077,6 +1181,13 @@ impl Client {
         requests: BTreeMap<String, InputRequest>,
     ) -> Result<InputResponses, ClientError> {
         let callbacks = &self.inner.callbacks;
+        let declared = &self.inner.capabilities;
+        if requests.len() > self.inner.max_input_requests {
+            return Err(ClientError::TooManyInputRequests {
+                count: requests.len(),
+                max: self.inner.max_input_requests,
+            });
+        }
         let mut tasks = tokio::task::JoinSet::new();
         for (key, request) in requests {
             let info = RequestInfo {
@@ -1094,6 +1205,9 @@ impl Client {
                             .elicit
                             .clone()
                             .ok_or_else(|| missing("elicitation"))?;
+                        if let Some(capability) = undeclared_elicitation(declared, &p) {
+                            return Err(ClientError::UndeclaredCapability { capability, key });
+                        }
                         Box::pin(async move { cb(info, p).await.map(InputResponse::Elicit) })
                     }
                     InputRequest::CreateMessage(p) => {
@@ -1101,10 +1215,19 @@ impl Client {
                             .sample
                             .clone()
                             .ok_or_else(|| missing("sampling"))?;
+                        if let Some(capability) = undeclared_sampling(declared, &p) {
+                            return Err(ClientError::UndeclaredCapability { capability, key });
+                        }
                         Box::pin(async move { cb(info, p).await.map(InputResponse::CreateMessage) })
                     }
                     InputRequest::ListRoots(_) => {
                         let cb = callbacks.roots.clone().ok_or_else(|| missing("roots"))?;
+                        if declared.roots.is_none() {
+                            return Err(ClientError::UndeclaredCapability {
+                                capability: "roots",
+                                key,
+                            });
+                        }
                         Box::pin(async move { cb(info).await.map(InputResponse::ListRoots) })
                     }
                     InputRequest::Unknown { method, .. } => {
@@ -1132,6 +1255,39 @@ impl Client {
             }
         }
         Ok(responses)
+    }
+}
+
+/// The elicitation mode a request needs that `declared` lacks, if any.
+fn undeclared_elicitation(
+    declared: &ClientCapabilities,
+    params: &ElicitRequestParams,
+) -> Option<&'static str> {
+    let elicitation = declared.elicitation.as_ref();
+    match params {
+        ElicitRequestParams::Form(_) if !elicitation.is_some_and(|e| e.supports_form()) => {
+            Some("elicitation (form mode)")
+        }
+        ElicitRequestParams::Url(_) if !elicitation.is_some_and(|e| e.supports_url()) => {
+            Some("elicitation (URL mode)")
+        }
+        _ => None,
+    }
+}
+
+/// The sampling capability a request needs that `declared` lacks, if any.
+fn undeclared_sampling(
+    declared: &ClientCapabilities,
+    params: &CreateMessageRequestParams,
+) -> Option<&'static str> {
+    match &declared.sampling {
+        None => Some("sampling"),
+        Some(sampling)
+            if sampling.tools.is_none() && params.tools.as_ref().is_some_and(|t| !t.is_empty()) =>
+        {
+            Some("sampling with tools")
+        }
+        _ => None,
     }
 }
 

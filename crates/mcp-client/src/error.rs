@@ -38,6 +38,24 @@ pub enum ClientError {
         /// The `inputRequests` key (2026-07-28) or request id (2025-11-25).
         key: String,
     },
+    /// The server asked for something this client never declared the capability for (URL
+    /// elicitation when only form mode was declared...); no callback ran, nothing was retried.
+    UndeclaredCapability {
+        /// `elicitation (form mode)`, `elicitation (URL mode)`, `sampling`, `sampling with tools`
+        /// or `roots`.
+        capability: &'static str,
+        /// The `inputRequests` key.
+        key: String,
+    },
+    /// One round asked more questions than the client answers at once
+    /// ([`ClientBuilder::max_input_requests`](crate::ClientBuilder::max_input_requests)); no
+    /// callback ran, nothing was retried.
+    TooManyInputRequests {
+        /// How many the server asked.
+        count: usize,
+        /// The cap.
+        max: usize,
+    },
     /// The server asked with a method that is not an input request; nothing was retried.
     UnsupportedInputRequest {
         /// The method.
@@ -87,6 +105,14 @@ impl fmt::Display for ClientError {
             ClientError::MissingCallback { capability, key } => write!(
                 f,
                 "the server asked for {capability} (input request '{key}') but this client has no {capability} callback"
+            ),
+            ClientError::UndeclaredCapability { capability, key } => write!(
+                f,
+                "the server asked for {capability} (input request '{key}'), a capability this client did not declare"
+            ),
+            ClientError::TooManyInputRequests { count, max } => write!(
+                f,
+                "the server asked {count} questions in one round; this client answers at most {max} (ClientBuilder::max_input_requests)"
             ),
             ClientError::UnsupportedInputRequest { method, key } => {
                 write!(

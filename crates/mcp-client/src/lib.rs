@@ -21,8 +21,9 @@ mod transport;
 pub use callbacks::RequestInfo;
 pub use client::{
     BACKOFF_CAP, BACKOFF_START, CallOptions, CallOutcome, Client, ClientBuilder,
-    DEFAULT_MAX_ROUNDS, DEFAULT_REQUEST_TIMEOUT, DISCOVER_TIMEOUT, HasMetaMut, LEGACY_VERSIONS,
-    MODERN_VERSIONS, Mode, Negotiated, Session,
+    DEFAULT_MAX_INPUT_REQUESTS, DEFAULT_MAX_ROUNDS, DEFAULT_MAX_SERVER_REQUESTS,
+    DEFAULT_REQUEST_TIMEOUT, DISCOVER_TIMEOUT, HasMetaMut, LEGACY_VERSIONS, MODERN_VERSIONS, Mode,
+    Negotiated, Session,
 };
 pub use error::ClientError;
 pub use transport::{BoxFuture, Transport};

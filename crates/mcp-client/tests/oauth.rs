@@ -549,3 +549,142 @@ async fn a_refused_token_is_refreshed_before_anyone_is_asked_to_log_in_again() {
     );
     assert_eq!(web.requests_to("http://localhost:5000/token").len(), 2);
 }
+
+#[tokio::test]
+async fn plaintext_endpoints_off_loopback_are_refused_before_anything_is_sent() {
+    const REMOTE: &str = "http://auth.example.com";
+    // The resource metadata names an http:// authorization server on a real host.
+    let web = Web::new(with_prm(
+        "http://localhost:4000/.well-known/oauth-protected-resource/mcp",
+        prm(SERVER, REMOTE),
+        authorization_server(REMOTE, as_metadata(REMOTE), Some(REMOTE)),
+    ));
+    let e = oauth(&web)
+        .unauthorized(SERVER, None, None)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e,
+        OAuthError::Http(
+            "http://auth.example.com/.well-known/oauth-authorization-server is not https (only loopback hosts may use http://); nothing was sent".into()
+        )
+    );
+    assert!(web.requests_to(REMOTE).is_empty(), "{:?}", web.urls());
+
+    // Loopback metadata that points its endpoints off the machine in plaintext.
+    let mut metadata = as_metadata(AS);
+    metadata["authorization_endpoint"] = json!("http://login.example.com/authorize");
+    let web = Web::new(with_prm(
+        "http://localhost:4000/.well-known/oauth-protected-resource/mcp",
+        prm(SERVER, AS),
+        authorization_server(AS, metadata, Some(AS)),
+    ));
+    let e = oauth(&web)
+        .unauthorized(SERVER, None, None)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "authorization failed: the authorization endpoint http://login.example.com/authorize is not https (only loopback hosts may use http://); the user was not sent there"
+    );
+    assert!(web.requests_to("http://localhost:5000/register").is_empty());
+
+    for (url, secure) in [
+        ("https://auth.example.com/token", true),
+        ("http://localhost:5000/token", true),
+        ("http://127.0.0.1:5000/token", true),
+        ("http://[::1]:5000/token", true),
+        ("http://auth.example.com/token", false),
+        ("http://localhost.example.com/token", false),
+        ("http://127.0.0.1.nip.io/token", false),
+        ("ftp://localhost/token", false),
+    ] {
+        assert_eq!(mcp_client::oauth::is_secure_endpoint(url), secure, "{url}");
+    }
+}
+
+#[tokio::test]
+async fn metadata_without_s256_is_refused() {
+    for methods in [json!(["plain"]), Value::Null] {
+        let mut metadata = as_metadata(AS);
+        match &methods {
+            Value::Null => {
+                metadata
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("code_challenge_methods_supported");
+            }
+            m => metadata["code_challenge_methods_supported"] = m.clone(),
+        }
+        let web = Web::new(with_prm(
+            "http://localhost:4000/.well-known/oauth-protected-resource/mcp",
+            prm(SERVER, AS),
+            authorization_server(AS, metadata, Some(AS)),
+        ));
+        let e = oauth(&web)
+            .unauthorized(SERVER, None, None)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "authorization failed: http://localhost:5000 does not list S256 in code_challenge_methods_supported; the MCP authorization spec requires PKCE with S256, so this client will not authorize",
+            "{methods}"
+        );
+        assert!(web.requests_to("http://localhost:5000/register").is_empty());
+        assert!(
+            web.requests_to("http://localhost:5000/authorize")
+                .is_empty()
+        );
+    }
+}
+
+/// An authorization server that never answers.
+struct Silent;
+
+impl HttpFetch for Silent {
+    fn fetch(&self, _request: HttpRequest) -> BoxFuture<'_, Result<HttpResponse, String>> {
+        Box::pin(std::future::pending())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fetch_that_never_answers_fails_at_the_timeout() {
+    let mut config = OAuthConfig::new("http://localhost:1/callback");
+    config.fetch_timeout = std::time::Duration::from_secs(5);
+    let silent = Arc::new(Silent);
+    let client = OAuth::new(
+        config,
+        silent.clone(),
+        Arc::new(HeadlessAuthorizer::new(silent)),
+    );
+    let e = client.unauthorized(SERVER, None, None).await.unwrap_err();
+    assert_eq!(
+        e,
+        OAuthError::Http(
+            "http://localhost:4000/.well-known/oauth-protected-resource/mcp did not answer within 5000 ms (OAuthConfig::fetch_timeout)".into()
+        )
+    );
+}
+
+#[test]
+fn http_response_debug_redacts_location_cookies_and_credentials() {
+    let response = HttpResponse {
+        status: 302,
+        headers: vec![
+            (
+                "Location".into(),
+                "http://localhost:1/callback?code=SECRET-CODE&state=s".into(),
+            ),
+            ("set-cookie".into(), "session=SECRET-COOKIE".into()),
+            ("Authorization".into(), "Bearer SECRET-TOKEN".into()),
+            ("Content-Type".into(), "text/html".into()),
+        ],
+        body: b"SECRET-BODY".to_vec(),
+    };
+    let shown = format!("{response:?}");
+    assert!(!shown.contains("SECRET"), "{shown}");
+    assert_eq!(
+        shown,
+        "HttpResponse { status: 302, headers: [(\"Location\", \"[redacted]\"), (\"set-cookie\", \"[redacted]\"), (\"Authorization\", \"[redacted]\"), (\"Content-Type\", \"text/html\")], body_len: 11 }"
+    );
+}

@@ -18,12 +18,24 @@ pub mod headers;
 mod net;
 mod oauth;
 mod server;
+#[cfg(feature = "tls")]
+mod tls;
 
 pub use auth::{AuthError, ProtectedResource, TokenVerifier, VerifiedToken};
 pub use body::{KEEP_ALIVE, McpBody};
-pub use client::{HeaderParam, HttpTransport, header_params};
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub use client::fuzzing;
+pub use client::{
+    DEFAULT_MAX_MESSAGE, DEFAULT_MAX_RETRY, HeaderParam, HttpTransport, MIN_RETRY, header_params,
+};
+pub use oauth::{DEFAULT_FETCH_TIMEOUT, DEFAULT_MAX_FETCH_BODY};
+#[cfg(feature = "tls")]
+pub use rustls;
 pub use server::{
     DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IN_FLIGHT,
     DEFAULT_MAX_SESSIONS, HEADER_READ_TIMEOUT, McpHttpService, SESSION_IDLE_TIMEOUT,
     SHUTDOWN_GRACE, serve,
 };
+#[cfg(feature = "tls")]
+pub use tls::{TLS_HANDSHAKE_TIMEOUT, serve_tls, server_config};

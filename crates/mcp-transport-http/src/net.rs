@@ -4,9 +4,86 @@
 //! a tool result, a short POST answering it. With Nagle's algorithm on, a small write waits for
 //! the peer to acknowledge the previous one, and a peer that delays its ACK (Linux does, up to
 //! 40 ms) stalls the stream. So every socket sets `TCP_NODELAY`.
+//!
+//! With the `tls` feature the client connector is rustls (ring) over that same TCP connector,
+//! speaking `http://` and `https://`.
 
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
 use tokio::net::TcpStream;
+
+/// The connector of the MCP transport and the OAuth fetcher.
+#[cfg(feature = "tls")]
+pub(crate) type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
+/// The connector of the MCP transport and the OAuth fetcher.
+#[cfg(not(feature = "tls"))]
+pub(crate) type Connector = HttpConnector;
+/// The hyper client of the MCP transport and the OAuth fetcher.
+pub(crate) type HttpClient = HyperClient<Connector, Full<Bytes>>;
+
+/// A client on [`connector`]: plain HTTP only.
+#[cfg(not(feature = "tls"))]
+pub(crate) fn client() -> HttpClient {
+    HyperClient::builder(TokioExecutor::new()).build(connector())
+}
+
+/// A client speaking `http://` and `https://`, verifying servers with `tls`, over
+/// [`connector`] (so TLS sockets have `TCP_NODELAY` too).
+#[cfg(feature = "tls")]
+pub(crate) fn client(tls: rustls::ClientConfig) -> HttpClient {
+    HyperClient::builder(TokioExecutor::new()).build(tls_connector(tls))
+}
+
+/// rustls over [`connector`], for `http://` and `https://` URLs.
+#[cfg(feature = "tls")]
+fn tls_connector(tls: rustls::ClientConfig) -> Connector {
+    let mut tcp = connector();
+    tcp.enforce_http(false);
+    hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(tcp)
+}
+
+/// The rustls client configuration for `roots`: ring, TLS 1.2 and 1.3, no client certificate.
+#[cfg(feature = "tls")]
+pub(crate) fn tls_config(roots: rustls::RootCertStore) -> Result<rustls::ClientConfig, String> {
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS configuration: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
+}
+
+/// Mozilla's root certificates (`webpki-roots`), the default trust store.
+#[cfg(feature = "tls")]
+pub(crate) fn mozilla_roots() -> rustls::RootCertStore {
+    rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    }
+}
+
+/// An error and every error below it, joined by ": ", so a refused certificate reads
+/// "client error (Connect): invalid peer certificate: certificate expired: …" rather than
+/// "client error (Connect)".
+pub(crate) fn describe(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
+}
 
 /// Configures a socket the server accepted. Failing to set the option is not fatal (the
 /// connection still works, only slower), so it is logged and the connection served.
@@ -38,6 +115,21 @@ mod tests {
         assert!(!stream.nodelay().unwrap(), "sockets start with Nagle on");
         accepted(&stream);
         assert!(stream.nodelay().unwrap());
+    }
+
+    #[cfg(feature = "tls")]
+    #[tokio::test]
+    async fn the_tls_connector_opens_its_sockets_with_nagle_off() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let uri: hyper::Uri = format!("http://{}/mcp", listener.local_addr().unwrap())
+            .parse()
+            .unwrap();
+        let mut https = tls_connector(tls_config(mozilla_roots()).unwrap());
+        let stream = https.call(uri).await.unwrap();
+        let hyper_rustls::MaybeHttpsStream::Http(io) = stream else {
+            panic!("an http:// URL is not TLS")
+        };
+        assert!(io.inner().nodelay().unwrap());
     }
 
     #[tokio::test]

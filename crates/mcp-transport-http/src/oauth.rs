@@ -97,25 +97,84 @@ impl Auth {
     }
 }
 
-/// [`mcp_client::oauth::HttpFetch`] on the transport's hyper client: http:// only, redirects
-/// returned as they are.
+/// The largest OAuth response body (metadata, registration, token) [`HyperFetch`] reads: 1 MiB.
+pub const DEFAULT_MAX_FETCH_BODY: usize = 1024 * 1024;
+/// How long one OAuth fetch may take, from sending the request to the end of its body.
+pub const DEFAULT_FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// [`mcp_client::oauth::HttpFetch`] on the transport's hyper client (`https://` with the `tls`
+/// feature): redirects returned as they are, bodies capped at [`DEFAULT_MAX_FETCH_BODY`], each
+/// fetch bounded by [`DEFAULT_FETCH_TIMEOUT`].
 #[cfg(feature = "oauth")]
 pub(crate) struct HyperFetch {
-    client: hyper_util::client::legacy::Client<
-        hyper_util::client::legacy::connect::HttpConnector,
-        http_body_util::Full<bytes::Bytes>,
-    >,
+    client: crate::net::HttpClient,
+    max_body: usize,
+    timeout: std::time::Duration,
 }
 
 #[cfg(feature = "oauth")]
 impl HyperFetch {
-    pub(crate) fn new(
-        client: hyper_util::client::legacy::Client<
-            hyper_util::client::legacy::connect::HttpConnector,
-            http_body_util::Full<bytes::Bytes>,
-        >,
-    ) -> Self {
-        HyperFetch { client }
+    pub(crate) fn new(client: crate::net::HttpClient) -> Self {
+        HyperFetch {
+            client,
+            max_body: DEFAULT_MAX_FETCH_BODY,
+            timeout: DEFAULT_FETCH_TIMEOUT,
+        }
+    }
+
+    #[cfg(test)]
+    fn limits(mut self, max_body: usize, timeout: std::time::Duration) -> Self {
+        self.max_body = max_body;
+        self.timeout = timeout;
+        self
+    }
+
+    async fn fetch_now(
+        &self,
+        request: mcp_client::oauth::HttpRequest,
+    ) -> Result<mcp_client::oauth::HttpResponse, String> {
+        use http_body_util::BodyExt;
+        let mut builder = hyper::Request::builder()
+            .method(request.method)
+            .uri(request.url.as_str());
+        for (name, value) in &request.headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        let outgoing = builder
+            .body(http_body_util::Full::new(bytes::Bytes::from(request.body)))
+            .map_err(|e| format!("{}: {e}", request.url))?;
+        let response = self
+            .client
+            .request(outgoing)
+            .await
+            .map_err(|e| format!("{}: {}", request.url, crate::net::describe(&e)))?;
+        let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .filter_map(|(n, v)| Some((n.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+            .collect();
+        let limit = self.max_body;
+        let body = http_body_util::Limited::new(response.into_body(), limit)
+            .collect()
+            .await
+            .map_err(|e| {
+                if e.is::<http_body_util::LengthLimitError>() {
+                    format!(
+                        "{}: the answer is larger than the {limit}-byte limit for OAuth responses",
+                        request.url
+                    )
+                } else {
+                    format!("{}: {e}", request.url)
+                }
+            })?
+            .to_bytes()
+            .to_vec();
+        Ok(mcp_client::oauth::HttpResponse {
+            status,
+            headers,
+            body,
+        })
     }
 }
 
@@ -125,40 +184,84 @@ impl mcp_client::oauth::HttpFetch for HyperFetch {
         &self,
         request: mcp_client::oauth::HttpRequest,
     ) -> mcp_client::BoxFuture<'_, Result<mcp_client::oauth::HttpResponse, String>> {
-        use http_body_util::BodyExt;
         Box::pin(async move {
-            let mut builder = hyper::Request::builder()
-                .method(request.method)
-                .uri(request.url.as_str());
-            for (name, value) in &request.headers {
-                builder = builder.header(name.as_str(), value.as_str());
+            let url = request.url.clone();
+            match tokio::time::timeout(self.timeout, self.fetch_now(request)).await {
+                Ok(result) => result,
+                Err(_) => Err(format!(
+                    "{url}: no complete answer within {} s",
+                    self.timeout.as_secs_f64()
+                )),
             }
-            let outgoing = builder
-                .body(http_body_util::Full::new(bytes::Bytes::from(request.body)))
-                .map_err(|e| format!("{}: {e}", request.url))?;
-            let response = self
-                .client
-                .request(outgoing)
-                .await
-                .map_err(|e| format!("{}: {e}", request.url))?;
-            let status = response.status().as_u16();
-            let headers = response
-                .headers()
-                .iter()
-                .filter_map(|(n, v)| Some((n.as_str().to_owned(), v.to_str().ok()?.to_owned())))
-                .collect();
-            let body = response
-                .into_body()
-                .collect()
-                .await
-                .map_err(|e| format!("{}: {e}", request.url))?
-                .to_bytes()
-                .to_vec();
-            Ok(mcp_client::oauth::HttpResponse {
-                status,
-                headers,
-                body,
-            })
         })
+    }
+}
+
+#[cfg(all(test, feature = "oauth"))]
+mod tests {
+    use super::*;
+    use mcp_client::oauth::{HttpFetch, HttpRequest};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A server that sends `head` and then `body_len` bytes (or stalls, for `None`).
+    async fn server(body_len: Option<usize>) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!(
+            "http://{}/.well-known/oauth-authorization-server",
+            listener.local_addr().unwrap()
+        );
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = socket.read(&mut buf).await;
+            match body_len {
+                Some(n) => {
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {n}\r\n\r\n"
+                    );
+                    let _ = socket.write_all(head.as_bytes()).await;
+                    let _ = socket.write_all(&vec![b' '; n]).await;
+                }
+                None => {
+                    let _ = socket
+                        .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n{")
+                        .await;
+                }
+            }
+            let _ = socket.read(&mut buf).await;
+        });
+        url
+    }
+
+    fn get(url: &str) -> HttpRequest {
+        HttpRequest {
+            method: "GET",
+            url: url.to_owned(),
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_oauth_body_over_the_limit_is_refused() {
+        let url = server(Some(5000)).await;
+        let fetch = HyperFetch::new(crate::HttpTransport::new(&url).unwrap().http_client())
+            .limits(4096, DEFAULT_FETCH_TIMEOUT);
+        let e = fetch.fetch(get(&url)).await.unwrap_err();
+        assert_eq!(
+            e,
+            format!("{url}: the answer is larger than the 4096-byte limit for OAuth responses")
+        );
+    }
+
+    #[tokio::test]
+    async fn an_oauth_server_that_stalls_is_given_up_at_the_timeout() {
+        let url = server(None).await;
+        let fetch = HyperFetch::new(crate::HttpTransport::new(&url).unwrap().http_client()).limits(
+            DEFAULT_MAX_FETCH_BODY,
+            std::time::Duration::from_millis(200),
+        );
+        let e = fetch.fetch(get(&url)).await.unwrap_err();
+        assert_eq!(e, format!("{url}: no complete answer within 0.2 s"));
     }
 }

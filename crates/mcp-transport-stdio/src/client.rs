@@ -1,5 +1,7 @@
 //! The client side: spawn the server command, talk to it over its stdin/stdout, forward its
-//! stderr to `tracing`, and notice when it dies.
+//! stderr to `tracing` (control characters escaped), and notice when it dies. Lines longer
+//! than [`StdioOptions::max_line`] and lines that are not UTF-8 are refused one by one; the
+//! stream goes on.
 
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -7,12 +9,115 @@ use std::time::Duration;
 
 use mcp_client::{BoxFuture, Transport};
 use mcp_types::JsonRpcMessage;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
 
 /// How long a closed server gets to exit on its own before it is killed.
 pub const GRACE_PERIOD: Duration = Duration::from_secs(2);
+
+/// The default of [`StdioOptions::max_line`]: 16 MiB.
+pub const DEFAULT_CLIENT_MAX_LINE: usize = 16 * 1024 * 1024;
+/// The longest stderr line forwarded to `tracing`; longer ones are cut to it.
+const MAX_STDERR_LINE: usize = 16 * 1024;
+
+/// How a [`StdioTransport`] treats what its child writes.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct StdioOptions {
+    /// The longest stdout line (one JSON-RPC message) accepted, in bytes (default
+    /// [`DEFAULT_CLIENT_MAX_LINE`]). A longer line is skipped up to its newline and refused with a
+    /// warning ("the server wrote a line of N bytes, over the M-byte limit"), and reading goes
+    /// on; nothing more than the limit is ever buffered.
+    pub max_line: usize,
+}
+
+impl Default for StdioOptions {
+    fn default() -> Self {
+        StdioOptions {
+            max_line: DEFAULT_CLIENT_MAX_LINE,
+        }
+    }
+}
+
+impl StdioOptions {
+    /// Sets [`max_line`](Self::max_line).
+    pub fn max_line(mut self, bytes: usize) -> Self {
+        self.max_line = bytes;
+        self
+    }
+}
+
+/// One line read by [`read_line`].
+#[derive(Debug, PartialEq, Eq)]
+enum Line {
+    /// A line (in the buffer, without its `\n`); the last one may lack it.
+    Full,
+    /// A line of this many bytes, over the limit: skipped.
+    TooLong(usize),
+    /// The end of the stream.
+    Eof,
+}
+
+/// Reads one `\n`-terminated line into `line`, keeping at most `max` bytes of it: a longer
+/// line is consumed to its end and reported by its length.
+async fn read_line<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Line> {
+    line.clear();
+    if line.capacity() > 64 * 1024 {
+        line.shrink_to(64 * 1024);
+    }
+    let mut length = 0usize;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(match length {
+                0 => Line::Eof,
+                n if n > max => Line::TooLong(n),
+                _ => Line::Full,
+            });
+        }
+        let (taken, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(at) => (at, true),
+            None => (available.len(), false),
+        };
+        length = length.saturating_add(taken);
+        if length <= max {
+            line.extend_from_slice(&available[..taken]);
+        } else {
+            line.clear();
+        }
+        reader.consume(taken + usize::from(done));
+        if done {
+            return Ok(if length > max {
+                Line::TooLong(length)
+            } else {
+                Line::Full
+            });
+        }
+    }
+}
+
+/// A stderr line made safe for a log or a terminal: invalid UTF-8 replaced, control
+/// characters (ANSI escapes, `\r`, backspace...) and bidirectional overrides escaped as
+/// `\u{..}`.
+fn sanitize(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(line);
+    let text = text.strip_suffix('\r').unwrap_or(&text);
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let bidi = matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+        if (c.is_control() && c != '\t') || bidi {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
 
 /// A server process spoken to over stdio.
 #[derive(Debug)]
@@ -25,7 +130,12 @@ pub struct StdioTransport {
 
 impl StdioTransport {
     /// Spawns `command` with piped stdin, stdout and stderr.
-    pub fn spawn(mut command: Command) -> std::io::Result<Self> {
+    pub fn spawn(command: Command) -> std::io::Result<Self> {
+        Self::spawn_with(command, StdioOptions::default())
+    }
+
+    /// [`spawn`](Self::spawn) with limits other than the defaults.
+    pub fn spawn_with(mut command: Command, options: StdioOptions) -> std::io::Result<Self> {
         command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -41,25 +151,50 @@ impl StdioTransport {
         let (tx, rx) = mpsc::unbounded_channel();
         let ended = Arc::new(Mutex::new(None));
         let problems = ended.clone();
+        let max_line = options.max_line;
         tokio::spawn(async move {
-            let mut lines = BufReader::new(stdout).lines();
+            let mut reader = BufReader::new(stdout);
+            let mut bytes = Vec::new();
+            let refuse = |why: String| {
+                // A server that writes anything but protocol on stdout misbehaves; say so,
+                // and keep reading.
+                tracing::warn!(%why, "a line from the server was refused");
+                if let Ok(mut p) = problems.lock() {
+                    p.get_or_insert(why);
+                }
+            };
             loop {
-                match lines.next_line().await {
+                let line = match read_line(&mut reader, &mut bytes, max_line).await {
+                    Ok(Line::Full) => match std::str::from_utf8(&bytes) {
+                        Ok(line) => Ok(Some(line)),
+                        Err(e) => {
+                            refuse(format!(
+                                "the server wrote a line on stdout that is not UTF-8 ({e}); it was dropped"
+                            ));
+                            continue;
+                        }
+                    },
+                    Ok(Line::TooLong(n)) => {
+                        refuse(format!(
+                            "the server wrote a line of {n} bytes, over the {max_line}-byte limit \
+                             (StdioOptions::max_line); it was dropped"
+                        ));
+                        continue;
+                    }
+                    Ok(Line::Eof) => Ok(None),
+                    Err(e) => Err(e),
+                };
+                match line {
                     Ok(Some(line)) if line.trim().is_empty() => continue,
-                    Ok(Some(line)) => match JsonRpcMessage::from_str(&line) {
+                    Ok(Some(line)) => match JsonRpcMessage::from_str(line) {
                         Ok(message) => {
                             if tx.send(message).is_err() {
                                 return;
                             }
                         }
-                        Err(e) => {
-                            // A server that writes anything but protocol on stdout misbehaves;
-                            // say so, and keep reading.
-                            tracing::warn!(error = %e, "the server wrote a line on stdout that is not a JSON-RPC message");
-                            if let Ok(mut p) = problems.lock() {
-                                p.get_or_insert_with(|| format!("the server wrote a line that is not a JSON-RPC message ({e})"));
-                            }
-                        }
+                        Err(e) => refuse(format!(
+                            "the server wrote a line that is not a JSON-RPC message ({e})"
+                        )),
                     },
                     Ok(None) => break,
                     Err(e) => {
@@ -71,9 +206,19 @@ impl StdioTransport {
         });
         if let Some(stderr) = stderr {
             tokio::spawn(async move {
-                let mut lines = BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    tracing::info!(target: "mcp_transport_stdio::server", "{line}");
+                let mut reader = BufReader::new(stderr);
+                let mut bytes = Vec::new();
+                loop {
+                    match read_line(&mut reader, &mut bytes, MAX_STDERR_LINE).await {
+                        Ok(Line::Full) => {
+                            let line = sanitize(&bytes);
+                            tracing::info!(target: "mcp_transport_stdio::server", "{line}");
+                        }
+                        Ok(Line::TooLong(n)) => {
+                            tracing::info!(target: "mcp_transport_stdio::server", "(a stderr line of {n} bytes, over the {MAX_STDERR_LINE}-byte limit, was dropped)");
+                        }
+                        Ok(Line::Eof) | Err(_) => break,
+                    }
                 }
             });
         }
@@ -159,5 +304,56 @@ impl Transport for StdioTransport {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn lines(input: &[u8], max: usize) -> Vec<Result<String, usize>> {
+        // A 4-byte buffer: lines and limits straddle reads.
+        let mut reader = BufReader::with_capacity(4, input);
+        let mut line = Vec::new();
+        let mut out = Vec::new();
+        loop {
+            match read_line(&mut reader, &mut line, max).await.unwrap() {
+                Line::Full => out.push(Ok(String::from_utf8_lossy(&line).into_owned())),
+                Line::TooLong(n) => out.push(Err(n)),
+                Line::Eof => return out,
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_line_over_the_limit_is_skipped_and_reading_goes_on() {
+        let got = lines(b"short\n0123456789abcdef\nok\nlast", 10).await;
+        assert_eq!(
+            got,
+            [
+                Ok("short".to_owned()),
+                Err(16),
+                Ok("ok".to_owned()),
+                Ok("last".to_owned())
+            ]
+        );
+        assert_eq!(lines(b"", 10).await, []);
+        assert_eq!(
+            lines(b"exactly10!\n", 10).await,
+            [Ok("exactly10!".to_owned())]
+        );
+    }
+
+    #[test]
+    fn stderr_control_characters_are_escaped() {
+        assert_eq!(
+            sanitize(b"\x1b[2J\x1b]0;pwned\x07ok\tfine\rhidden\r"),
+            "\\u{1b}[2J\\u{1b}]0;pwned\\u{7}ok\tfine\\u{d}hidden"
+        );
+        assert_eq!(
+            sanitize("evil\u{202E}txt.exe".as_bytes()),
+            "evil\\u{202e}txt.exe"
+        );
+        assert_eq!(sanitize(b"caf\xc3\xa9 \xff"), "café \u{fffd}");
     }
 }

@@ -13,7 +13,7 @@
 mod client;
 mod server;
 
-pub use client::{GRACE_PERIOD, StdioTransport};
+pub use client::{DEFAULT_CLIENT_MAX_LINE, GRACE_PERIOD, StdioOptions, StdioTransport};
 pub use server::{
     DEFAULT_MAX_LINE, DEFAULT_OUTPUT_QUEUE, EOF_GRACE, StdioLimits, serve, serve_io, serve_io_with,
 };

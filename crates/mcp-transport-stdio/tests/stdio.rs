@@ -94,6 +94,20 @@ async fn noise_on_stdout_is_skipped() {
     );
 }
 
+/// One byte that is not UTF-8 refuses its line, not the connection.
+async fn a_non_utf8_line_on_stdout_is_refused_and_the_stream_goes_on() {
+    let transport = StdioTransport::spawn(child("binary-noise")).unwrap();
+    let client = client().connect(transport).await.unwrap();
+    let result = client
+        .call_tool("provision", json!({"name": "b"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        result.content[0].as_text(),
+        Some("Provisioned 'b' in eu-west-1.")
+    );
+}
+
 async fn eof_ends_the_server_after_answering_what_is_in_flight() {
     let (client_side, server_side) = tokio::io::duplex(64 * 1024);
     let (server_read, server_write) = tokio::io::split(server_side);
@@ -166,10 +180,16 @@ fn main() {
             println!("hello from a server that prints");
             return runtime.block_on(serve(provisioner())).unwrap();
         }
+        Ok("binary-noise") => {
+            use std::io::Write;
+            std::io::stdout().write_all(b"\xff\xfe not text\n").unwrap();
+            std::io::stdout().flush().unwrap();
+            return runtime.block_on(serve(provisioner())).unwrap();
+        }
         Ok("exit-3") => std::process::exit(3),
         _ => {}
     }
-    let cases: [Case; 5] = [
+    let cases: [Case; 6] = [
         ("flows_work_in_both_eras", || {
             Box::pin(flows_work_in_both_eras())
         }),
@@ -179,6 +199,10 @@ fn main() {
         ("noise_on_stdout_is_skipped", || {
             Box::pin(noise_on_stdout_is_skipped())
         }),
+        (
+            "a_non_utf8_line_on_stdout_is_refused_and_the_stream_goes_on",
+            || Box::pin(a_non_utf8_line_on_stdout_is_refused_and_the_stream_goes_on()),
+        ),
         (
             "eof_ends_the_server_after_answering_what_is_in_flight",
             || Box::pin(eof_ends_the_server_after_answering_what_is_in_flight()),

@@ -143,6 +143,20 @@ pub mod http {
         Ok(())
     }
 
+    /// Serves `server` at `https://{addr}/mcp` until the process ends, with a PEM certificate
+    /// chain (the server's certificate first) and its PEM private key (feature `tls`).
+    #[cfg(feature = "tls")]
+    pub async fn serve_tls(
+        server: impl super::IntoService,
+        addr: impl tokio::net::ToSocketAddrs,
+        cert_chain_pem: &[u8],
+        key_pem: &[u8],
+    ) -> Result<(), super::ServeError> {
+        mcp_transport_http::serve_tls(server.into_service()?, addr, cert_chain_pem, key_pem)
+            .await?;
+        Ok(())
+    }
+
     /// The endpoint as a hyper/`tower` service, to mount in an existing application.
     pub fn endpoint(server: impl super::IntoService) -> Result<McpHttpService, super::BuildError> {
         Ok(McpHttpService::new(server.into_service()?))

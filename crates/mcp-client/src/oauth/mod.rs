@@ -79,11 +79,75 @@ pub struct HttpResponse {
 
 impl fmt::Debug for HttpResponse {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `Location` may carry an authorization code, `Set-Cookie` a session, and
+        // `Authorization` a credential: their values are never printed.
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                let secret = ["location", "set-cookie", "authorization"]
+                    .iter()
+                    .any(|s| name.eq_ignore_ascii_case(s));
+                (
+                    name.as_str(),
+                    if secret { "[redacted]" } else { value.as_str() },
+                )
+            })
+            .collect();
         f.debug_struct("HttpResponse")
             .field("status", &self.status)
-            .field("headers", &self.headers)
+            .field("headers", &headers)
             .field("body_len", &self.body.len())
             .finish()
+    }
+}
+
+/// Whether `url` may carry OAuth traffic: `https://`, or `http://` to a loopback host
+/// (`localhost`, `127.0.0.0/8`, `[::1]`), where nothing crosses a network.
+pub fn is_secure_endpoint(url: &str) -> bool {
+    let Some(parsed) = RawUrl::parse(url) else {
+        return false;
+    };
+    if parsed.scheme.eq_ignore_ascii_case("https") {
+        return true;
+    }
+    let host = match parsed.authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => parsed.authority.split(':').next().unwrap_or_default(),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The default of [`OAuthConfig::fetch_timeout`]: 30 s.
+pub const DEFAULT_FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Every fetch of an [`OAuth`] goes through this: endpoints that are neither `https` nor
+/// loopback are refused before anything is sent, and each fetch has a deadline.
+struct Guarded {
+    inner: Arc<dyn HttpFetch>,
+    timeout: std::time::Duration,
+}
+
+impl HttpFetch for Guarded {
+    fn fetch(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpResponse, String>> {
+        Box::pin(async move {
+            let shown = request.url.split('?').next().unwrap_or_default().to_owned();
+            if !is_secure_endpoint(&request.url) {
+                return Err(format!(
+                    "{shown} is not https (only loopback hosts may use http://); nothing was sent"
+                ));
+            }
+            match tokio::time::timeout(self.timeout, self.inner.fetch(request)).await {
+                Ok(result) => result,
+                Err(_) => Err(format!(
+                    "{shown} did not answer within {} ms (OAuthConfig::fetch_timeout)",
+                    self.timeout.as_millis()
+                )),
+            }
+        })
     }
 }
 
@@ -313,6 +377,10 @@ pub struct OAuthConfig {
     pub application_type: String,
     /// Ask for `offline_access` (refresh tokens) when the server offers it.
     pub offline_access: bool,
+    /// How long one discovery, registration or token request may take, from sending to the
+    /// end of the answer (default [`DEFAULT_FETCH_TIMEOUT`]); past it the flow fails with
+    /// "… did not answer within N ms".
+    pub fetch_timeout: std::time::Duration,
 }
 
 impl OAuthConfig {
@@ -325,6 +393,7 @@ impl OAuthConfig {
             pre_registered: Vec::new(),
             application_type: "native".into(),
             offline_access: true,
+            fetch_timeout: DEFAULT_FETCH_TIMEOUT,
         }
     }
 }
@@ -378,6 +447,10 @@ impl OAuth {
         authorizer: Arc<dyn Authorizer>,
         store: Arc<dyn TokenStore>,
     ) -> Self {
+        let fetch = Arc::new(Guarded {
+            inner: fetch,
+            timeout: config.fetch_timeout,
+        });
         OAuth {
             config,
             fetch,
@@ -460,7 +533,8 @@ impl OAuth {
                         registration_endpoint: Some(format!("{origin}/register")),
                         scopes_supported: None,
                         token_endpoint_auth_methods_supported: None,
-                        code_challenge_methods_supported: None,
+                        // The 2025-03-26 default endpoints imply PKCE with S256.
+                        code_challenge_methods_supported: Some(vec!["S256".into()]),
                         authorization_response_iss_parameter_supported: false,
                         client_id_metadata_document_supported: false,
                     },
@@ -748,6 +822,25 @@ impl OAuth {
         current: &Current,
         scope: Option<String>,
     ) -> Result<String, OAuthError> {
+        let s256 = current
+            .metadata
+            .code_challenge_methods_supported
+            .as_ref()
+            .is_some_and(|methods| methods.iter().any(|m| m == "S256"));
+        if !s256 {
+            return Err(OAuthError::Authorization(format!(
+                "{} does not list S256 in code_challenge_methods_supported; the MCP \
+                 authorization spec requires PKCE with S256, so this client will not authorize",
+                current.issuer
+            )));
+        }
+        let endpoint = &current.metadata.authorization_endpoint;
+        if !is_secure_endpoint(endpoint) {
+            return Err(OAuthError::Authorization(format!(
+                "the authorization endpoint {endpoint} is not https (only loopback hosts may use \
+                 http://); the user was not sent there"
+            )));
+        }
         let client = self.client(current).await?;
         let verifier = random_token(32)?;
         let challenge = URL_SAFE_NO_PAD.encode(ring::digest::digest(
