@@ -27,6 +27,7 @@ mod server;
 mod service;
 mod sink;
 mod stamp;
+pub mod tasks;
 
 pub use cancel::CancellationToken;
 pub use context::RequestContext;

@@ -82,7 +82,7 @@ pub use resolve::{
     Resolver, ResolverInput,
 };
 pub use resource::{IntoReadResult, ResourceDef, ResourceTemplateDef};
-pub use tool::{IntoToolResult, Json, ToolDef, ToolOutcome, schema_object};
+pub use tool::{IntoToolResult, Json, ToolDef, ToolOutcome, ToolReply, schema_object};
 
 use crate::context::RequestContext;
 use crate::server::Server;
@@ -125,6 +125,7 @@ pub struct McpServer {
     change_notifications: bool,
     logging: bool,
     request_timeout: Option<Duration>,
+    tasks: Option<crate::tasks::TaskConfig>,
 }
 
 impl fmt::Debug for McpServer {
@@ -161,6 +162,7 @@ impl McpServer {
             change_notifications: true,
             logging: false,
             request_timeout: None,
+            tasks: None,
         }
     }
 
@@ -248,6 +250,14 @@ impl McpServer {
         self
     }
 
+    /// Serves the Tasks extension with these settings (store, TTL, limits). A server with a
+    /// tool that supports tasks ([`ToolDef::task`], `#[mcp::tool(task = "...")]`) serves it
+    /// with [`TaskConfig::new`](crate::tasks::TaskConfig::new) unless this says otherwise.
+    pub fn tasks(mut self, config: crate::tasks::TaskConfig) -> Self {
+        self.tasks = Some(config);
+        self
+    }
+
     /// Checks the definitions (resolver graphs, form schemas, names) and builds the low-level
     /// server.
     pub fn build(self) -> Result<Server, BuildError> {
@@ -264,6 +274,22 @@ impl McpServer {
         }
         if let Some(timeout) = self.request_timeout {
             server = server.request_timeout(timeout);
+        }
+        let task_tools: Vec<_> = self
+            .tools
+            .iter()
+            .filter(|t| t.task != crate::tasks::TaskSupport::Forbidden)
+            .map(|t| (t.tool.name.clone(), t.task))
+            .collect();
+        if let Some(config) = self
+            .tasks
+            .clone()
+            .or_else(|| (!task_tools.is_empty()).then(crate::tasks::TaskConfig::new))
+        {
+            server = server.tasks(config);
+        }
+        for (name, support) in task_tools {
+            server = server.tool_task_support(name, support);
         }
         let security = self
             .security
@@ -585,8 +611,21 @@ impl Registry {
             Step::Fail(message) => Ok(Outcome::Complete(CallToolResult::error(format!(
                 "Error executing tool {name}: {message}"
             )))),
+            Step::Body(resolved) if ctx.may_run_as_task() => {
+                let body = body.clone();
+                let name = name.clone();
+                ctx.run_as_task(move |ctx| async move {
+                    match body(ctx, args, resolved).await? {
+                        Outcome::Complete(result) => Ok(result),
+                        Outcome::InputRequired(_) => Err(ErrorObject::internal(format!(
+                            "tool '{name}' returned an InputRequiredResult from a task; a task asks with ctx.elicit() and friends"
+                        ))),
+                    }
+                })
+                .await
+            }
             Step::Body(resolved) => {
-                let outcome = body(ctx, args, resolved).await;
+                let outcome = body(ctx, args, resolved).await?;
                 if matches!(outcome, Outcome::InputRequired(_)) && !tool.graph.order.is_empty() {
                     return Err(ErrorObject::internal(format!(
                         "tool '{name}' returned an InputRequiredResult while using resolvers"
