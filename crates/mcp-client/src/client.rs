@@ -41,6 +41,9 @@ use crate::callbacks::{Callbacks, RequestInfo};
 use crate::error::ClientError;
 use crate::transport::Transport;
 
+pub(crate) mod tasks;
+pub use tasks::{TaskCall, TaskHandle};
+
 /// The stateless versions this client speaks, newest first.
 pub const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
 /// The handshake versions a legacy server may answer `initialize` with.
@@ -110,6 +113,7 @@ pub struct ClientBuilder {
     max_rounds: u32,
     log_level: Option<LoggingLevel>,
     declared: ClientCapabilities,
+    tasks: bool,
 }
 
 impl Default for ClientBuilder {
@@ -127,6 +131,7 @@ impl Default for ClientBuilder {
             max_rounds: DEFAULT_MAX_ROUNDS,
             log_level: None,
             declared: ClientCapabilities::default(),
+            tasks: false,
         }
     }
 }
@@ -298,6 +303,9 @@ impl ClientBuilder {
         capabilities.extensions = capabilities.extensions.or(declared.extensions);
         for (key, value) in declared.extra {
             capabilities.extra.entry(key).or_insert(value);
+        }
+        if self.tasks {
+            capabilities = capabilities.with_extension(mcp_types::ext::tasks::EXTENSION_ID);
         }
         let inner = Arc::new(Inner {
             transport: Arc::new(transport),
@@ -1020,7 +1028,10 @@ impl Client {
         params.set_meta(self.meta(progress));
         let raw = mcp_types::jsonrpc::to_raw(&*params)
             .map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
-        let answer = self.request(method, Some(raw), options.timeout).await?;
+        let mut answer = self.request(method, Some(raw), options.timeout).await?;
+        if mcp_types::ext::tasks::is_task_result(&answer) {
+            answer = self.follow_task(method, &answer, options).await?;
+        }
         Outcome::from_raw(&answer).map_err(|e| match e {
             OutcomeError::UnrecognizedResultType(t) => ClientError::UnrecognizedResultType(t),
             OutcomeError::Malformed(e) => {
