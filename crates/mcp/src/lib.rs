@@ -231,6 +231,8 @@ mod guides {
     struct RequestState;
     #[doc = include_str!("../../../docs/client.md")]
     struct ClientGuide;
+    #[doc = include_str!("../../../docs/tasks.md")]
+    struct Tasks;
     #[doc = include_str!("../../../docs/transports.md")]
     struct Transports;
     #[doc = include_str!("../../../README.md")]
