@@ -28,16 +28,38 @@ use mcp::types::tools::CallToolResult;
 use mcp::types::version::Era;
 use mcp::types::{JsonObject, Role};
 use mcp::{Context, ElicitationResult, McpServer, Outcome, Resolution, ToolDef, ToolOutcome};
+use mcp_examples::files;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
 // ---------------------------------------------------------------------------------------------
-// (a) Files: `mcp_examples::files::delete_folder`, a resolver that asks only when it must.
+// (a) Files: a resolver that asks only when it must. Unlike the `files` example, and like its
+// Python twin, it deletes nothing, so every flow of the matrix finds `/tmp/project` full.
 
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 struct Confirm {
     ok: bool,
+}
+
+/// Asks for confirmation only when the folder is not empty.
+#[mcp::resolver]
+async fn confirm_delete(path: &str) -> Resolution<files::Confirm> {
+    if path == "/tmp/project" {
+        Resolution::elicit(format!("{path} has 2 file(s). Delete anyway?"))
+    } else {
+        Resolution::ready(files::Confirm { ok: true })
+    }
+}
+
+/// Delete a folder, asking for confirmation when it is not empty.
+#[mcp::tool]
+async fn delete_folder(
+    /// The folder to delete.
+    path: String,
+    #[resolve(confirm_delete)] confirm: ElicitationResult<files::Confirm>,
+) -> String {
+    files::outcome(&path, &confirm)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -220,7 +242,7 @@ fn server() -> McpServer {
         .handler(provision);
     McpServer::new("interop")
         .version(env!("CARGO_PKG_VERSION"))
-        .tool(mcp_examples::files::delete_folder)
+        .tool(delete_folder)
         .tool(plan_trip)
         .tool(provision)
         .tool(order)

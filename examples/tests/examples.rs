@@ -109,6 +109,39 @@ async fn stdio_client(name: &str, builder: mcp::client::ClientBuilder) -> Client
     builder.connect_stdio(command).await.expect("connects")
 }
 
+/// As in the seed, an accepted deletion removes the folder: asking again counts 0 files and
+/// deletes without a question, in both eras.
+#[tokio::test]
+async fn files_deletes_so_a_second_call_does_not_ask() {
+    for mode in [Mode::Pinned("2026-07-28".into()), Mode::Legacy] {
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = asked.clone();
+        let client = stdio_client(
+            "files",
+            Client::builder()
+                .mode(mode.clone())
+                .elicitation(move |_info, params| {
+                    seen.lock().unwrap().push(params.message().to_owned());
+                    async { Ok(accept(&[("ok", ElicitValue::Bool(true))])) }
+                }),
+        )
+        .await;
+        for _ in 0..2 {
+            let result = client
+                .call_tool("delete_folder", json!({"path": "/tmp/project"}))
+                .await
+                .unwrap();
+            assert_eq!(text(&result), "deleted /tmp/project", "{mode:?}");
+        }
+        assert_eq!(
+            *asked.lock().unwrap(),
+            ["/tmp/project has 2 file(s). Delete anyway?"],
+            "{mode:?}: only the first call asks"
+        );
+        client.close().await;
+    }
+}
+
 #[tokio::test]
 async fn files_over_stdio_asks_only_for_a_folder_with_files() {
     for (answer, expected) in [
@@ -444,8 +477,10 @@ async fn raw_http(
     request.push_str("\r\n");
     request.push_str(body);
     stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).await.unwrap();
+    // A compressed body is not text; the head always is.
+    let response = String::from_utf8_lossy(&bytes);
     let (head, body) = response.split_once("\r\n\r\n").unwrap();
     let mut lines = head.lines();
     let status = lines
@@ -697,4 +732,98 @@ async fn a_build_task_outlives_the_http_request_that_created_it() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     panic!("the build never completed");
+}
+
+/// The endpoint behind tower-http's layers in axum (`tower-stack`): a legacy session's live
+/// elicitation and a 2026-07-28 two-round flow both pass through trace, CORS, timeout,
+/// concurrency limit and compression; a browser's preflight is answered; JSON answers are
+/// gzipped for a client that asks.
+#[tokio::test]
+async fn the_endpoint_works_behind_a_tower_http_stack() {
+    let (_server, url) = http_instance("tower-stack", &[]).await;
+
+    let legacy = Client::builder()
+        .mode(Mode::Legacy)
+        .elicitation(|_info, _params| async {
+            Ok(accept(&[
+                ("accept_alternative", ElicitValue::Bool(true)),
+                ("date", ElicitValue::String("2025-12-27".into())),
+            ]))
+        })
+        .connect_http(&url)
+        .await
+        .unwrap();
+    let booked = legacy
+        .call_tool("book_table", json!({"date": "2025-12-25", "party_size": 2}))
+        .await
+        .unwrap();
+    assert_eq!(text(&booked), "Booked a table for 2 on 2025-12-27.");
+    legacy.close().await;
+
+    let rounds = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = rounds.clone();
+    let modern = Client::builder()
+        .mode(Mode::Pinned("2026-07-28".into()))
+        .elicitation(move |_info, _params| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async { Ok(accept(&[("ok", ElicitValue::Bool(true))])) }
+        })
+        .connect_http(&url)
+        .await
+        .unwrap();
+    let deleted = modern
+        .call_tool("delete_folder", json!({"path": "/tmp/project"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&deleted), "deleted /tmp/project");
+    assert_eq!(rounds.load(std::sync::atomic::Ordering::SeqCst), 1);
+    modern.close().await;
+
+    let (status, headers, _) = raw_http(
+        &url,
+        "OPTIONS",
+        "/mcp",
+        &[
+            ("Origin", "http://localhost:5173"),
+            ("Access-Control-Request-Method", "POST"),
+            (
+                "Access-Control-Request-Headers",
+                "content-type,mcp-protocol-version,mcp-method,mcp-name",
+            ),
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        header(&headers, "access-control-allow-origin"),
+        Some("http://localhost:5173")
+    );
+    assert!(
+        header(&headers, "access-control-allow-headers").is_some_and(|h| h.contains("mcp-name")),
+        "{headers:?}"
+    );
+
+    let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"0"},"io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let (status, headers, _) = raw_http(
+        &url,
+        "POST",
+        "/mcp",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("Accept-Encoding", "gzip"),
+            ("Origin", "http://localhost:5173"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/list"),
+        ],
+        list,
+    )
+    .await;
+    assert_eq!(status, 200, "{headers:?}");
+    assert_eq!(header(&headers, "content-encoding"), Some("gzip"));
+    assert_eq!(
+        header(&headers, "access-control-allow-origin"),
+        Some("http://localhost:5173")
+    );
 }

@@ -78,6 +78,9 @@ struct Implementation {
     stdio: Option<Vec<String>>,
     /// Whether it serves `confirm_echo` (the multi-round flow).
     flow: bool,
+    /// Whether it serves `confirm_echo` on legacy sessions and `progress_echo` (the streamed
+    /// exchanges' latency).
+    latency: bool,
 }
 
 fn implementations(bin: &Path, python: Option<&Path>) -> Vec<Implementation> {
@@ -88,18 +91,21 @@ fn implementations(bin: &Path, python: Option<&Path>) -> Vec<Implementation> {
             http: vec![exe("our-echo"), "--http".into(), "{port}".into()],
             stdio: Some(vec![exe("our-echo"), "--stdio".into()]),
             flow: true,
+            latency: true,
         },
         Implementation {
             name: "rmcp",
             http: vec![exe("rmcp-echo"), "--http".into(), "{port}".into()],
             stdio: Some(vec![exe("rmcp-echo"), "--stdio".into()]),
             flow: true,
+            latency: false,
         },
         Implementation {
             name: "floor",
             http: vec![exe("floor"), "--http".into(), "{port}".into()],
             stdio: None,
             flow: false,
+            latency: false,
         },
     ];
     if let Some(python) = python {
@@ -120,6 +126,7 @@ fn implementations(bin: &Path, python: Option<&Path>) -> Vec<Implementation> {
             ],
             stdio: Some(vec![python, script, "--stdio".into()]),
             flow: true,
+            latency: false,
         });
     }
     list
@@ -173,6 +180,9 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
             ];
             if implementation.flow {
                 http_args.extend(["--flow".into(), FLOW_CONNS.to_string()]);
+            }
+            if implementation.latency {
+                http_args.push("--latency".into());
             }
             measured.http = loadgen(&bin, &options, &http_args, &implementation.http)?;
             if let Some(stdio) = &implementation.stdio {
@@ -334,6 +344,37 @@ fn rows() -> Vec<Row> {
         cells: vec![getter(|r| r.http["flow"]["cpu_vs_plain"].as_f64())],
         format: ratio,
     });
+    for (key, label) in [
+        (
+            "legacy_elicitation",
+            "legacy elicitation round trip p50 / p99 / max (µs), one at a time",
+        ),
+        (
+            "sse_call",
+            "SSE-streamed 2026-07-28 call p50 / p99 / max (µs), one at a time",
+        ),
+    ] {
+        rows.push(Row {
+            label: label.into(),
+            cells: ["p50_us", "p99_us", "max_us"]
+                .into_iter()
+                .map(|stat| getter(move |r| r.http["latency"][key][stat].as_f64()))
+                .collect(),
+            format: whole,
+        });
+        rows.push(Row {
+            label: format!(
+                "{} taking 20 ms or more",
+                label.split(" p50").next().unwrap_or(label)
+            ),
+            cells: vec![getter(move |r| {
+                let rounds = r.http["latency"][key]["rounds"].as_f64()?;
+                let slow = r.http["latency"][key]["over_20ms"].as_f64()?;
+                (rounds > 0.0).then(|| 100.0 * slow / rounds)
+            })],
+            format: percent,
+        });
+    }
     rows.push(Row {
         label: "stdio round trips/s".into(),
         cells: vec![getter(|r| r.stdio["rps"].as_f64())],
@@ -377,6 +418,10 @@ fn whole(v: f64) -> String {
 
 fn one_decimal(v: f64) -> String {
     format!("{v:.1}")
+}
+
+fn percent(v: f64) -> String {
+    format!("{v:.1} %")
 }
 
 fn ratio(v: f64) -> String {

@@ -270,7 +270,13 @@ async fn suite(
         }
         None => Value::Null,
     };
+    let latency = if settings.latency {
+        crate::latency::suite(addr, settings).await?
+    } else {
+        Value::Null
+    };
     Ok(json!({
+        "latency": latency,
         "cold_start_ms": cold.as_secs_f64() * 1e3,
         "idle_rss_kb": idle_rss,
         "peak_rss_kb": peak_rss,

@@ -2,16 +2,18 @@
 //! test itself (so it knows its PID and when it started), measures it, stops it, and prints
 //! one JSON object on stdout.
 //!
-//!     loadgen http  [--secs S] [--warmup S] [--conns 1,16,64] [--flow N] -- SERVER ARGS…
+//!     loadgen http  [--secs S] [--warmup S] [--conns 1,16,64] [--flow N] [--latency] -- SERVER ARGS…
 //!     loadgen stdio [--secs S] [--warmup S] -- SERVER ARGS…
 //!
 //! `{port}` in the server's arguments becomes a free loopback port. Every request is a
 //! 2026-07-28 `tools/call` with its headers and `_meta`; every answer's id and echoed text are
-//! checked, and one wrong answer fails the run.
+//! checked, and one wrong answer fails the run. `--latency` adds the streamed exchanges one at a
+//! time (a legacy elicitation round trip, an SSE-streamed 2026-07-28 call; see `latency.rs`).
 
 use std::time::Duration;
 
 mod http;
+mod latency;
 mod procfs;
 mod stdio;
 mod wire;
@@ -27,6 +29,8 @@ pub struct Settings {
     pub conns: Vec<usize>,
     /// Connections for the multi-round flow (`confirm_echo`), if measured.
     pub flow: Option<usize>,
+    /// Whether to measure the streamed exchanges' latency (`latency.rs`).
+    pub latency: bool,
     /// The server command; `{port}` is replaced.
     pub command: Vec<String>,
 }
@@ -40,6 +44,7 @@ fn parse(args: &[String]) -> Result<(String, Settings), String> {
         warmup: Duration::from_secs(1),
         conns: vec![1, 16, 64],
         flow: None,
+        latency: false,
         command: Vec::new(),
     };
     let mut rest = args[1..].iter();
@@ -65,6 +70,7 @@ fn parse(args: &[String]) -> Result<(String, Settings), String> {
                 let n = rest.next().and_then(|n| n.parse().ok());
                 settings.flow = Some(n.ok_or("--flow needs a connection count")?);
             }
+            "--latency" => settings.latency = true,
             "--" => {
                 settings.command = rest.by_ref().cloned().collect();
             }

@@ -5,9 +5,10 @@
 //!
 //! Tools: `echo(text) -> text`, and `confirm_echo(text)`, which asks the client to confirm
 //! (one elicitation round through a resolver: call → input_required → retry → result) and then
-//! echoes.
+//! echoes; `progress_echo(text)`, which reports progress once before it answers (so a client
+//! that accepts SSE gets a streamed response: a progress event, then the result).
 
-use mcp::{ElicitationResult, McpServer, Resolution};
+use mcp::{Context, ElicitationResult, McpServer, Resolution};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -41,8 +42,18 @@ async fn confirm_echo(
     }
 }
 
+/// Echo the text back after one progress notification.
+#[mcp::tool]
+async fn progress_echo(text: String, ctx: &Context) -> String {
+    ctx.progress(1.0, Some(1.0), None).await;
+    text
+}
+
 fn server() -> McpServer {
-    McpServer::new("our-echo").tool(echo).tool(confirm_echo)
+    McpServer::new("our-echo")
+        .tool(echo)
+        .tool(confirm_echo)
+        .tool(progress_echo)
 }
 
 #[tokio::main]

@@ -573,7 +573,23 @@ fn mistakes_are_caught_when_the_server_is_built() {
         .handler(|_c, _a: Args| async { "x" });
     assert_eq!(
         build_error(McpServer::new("s").tool(cyclic)),
-        "tool 'loop': resolver 'a' has a cyclic dependency"
+        "tool 'loop': resolvers depend on each other in a cycle: 'a' -> 'b' -> 'a'; remove one \
+         of these `#[resolve(...)]` parameters"
+    );
+    // A resolver that only waits on a cycle is not part of it: `a` waits for `b`, and `b` and
+    // `c` wait for each other.
+    let a = Resolver::new("a", |_| async { Resolution::ready(1u8) }).depends_on(["b"]);
+    let b = Resolver::new("b", |_| async { Resolution::ready(2u8) }).depends_on(["c"]);
+    let c = Resolver::new("c", |_| async { Resolution::ready(3u8) }).depends_on(["b"]);
+    let tail = ToolDef::new("tail")
+        .resolve::<Ready<u8>>("x", a)
+        .resolve::<Ready<u8>>("y", b)
+        .resolve::<Ready<u8>>("z", c)
+        .handler(|_c, _a: Args| async { "x" });
+    assert_eq!(
+        build_error(McpServer::new("s").tool(tail)),
+        "tool 'tail': resolvers depend on each other in a cycle: 'b' -> 'c' -> 'b'; remove one \
+         of these `#[resolve(...)]` parameters"
     );
 
     let unknown_dep = ToolDef::new("t")

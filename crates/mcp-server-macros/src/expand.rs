@@ -116,7 +116,6 @@ fn resolved(params: &[Param], argument_names: &[String], on_error: &TokenStream)
             };
         });
         out.checks.push(quote_spanned! {*span=>
-            const _: usize = <#path as __mcp::derive::ResolverFn>::ORDER;
             const _: () = __mcp::derive::check_reads(&[#(#argument_names),*], <#path as __mcp::derive::ResolverFn>::READS);
             const _: () = __mcp::derive::assert_resolver_fits::<#path, #conv>();
         });
@@ -581,7 +580,6 @@ fn resolver(item: &Item) -> TokenStream {
             impl __mcp::derive::ResolverFn for #ident {
                 const KEY: &'static str = #name;
                 const READS: &'static [(&'static str, &'static str)] = &[#(#reads_consts),*];
-                const ORDER: usize = 1 + __mcp::derive::max_order(&[#(<#dep_paths as __mcp::derive::ResolverFn>::ORDER),*]);
                 type Output = #output;
 
                 fn resolver() -> __mcp::Resolver {

@@ -156,7 +156,7 @@ impl HttpTransport {
         let (tx, rx) = mpsc::unbounded_channel();
         Ok(HttpTransport {
             url,
-            client: HyperClient::builder(TokioExecutor::new()).build_http(),
+            client: HyperClient::builder(TokioExecutor::new()).build(crate::net::connector()),
             extra_headers: HeaderMap::new(),
             auth: Auth::default(),
             state: Arc::new(State {

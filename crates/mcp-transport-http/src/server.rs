@@ -54,7 +54,7 @@ struct Inner {
 }
 
 /// The MCP endpoint as a hyper and `tower` service: mount it in axum (`route_service`) or
-/// serve it with [`serve`] / [`McpHttpService::serve`].
+/// serve it with [`serve`] / [`McpHttpService::serve_with_shutdown`].
 #[derive(Clone)]
 pub struct McpHttpService {
     inner: Arc<Inner>,
@@ -193,7 +193,10 @@ impl McpHttpService {
         loop {
             let (stream, peer) = tokio::select! {
                 accepted = listener.accept() => match accepted {
-                    Ok(accepted) => accepted,
+                    Ok(accepted) => {
+                        crate::net::accepted(&accepted.0);
+                        accepted
+                    }
                     Err(e) => {
                         tracing::warn!(error = %e, "accept failed");
                         continue;

@@ -205,9 +205,6 @@ pub trait ResolverFn: 'static {
     const KEY: &'static str;
     /// The tool arguments it reads, each with the message shown when a tool lacks it.
     const READS: &'static [(&'static str, &'static str)];
-    /// One more than the deepest resolver it depends on. A dependency cycle makes this
-    /// constant recursive, which the compiler reports as a cycle.
-    const ORDER: usize;
     /// The value type of its `Resolution`.
     type Output: Send + Sync + 'static;
 
@@ -288,17 +285,4 @@ const fn str_eq(a: &str, b: &str) -> bool {
         i += 1;
     }
     true
-}
-
-/// The largest of `orders`, for [`ResolverFn::ORDER`].
-pub const fn max_order(orders: &[usize]) -> usize {
-    let mut max = 0;
-    let mut i = 0;
-    while i < orders.len() {
-        if orders[i] > max {
-            max = orders[i];
-        }
-        i += 1;
-    }
-    max
 }

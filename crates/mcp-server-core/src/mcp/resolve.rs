@@ -424,16 +424,45 @@ impl Graph {
             }
             rest = waiting;
             if rest.len() == before {
-                let mut keys: Vec<&str> = rest.iter().map(|r| r.key.as_str()).collect();
-                keys.sort_unstable();
                 return Err(format!(
-                    "{owner}: resolver '{}' has a cyclic dependency",
-                    keys[0]
+                    "{owner}: resolvers depend on each other in a cycle: {}; remove one of \
+                     these `#[resolve(...)]` parameters",
+                    cycle(&rest).join(" -> ")
                 ));
             }
         }
         Ok(Graph { order })
     }
+}
+
+/// A cycle among `stuck`, resolvers none of which can run because each waits for another of
+/// them: its keys in dependency order, the first repeated at the end (`'a' -> 'b' -> 'a'`).
+/// It starts from the smallest key so the message is the same on every build.
+fn cycle(stuck: &[Resolver]) -> Vec<String> {
+    let by_key: HashMap<&str, &Resolver> = stuck.iter().map(|r| (r.key.as_str(), r)).collect();
+    let Some(mut at) = by_key.keys().min().copied() else {
+        return Vec::new();
+    };
+    let mut path: Vec<&str> = Vec::new();
+    // Every stuck resolver waits for at least one other stuck resolver, so following those
+    // edges must come back to a resolver already on the path within `stuck.len()` steps.
+    while !path.contains(&at) {
+        path.push(at);
+        let Some(next) = by_key[at]
+            .depends_on
+            .iter()
+            .map(String::as_str)
+            .filter(|d| by_key.contains_key(d))
+            .min()
+        else {
+            break;
+        };
+        at = next;
+    }
+    let start = path.iter().position(|k| *k == at).unwrap_or(0);
+    let mut names: Vec<String> = path[start..].iter().map(|k| format!("'{k}'")).collect();
+    names.push(format!("'{at}'"));
+    names
 }
 
 /// The resolver progress carried in `requestState` between rounds (private to this server,
