@@ -18,6 +18,7 @@ guides! {
     Dependencies => "dependencies.md",
     RequestState => "request-state.md",
     ClientGuide => "client.md",
+    Tasks => "tasks.md",
     Transports => "transports.md",
     LowLevelServer => "low-level-server.md",
     WireTypes => "wire-types.md",

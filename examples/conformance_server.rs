@@ -709,6 +709,157 @@ fn prompts() -> Vec<PromptDef> {
     ]
 }
 
+// ------------------------------------------------------------------------- tasks (SEP-2663)
+
+/// Sleeps `seconds` or until the call (or its task) is cancelled; `true` when it slept through.
+async fn sleep_unless_cancelled(ctx: &Context, seconds: f64) -> bool {
+    let duration = Duration::from_secs_f64(seconds.clamp(0.0, 600.0));
+    tokio::select! {
+        () = tokio::time::sleep(duration) => true,
+        () = ctx.cancellation().cancelled() => false,
+    }
+}
+
+fn task_tools() -> Vec<ToolDef> {
+    use mcp::tasks::TaskSupport;
+    use mcp::{ElicitationResult, ToolReply};
+
+    #[derive(Deserialize, schemars::JsonSchema)]
+    struct Greet {
+        name: String,
+    }
+    #[derive(Deserialize, schemars::JsonSchema)]
+    struct SlowCompute {
+        seconds: f64,
+        label: Option<String>,
+    }
+    #[derive(Deserialize, schemars::JsonSchema)]
+    struct Filename {
+        filename: String,
+    }
+    #[derive(Clone, Deserialize, schemars::JsonSchema)]
+    struct Confirm {
+        confirm: bool,
+    }
+    #[derive(Clone, Deserialize, schemars::JsonSchema)]
+    struct Detail {
+        name: Option<String>,
+        confirm: Option<bool>,
+    }
+    #[derive(Clone, Deserialize, schemars::JsonSchema)]
+    struct UserName {
+        name: String,
+    }
+    #[derive(Deserialize, schemars::JsonSchema)]
+    struct NoArgs {}
+
+    let cancelled = || ToolReply::Error(mcp::types::ErrorObject::internal("cancelled"));
+    vec![
+        ToolDef::new("greet")
+            .description("Greets by name; never a task")
+            .arguments::<Greet>()
+            .handler(|_ctx, a: Greet| async move { format!("Hello, {}!", a.name) }),
+        ToolDef::new("slow_compute")
+            .description("Sleeps `seconds`, then answers; a task when the request allows one")
+            .arguments::<SlowCompute>()
+            .task(TaskSupport::Optional)
+            .handler(move |ctx: Context, a: SlowCompute| async move {
+                if !sleep_unless_cancelled(&ctx, a.seconds).await {
+                    return cancelled();
+                }
+                let label = a.label.unwrap_or_else(|| "slow_compute".into());
+                ToolReply::Result(CallToolResult::text(format!(
+                    "{label}: computed for {} s",
+                    a.seconds
+                )))
+            }),
+        ToolDef::new("failing_job")
+            .description("Runs as a task only, and ends with a tool error")
+            .arguments::<NoArgs>()
+            .task(TaskSupport::Required)
+            .handler(move |ctx: Context, _: NoArgs| async move {
+                if !sleep_unless_cancelled(&ctx, 1.0).await {
+                    return Err("cancelled".to_owned());
+                }
+                Err::<String, String>("the job failed: exit status 2".to_owned())
+            }),
+        ToolDef::new("protocol_error_job")
+            .description("Runs as a task only, and ends with a JSON-RPC error")
+            .arguments::<NoArgs>()
+            .task(TaskSupport::Required)
+            .handler(move |ctx: Context, _: NoArgs| async move {
+                ctx.progress(0.5, Some(1.0), Some("about to fail")).await;
+                if !sleep_unless_cancelled(&ctx, 0.3).await {
+                    return cancelled();
+                }
+                ToolReply::Error(mcp::types::ErrorObject::internal(
+                    "protocol_error_job failed on purpose",
+                ))
+            }),
+        ToolDef::new("confirm_delete")
+            .description("Asks for confirmation from inside its task, then deletes")
+            .arguments::<Filename>()
+            .task(TaskSupport::Required)
+            .handler(move |ctx: Context, a: Filename| async move {
+                match ctx
+                    .elicit::<Confirm>(format!("Delete {}?", a.filename))
+                    .await
+                {
+                    Ok(ElicitationResult::Accepted(Confirm { confirm: true })) => {
+                        ToolReply::Result(CallToolResult::text(format!("deleted {}", a.filename)))
+                    }
+                    Ok(_) => {
+                        ToolReply::Result(CallToolResult::text(format!("kept {}", a.filename)))
+                    }
+                    Err(e) => ToolReply::Error(e),
+                }
+            }),
+        ToolDef::new("multi_input")
+            .description("Asks two questions at once from inside its task")
+            .arguments::<NoArgs>()
+            .task(TaskSupport::Required)
+            .handler(move |ctx: Context, _: NoArgs| async move {
+                let (first, second) = tokio::join!(
+                    ctx.elicit::<Detail>("First detail?"),
+                    ctx.elicit::<Detail>("Second detail?")
+                );
+                match (first, second) {
+                    (Ok(a), Ok(b)) => {
+                        let name = |d: ElicitationResult<Detail>| match d {
+                            ElicitationResult::Accepted(d) => {
+                                format!("{} ({:?})", d.name.unwrap_or_default(), d.confirm)
+                            }
+                            _ => "no answer".to_owned(),
+                        };
+                        ToolReply::Result(CallToolResult::text(format!(
+                            "both details received: {}, {}",
+                            name(a),
+                            name(b)
+                        )))
+                    }
+                    (Err(e), _) | (_, Err(e)) => ToolReply::Error(e),
+                }
+            }),
+        ToolDef::new("test_tool_with_task")
+            .description("Asks for a name on the tools/call itself, then runs as a task")
+            .arguments::<NoArgs>()
+            .task(TaskSupport::Required)
+            .resolve::<mcp::Accepted<UserName>>(
+                "user_name",
+                Resolver::new("user_name", |_input| async move {
+                    Resolution::<UserName>::elicit("What is your name?")
+                }),
+            )
+            .handler_resolved(move |_ctx: Context, _: NoArgs, mut resolved| async move {
+                let name = resolved
+                    .take::<mcp::Accepted<UserName>>("user_name")?
+                    .0
+                    .name;
+                Ok::<_, String>(format!("Hello, {name}!"))
+            }),
+    ]
+}
+
 // ------------------------------------------------------------------------- resources
 
 fn server() -> McpServer {
@@ -722,6 +873,7 @@ fn server() -> McpServer {
         .chain([missing_capability_tool(), streaming_elicitation_tool()])
         .chain(schema_tools())
         .chain(input_required_tools())
+        .chain(task_tools())
     {
         server = server.tool(tool);
     }

@@ -4,6 +4,7 @@
 
 pub mod bistro;
 pub mod briefing;
+pub mod builds;
 pub mod cli;
 pub mod deployer;
 pub mod files;

@@ -689,6 +689,99 @@ async fn the_protected_example_refuses_missing_foreign_and_narrow_tokens_and_kee
     assert_eq!(text(&bobs), "bob deployed db.");
 }
 
+#[tokio::test]
+async fn the_builds_client_follows_a_task_and_answers_its_question() {
+    let out = output_of("builds-client", &[]).await;
+    assert!(
+        out.contains("server asks: orders built and passed its tests. Deploy it now?\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("task completed: orders: deploying\n"),
+        "the last status is shown: {out}"
+    );
+    assert!(out.ends_with("orders built and deployed.\n"), "{out}");
+}
+
+/// One JSON-RPC request of the tasks flow on a fresh HTTP connection (closed after it).
+async fn task_http(
+    url: &str,
+    id: u32,
+    method: &str,
+    name: &str,
+    params: &str,
+) -> serde_json::Value {
+    let caps = r#"{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}"#;
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{{params},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{caps}}}}}}}"#
+    );
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+        ("Mcp-Name", name),
+    ];
+    let (status, _, response) = raw_http(url, "POST", "/mcp", &headers, &body).await;
+    assert_eq!(status, 200, "{method}: {response}");
+    serde_json::from_str(&response).unwrap()
+}
+
+#[tokio::test]
+async fn a_build_task_outlives_the_http_request_that_created_it() {
+    let (_server, url) = http_instance("builds", &[]).await;
+    let created = task_http(
+        &url,
+        1,
+        "tools/call",
+        "run_build",
+        r#""name":"run_build","arguments":{"project":"api"}"#,
+    )
+    .await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let task = format!(r#""taskId":"{id}""#);
+    // The creating request (and its connection) ended; the build goes on and asks.
+    let mut asking = None;
+    for n in 0..500 {
+        let got = task_http(&url, 10 + n, "tasks/get", &id, &task).await;
+        if got["result"]["status"] == "input_required" {
+            asking = Some(got);
+            break;
+        }
+        assert_eq!(got["result"]["status"], "working", "{got}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let asking = asking.expect("the build reaches its question");
+    let (key, question) = asking["result"]["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+    assert_eq!(
+        question["params"]["message"],
+        "api built and passed its tests. Deploy it now?"
+    );
+    let answer = format!(
+        r#"{task},"inputResponses":{{"{key}":{{"action":"accept","content":{{"deploy":true}}}}}}"#
+    );
+    let ack = task_http(&url, 2, "tasks/update", &id, &answer).await;
+    assert_eq!(ack["result"], json!({"resultType": "complete"}));
+    for n in 0..500 {
+        let got = task_http(&url, 600 + n, "tasks/get", &id, &task).await;
+        if got["result"]["status"] == "completed" {
+            assert_eq!(
+                got["result"]["result"]["content"][0]["text"],
+                "api built and deployed."
+            );
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("the build never completed");
+}
+
 /// The endpoint behind tower-http's layers in axum (`tower-stack`): a legacy session's live
 /// elicitation and a 2026-07-28 two-round flow both pass through trace, CORS, timeout,
 /// concurrency limit and compression; a browser's preflight is answered; JSON answers are

@@ -61,6 +61,7 @@ pub(crate) struct Callbacks {
     pub(crate) progress: Option<ProgressFn>,
     pub(crate) log: Option<LogFn>,
     pub(crate) notification: Option<NotificationFn>,
+    pub(crate) task_status: Option<crate::client::tasks::TaskStatusFn>,
 }
 
 impl Callbacks {

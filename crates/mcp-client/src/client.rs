@@ -43,6 +43,9 @@ use crate::callbacks::{Callbacks, RequestInfo};
 use crate::error::ClientError;
 use crate::transport::Transport;
 
+pub(crate) mod tasks;
+pub use tasks::{TaskCall, TaskHandle};
+
 /// The stateless versions this client speaks, newest first.
 pub const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
 /// The handshake versions a legacy server may answer `initialize` with.
@@ -118,6 +121,7 @@ pub struct ClientBuilder {
     declared: ClientCapabilities,
     max_server_requests: usize,
     max_input_requests: usize,
+    tasks: bool,
 }
 
 impl Default for ClientBuilder {
@@ -137,6 +141,7 @@ impl Default for ClientBuilder {
             declared: ClientCapabilities::default(),
             max_server_requests: DEFAULT_MAX_SERVER_REQUESTS,
             max_input_requests: DEFAULT_MAX_INPUT_REQUESTS,
+            tasks: false,
         }
     }
 }
@@ -325,6 +330,9 @@ impl ClientBuilder {
         capabilities.extensions = capabilities.extensions.or(declared.extensions);
         for (key, value) in declared.extra {
             capabilities.extra.entry(key).or_insert(value);
+        }
+        if self.tasks {
+            capabilities = capabilities.with_extension(mcp_types::ext::tasks::EXTENSION_ID);
         }
         let inner = Arc::new(Inner {
             transport: Arc::new(transport),
@@ -1124,7 +1132,10 @@ impl Client {
         params.set_meta(self.meta(progress));
         let raw = mcp_types::jsonrpc::to_raw(&*params)
             .map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
-        let answer = self.request(method, Some(raw), options.timeout).await?;
+        let mut answer = self.request(method, Some(raw), options.timeout).await?;
+        if mcp_types::ext::tasks::is_task_result(&answer) {
+            answer = self.follow_task(method, &answer, options).await?;
+        }
         Outcome::from_raw(&answer).map_err(|e| match e {
             OutcomeError::UnrecognizedResultType(t) => ClientError::UnrecognizedResultType(t),
             OutcomeError::Malformed(e) => {

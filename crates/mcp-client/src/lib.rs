@@ -19,11 +19,15 @@ pub mod oauth;
 mod transport;
 
 pub use callbacks::RequestInfo;
+/// The poll limits of the client's task loop.
+pub use client::tasks::{
+    DEFAULT_POLL_INTERVAL, MAX_POLL_INTERVAL, MAX_TASK_QUESTIONS, MIN_POLL_INTERVAL,
+};
 pub use client::{
     BACKOFF_CAP, BACKOFF_START, CallOptions, CallOutcome, Client, ClientBuilder,
     DEFAULT_MAX_INPUT_REQUESTS, DEFAULT_MAX_ROUNDS, DEFAULT_MAX_SERVER_REQUESTS,
     DEFAULT_REQUEST_TIMEOUT, DISCOVER_TIMEOUT, HasMetaMut, LEGACY_VERSIONS, MODERN_VERSIONS, Mode,
-    Negotiated, Session,
+    Negotiated, Session, TaskCall, TaskHandle,
 };
 pub use error::ClientError;
 pub use transport::{BoxFuture, Transport};

@@ -48,6 +48,7 @@ pub struct RequestContext {
     pub(crate) cancellation: CancellationToken,
     pub(crate) peer: Option<Peer>,
     pub(crate) notifier: ChangeNotifier,
+    pub(crate) task: crate::tasks::TaskCtx,
 }
 
 /// Shows what the request is, never what it carries: the unsealed state and the answers may
@@ -150,7 +151,19 @@ impl RequestContext {
 
     /// Sends `notifications/progress` for this request, if the client asked for progress;
     /// otherwise does nothing. `progress` should increase with every call.
+    ///
+    /// Inside a task (which has no request stream to send on) it sets the task's
+    /// `statusMessage` instead: `message`, or `progress/total` when there is none.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if let crate::tasks::TaskCtx::In(link) = &self.task {
+            let text = match (message, total) {
+                (Some(m), _) => m.to_owned(),
+                (None, Some(total)) => format!("{progress}/{total}"),
+                (None, None) => format!("{progress}"),
+            };
+            link.set_status_message(text).await;
+            return;
+        }
         let Some(token) = &self.progress_token else {
             return;
         };
@@ -195,16 +208,41 @@ impl RequestContext {
             .await;
     }
 
-    /// Whether a live server-to-client request can be sent (a 2025-11-25 session).
+    /// Whether a live server-to-client request can be sent: a 2025-11-25 session, or the body
+    /// of a task (whose questions become the task's `inputRequests`).
     pub fn has_back_channel(&self) -> bool {
-        self.peer.is_some()
+        self.peer.is_some() || matches!(self.task, crate::tasks::TaskCtx::In(_))
     }
 
     /// Sends a server-to-client request on a legacy session and waits for the answer.
     ///
     /// On a 2026-07-28 request there is no back-channel: return an `InputRequiredResult`
     /// instead (or use the high-level server's resolvers).
+    ///
+    /// Inside a task, an elicitation, sampling or roots request becomes one of the task's
+    /// `inputRequests` and this waits for the answer `tasks/update` delivers.
     pub async fn send_request(&self, request: ServerRequest) -> Result<ClientResult, PeerError> {
+        if let crate::tasks::TaskCtx::In(link) = &self.task {
+            let question = match request {
+                ServerRequest::Elicit(mut p) => {
+                    // 2026-07-28 has no elicitationId.
+                    if let ElicitRequestParams::Url(url) = &mut p {
+                        url.elicitation_id = None;
+                    }
+                    mcp_types::mrtr::InputRequest::Elicit(p)
+                }
+                ServerRequest::CreateMessage(p) => mcp_types::mrtr::InputRequest::CreateMessage(p),
+                ServerRequest::ListRoots(p) => mcp_types::mrtr::InputRequest::ListRoots(p),
+                other => {
+                    return Err(PeerError::NoBackChannel {
+                        method: other.method(),
+                    });
+                }
+            };
+            return link
+                .ask(question, &self.client_capabilities, &self.cancellation)
+                .await;
+        }
         let Some(peer) = &self.peer else {
             return Err(PeerError::NoBackChannel {
                 method: request.method(),
@@ -315,7 +353,8 @@ impl RequestContext {
     }
 
     fn require_back_channel(&self, what: &str) -> Result<(), ErrorObject> {
-        if self.peer.is_some() {
+        if self.has_back_channel() && (self.peer.is_some() || what != "ctx.send_elicit_complete()")
+        {
             return Ok(());
         }
         Err(ErrorObject::new(

@@ -31,6 +31,7 @@ mod service;
 mod sink;
 mod stamp;
 pub mod trace;
+pub mod tasks;
 
 pub use cancel::CancellationToken;
 pub use context::RequestContext;

@@ -44,6 +44,8 @@ pub enum PeerError {
     Disconnected,
     /// The client answered with an error.
     Client(ErrorObject),
+    /// The request could not be posted (a task's question limit, its store failing).
+    Refused(String),
     /// The client's answer does not have the method's result shape.
     InvalidResult {
         /// The method.
@@ -82,6 +84,7 @@ impl fmt::Display for PeerError {
             PeerError::Cancelled => f.write_str("The request was cancelled"),
             PeerError::Disconnected => f.write_str("The session ended before the client answered"),
             PeerError::Client(e) => write!(f, "The client answered with an error: {e}"),
+            PeerError::Refused(why) => write!(f, "The request could not be sent: {why}"),
             PeerError::InvalidResult { method, reason } => {
                 write!(f, "Invalid result for '{method}': {reason}")
             }

@@ -96,6 +96,8 @@ pub struct Server {
     pub(crate) limits: SessionLimits,
     pub(crate) param_headers: HashMap<String, Arc<[ParamHeader]>>,
     pub(crate) update_filter: Option<UpdateFilter>,
+    pub(crate) tasks: Option<crate::tasks::TaskEngine>,
+    pub(crate) task_tools: std::collections::HashMap<String, crate::tasks::TaskSupport>,
 }
 
 /// Decides whether a subscriber (by its principal) may learn that a resource changed.
@@ -142,6 +144,8 @@ impl Server {
             limits: SessionLimits::default(),
             param_headers: HashMap::new(),
             update_filter: None,
+            tasks: None,
+            task_tools: std::collections::HashMap::new(),
         }
     }
 
@@ -251,6 +255,34 @@ impl Server {
         Ok(self)
     }
 
+    /// Serves the Tasks extension (`io.modelcontextprotocol/tasks`) with these settings:
+    /// advertises it in `server/discover`, serves `tasks/get`, `tasks/update` and
+    /// `tasks/cancel`, and lets the tools registered with
+    /// [`tool_task_support`](Self::tool_task_support) become tasks (their handler calls
+    /// [`RequestContext::run_as_task`]). See [`crate::tasks`].
+    pub fn tasks(mut self, config: crate::tasks::TaskConfig) -> Self {
+        self.tasks = Some(crate::tasks::TaskEngine::new(config));
+        self
+    }
+
+    /// Declares whether tool `name` runs as a task (default [`TaskSupport::Forbidden`]).
+    /// With `Required`, a 2026-07-28 call that does not declare the extension answers
+    /// `-32021` before the handler runs.
+    ///
+    /// [`TaskSupport::Forbidden`]: crate::tasks::TaskSupport::Forbidden
+    pub fn tool_task_support(
+        mut self,
+        name: impl Into<String>,
+        support: crate::tasks::TaskSupport,
+    ) -> Self {
+        self.task_tools.insert(name.into(), support);
+        self
+    }
+
+    pub(crate) fn task_support(&self, name: &str) -> crate::tasks::TaskSupport {
+        self.task_tools.get(name).copied().unwrap_or_default()
+    }
+
     /// Whether sealing is on.
     pub fn seals_request_state(&self) -> bool {
         self.boundary.is_some()
@@ -327,6 +359,12 @@ impl Server {
             }),
             completions: self.handlers.complete.is_some().then(JsonObject::new),
             logging: self.logging.then(JsonObject::new),
+            extensions: self.tasks.as_ref().map(|_| {
+                std::collections::BTreeMap::from([(
+                    mcp_types::ext::tasks::EXTENSION_ID.to_owned(),
+                    mcp_types::ext::tasks::capability(),
+                )])
+            }),
             ..ServerCapabilities::default()
         }
     }

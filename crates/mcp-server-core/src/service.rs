@@ -713,7 +713,9 @@ fn spawn_request(
 
 /// Runs a request's future and turns a panic in it into `None`, so a panicking handler gets an
 /// error response instead of leaving its client waiting.
-struct CatchUnwind<'a, T>(std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>);
+pub(crate) struct CatchUnwind<'a, T>(
+    pub(crate) std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>,
+);
 
 impl<T> std::future::Future for CatchUnwind<'_, T> {
     type Output = Option<T>;
@@ -851,7 +853,9 @@ async fn serve_modern(
             }
             // The method is checked before its params: a removed method (`initialize`,
             // `logging/setLevel`...) is -32601 whatever params it carries.
-            if !modern_method_served(&inner.server, &request.method) {
+            let served = modern_method_served(&inner.server, &request.method)
+                || crate::tasks::serves(inner.server.tasks.is_some(), &request.method);
+            if !served {
                 return Some(Err(ErrorObject::method_not_found(&request.method)));
             }
             return Some(Err(params_error(e)));
@@ -869,6 +873,20 @@ async fn serve_modern(
         return Some(Err(e));
     }
     let method = typed.method();
+    if crate::tasks::is_task_method(method) {
+        let caps = meta
+            .client_capabilities
+            .as_deref()
+            .cloned()
+            .unwrap_or_default();
+        let served = crate::tasks::TaskEngine::serve(
+            inner.server.tasks.as_ref(),
+            typed,
+            &caps,
+            transport.principal.as_ref(),
+        );
+        return Some(served.await);
+    }
     if !modern_method_served(&inner.server, method) {
         return Some(Err(ErrorObject::method_not_found(&request.method)));
     }
@@ -894,6 +912,7 @@ async fn serve_modern(
         cancellation: cancel.clone(),
         peer: None,
         notifier: inner.notifier.clone(),
+        task: Default::default(),
     };
     match typed {
         ClientRequest::Discover(_) => Some(discover(inner)),
@@ -960,6 +979,7 @@ async fn serve_legacy(
             timeout: inner.server.request_timeout,
         }),
         notifier: inner.notifier.clone(),
+        task: Default::default(),
     };
     let empty = || to_raw(&EmptyResult::default());
     Some(match typed {
@@ -1193,14 +1213,30 @@ async fn execute(
             }
             None => Err(ErrorObject::method_not_found(methods::COMPLETION_COMPLETE)),
         },
-        ClientRequest::CallTool(p) => {
+        ClientRequest::CallTool(mut p) => {
+            let launch = if ctx.era == Era::Modern {
+                // The 2025-11-25 opt-in `params.task` means nothing on 2026-07-28.
+                p.task = None;
+                crate::tasks::TaskEngine::admit(
+                    inner.server.tasks.as_ref(),
+                    inner.server.task_support(&p.name),
+                    &p.name,
+                    &ctx,
+                )?
+            } else {
+                None
+            };
+            let mut ctx = ctx;
+            if let Some(launch) = &launch {
+                ctx.task = crate::tasks::TaskCtx::May(launch.clone());
+            }
             let binding = inner.server.boundary.is_some().then(|| BindingParts {
                 method: methods::TOOLS_CALL,
                 target: p.name.clone(),
                 arguments: Some(Value::Object(p.arguments.clone().unwrap_or_default())),
             });
             let name = p.name.clone();
-            carrier(
+            let served = carrier(
                 inner,
                 h.call_tool.as_ref(),
                 p,
@@ -1209,7 +1245,11 @@ async fn execute(
                 binding,
                 || ErrorObject::invalid_params(format!("Unknown tool: {name}")),
             )
-            .await
+            .await;
+            match launch.and_then(|l| l.take_created()) {
+                Some(created) => to_raw(&created),
+                None => served,
+            }
         }
         ClientRequest::GetPrompt(p) => {
             let binding = inner.server.boundary.is_some().then(|| BindingParts {

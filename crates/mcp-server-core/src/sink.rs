@@ -19,6 +19,12 @@ impl Sink {
         (Sink { tx }, rx)
     }
 
+    /// A sink nobody reads: what a task's body (which outlives its request) sends into.
+    pub(crate) fn detached() -> Sink {
+        let (tx, _) = mpsc::channel(1);
+        Sink { tx }
+    }
+
     /// Queues a message; a stream nobody reads any more swallows it.
     pub(crate) async fn send(&self, message: JsonRpcMessage) {
         let _ = self.tx.send(message).await;

@@ -265,6 +265,14 @@ pub(crate) fn tool_parts(item: &Item, target: Target) -> Parts {
         .output
         .as_ref()
         .map(|o| quote!(__def = __def.output::<#o>();));
+    let task = item.options.task.as_ref().map(|t| {
+        let variant = match t.value().as_str() {
+            "optional" => format_ident!("Optional"),
+            "required" => format_ident!("Required"),
+            _ => format_ident!("Forbidden"),
+        };
+        quote!(__def = __def.task(__mcp::TaskSupport::#variant);)
+    });
     let hints = (!item.options.hints.is_empty()).then(|| {
         let set = item.options.hints.iter().map(|(hint, value)| {
             let field = format_ident!("{}_hint", hint);
@@ -308,6 +316,7 @@ pub(crate) fn tool_parts(item: &Item, target: Target) -> Parts {
             #title
             #(#icons)*
             #output
+            #task
             #hints
             #(#registrations)*
             for __r in __resolvers {

@@ -41,6 +41,8 @@ pub(crate) struct Options {
     pub(crate) icons: Vec<LitStr>,
     pub(crate) hints: Vec<(String, bool)>,
     pub(crate) output: Option<Type>,
+    /// `task = "optional" | "required" | "forbidden"` on a tool.
+    pub(crate) task: Option<LitStr>,
     pub(crate) uri: Option<LitStr>,
     pub(crate) krate: Option<Path>,
 }

@@ -102,6 +102,7 @@ const TOOL_KEYS: &[&str] = &[
     "open_world",
     "icon",
     "output",
+    "task",
     "crate",
 ];
 const PROMPT_KEYS: &[&str] = &["name", "title", "description", "icon", "crate"];
@@ -174,6 +175,16 @@ fn apply(kind: Kind, args: Vec<Arg>, options: &mut Options, errors: &mut Errors)
             {
                 Some(ty) => options.output = Some(ty),
                 None => errors.push(key.span(), "`output` takes a type, as in `output = Total`"),
+            },
+            "task" => match string(errors) {
+                Some(s) if matches!(s.value().as_str(), "optional" | "required" | "forbidden") => {
+                    options.task = Some(s)
+                }
+                Some(s) => errors.push(
+                    s.span(),
+                    "`task` is one of \"optional\", \"required\" or \"forbidden\"",
+                ),
+                None => {}
             },
             "crate" => match value.as_ref().and_then(path_of) {
                 Some(path) => options.krate = Some(path),

@@ -393,6 +393,9 @@ impl HttpTransport {
                 let name = match request.method.as_str() {
                     methods::TOOLS_CALL | methods::PROMPTS_GET => params.get("name"),
                     methods::RESOURCES_READ => params.get("uri"),
+                    methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => {
+                        params.get("taskId")
+                    }
                     _ => None,
                 };
                 if let Some(name) = name.and_then(Value::as_str) {

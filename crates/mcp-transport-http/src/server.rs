@@ -452,6 +452,8 @@ struct ParamsProbe {
     meta: Option<MetaProbe>,
     name: Option<Value>,
     uri: Option<Value>,
+    #[serde(rename = "taskId")]
+    task_id: Option<Value>,
 }
 
 /// The one member of `_meta` the HTTP layer reads, `protocolVersion`, without building the rest
@@ -1291,6 +1293,9 @@ fn check_routing_headers(
     let (field, expected) = match method {
         mcp_types::methods::TOOLS_CALL | mcp_types::methods::PROMPTS_GET => ("name", &probe.name),
         mcp_types::methods::RESOURCES_READ => ("uri", &probe.uri),
+        mcp_types::methods::TASKS_GET
+        | mcp_types::methods::TASKS_UPDATE
+        | mcp_types::methods::TASKS_CANCEL => ("taskId", &probe.task_id),
         _ => return Ok(()),
     };
     let Some(expected) = expected.as_ref().and_then(Value::as_str) else {

@@ -126,6 +126,15 @@ impl ClientCapabilities {
         self.extensions.as_ref().is_some_and(|e| e.contains_key(id))
     }
 
+    /// Declares the extension `id` with an empty settings object (e.g.
+    /// [`crate::ext::tasks::EXTENSION_ID`]).
+    pub fn with_extension(mut self, id: impl Into<String>) -> Self {
+        self.extensions
+            .get_or_insert_with(Default::default)
+            .insert(id.into(), JsonObject::new());
+        self
+    }
+
     /// Capabilities declaring form-mode elicitation only: `{"elicitation":{"form":{}}}`.
     pub fn form_elicitation() -> Self {
         ClientCapabilities {

@@ -16,7 +16,8 @@
 //!   ([`ServerResult`], [`ClientResult`]).
 //! - The per-feature modules: [`tools`], [`prompts`], [`resources`], [`completion`],
 //!   [`elicitation`], [`sampling`], [`roots`], [`mrtr`] (multi-round-trip requests),
-//!   [`discover`], [`subscriptions`], [`lifecycle`], [`logging`], [`notifications`], [`tasks`].
+//!   [`discover`], [`subscriptions`], [`lifecycle`], [`logging`], [`notifications`], [`tasks`] (2025-11-25), and the 2026-07-28
+//!   extensions in [`ext`] ([`ext::tasks`]).
 //! - [`meta`] (reserved `_meta` keys), [`error`] (error codes), [`version`] and [`methods`]
 //!   (which method exists in which revision).
 //!
@@ -46,6 +47,7 @@ pub mod content;
 pub mod discover;
 pub mod elicitation;
 pub mod error;
+pub mod ext;
 pub mod jsonrpc;
 pub mod lifecycle;
 pub mod logging;

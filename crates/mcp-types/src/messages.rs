@@ -16,6 +16,7 @@ use crate::completion::{CompleteRequestParams, CompleteResult};
 use crate::discover::DiscoverResult;
 use crate::elicitation::{ElicitRequestParams, ElicitResult, ElicitationCompleteParams};
 use crate::error::ErrorCode;
+use crate::ext::tasks::UpdateTaskParams;
 use crate::jsonrpc::{JsonRpcNotification, JsonRpcRequest, RequestId, to_raw};
 use crate::lifecycle::{InitializeRequestParams, InitializeResult};
 use crate::logging::{LoggingMessageParams, SetLevelRequestParams};
@@ -121,6 +122,7 @@ has_meta!(
     SetLevelRequestParams,
     SubscriptionsListenRequestParams,
     TaskIdParams,
+    UpdateTaskParams,
     CreateMessageRequestParams,
     CancelledParams,
     ProgressParams,
@@ -265,6 +267,8 @@ message_union! {
         CancelTask(req TaskIdParams) = m::TASKS_CANCEL,
         /// `tasks/list` (2025-11-25).
         ListTasks(opt PaginatedRequestParams) = m::TASKS_LIST,
+        /// `tasks/update` (the 2026-07-28 tasks extension).
+        UpdateTask(req UpdateTaskParams) = m::TASKS_UPDATE,
     }
 }
 

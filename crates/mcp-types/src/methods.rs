@@ -47,6 +47,8 @@ pub const TASKS_RESULT: &str = "tasks/result";
 pub const TASKS_LIST: &str = "tasks/list";
 /// `tasks/cancel` (2025-11-25 core; an extension method in 2026-07-28).
 pub const TASKS_CANCEL: &str = "tasks/cancel";
+/// `tasks/update` (an extension method in 2026-07-28 only; see [`crate::ext::tasks`]).
+pub const TASKS_UPDATE: &str = "tasks/update";
 
 /// `notifications/initialized` (2025-11-25 only).
 pub const NOTIFICATION_INITIALIZED: &str = "notifications/initialized";

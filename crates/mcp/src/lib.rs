@@ -56,8 +56,12 @@ pub use mcp_server_core::mcp::{
     Accepted, BuildError, Context, ElicitModel, ElicitationResult, FromResolved, IntoPromptDef,
     IntoPromptResult, IntoReadResult, IntoResourceDef, IntoToolDef, IntoToolResult, Json,
     McpServer, PromptDef, Ready, Resolution, ResolvedValues, Resolver, ResolverInput, ResourceDef,
-    ResourceTemplateDef, ToolDef, ToolOutcome,
+    ResourceTemplateDef, ToolDef, ToolOutcome, ToolReply,
 };
+/// The Tasks extension on the server: [`TaskSupport`](tasks::TaskSupport), the
+/// [`TaskConfig`](tasks::TaskConfig) and the [`TaskStore`](tasks::TaskStore) trait.
+#[cfg(feature = "server")]
+pub use mcp_server_core::tasks;
 #[cfg(feature = "server")]
 pub use mcp_server_core::{
     CacheHints, CancellationToken, ChangeNotifier, MemoryConnection, PeerError, RequestContext,
@@ -231,6 +235,7 @@ pub mod __private {
         Accepted, Context, McpServer, PromptDef, Resolution, ResolvedValues, Resolver,
         ResolverInput, ResourceDef, ResourceTemplateDef, ToolDef,
     };
+    pub use mcp_server_core::tasks::TaskSupport;
     pub use mcp_types::content::Icon;
     pub use mcp_types::tools::ToolAnnotations;
     pub use schemars;

@@ -82,7 +82,7 @@ pub use resolve::{
     Resolver, ResolverInput,
 };
 pub use resource::{IntoReadResult, ResourceDef, ResourceTemplateDef};
-pub use tool::{IntoToolResult, Json, ToolDef, ToolOutcome, schema_object};
+pub use tool::{IntoToolResult, Json, ToolDef, ToolOutcome, ToolReply, schema_object};
 
 use crate::context::RequestContext;
 use crate::server::Server;
@@ -126,6 +126,7 @@ pub struct McpServer {
     logging: bool,
     request_timeout: Option<Duration>,
     limits: Option<crate::SessionLimits>,
+    tasks: Option<crate::tasks::TaskConfig>,
 }
 
 impl fmt::Debug for McpServer {
@@ -163,6 +164,7 @@ impl McpServer {
             logging: false,
             request_timeout: None,
             limits: None,
+            tasks: None,
         }
     }
 
@@ -256,6 +258,14 @@ impl McpServer {
         self
     }
 
+    /// Serves the Tasks extension with these settings (store, TTL, limits). A server with a
+    /// tool that supports tasks ([`ToolDef::task`], `#[mcp::tool(task = "...")]`) serves it
+    /// with [`TaskConfig::new`](crate::tasks::TaskConfig::new) unless this says otherwise.
+    pub fn tasks(mut self, config: crate::tasks::TaskConfig) -> Self {
+        self.tasks = Some(config);
+        self
+    }
+
     /// Checks the definitions (resolver graphs, form schemas, names) and builds the low-level
     /// server.
     pub fn build(self) -> Result<Server, BuildError> {
@@ -278,6 +288,22 @@ impl McpServer {
         }
         for tool in &registry.tool_list {
             server = server.tool_input_schema(&tool.name, &tool.input_schema);
+        }
+        let task_tools: Vec<_> = self
+            .tools
+            .iter()
+            .filter(|t| t.task != crate::tasks::TaskSupport::Forbidden)
+            .map(|t| (t.tool.name.clone(), t.task))
+            .collect();
+        if let Some(config) = self
+            .tasks
+            .clone()
+            .or_else(|| (!task_tools.is_empty()).then(crate::tasks::TaskConfig::new))
+        {
+            server = server.tasks(config);
+        }
+        for (name, support) in task_tools {
+            server = server.tool_task_support(name, support);
         }
         let security = self
             .security
@@ -607,8 +633,21 @@ impl Registry {
             Step::Fail(message) => Ok(Outcome::Complete(CallToolResult::error(format!(
                 "Error executing tool {name}: {message}"
             )))),
+            Step::Body(resolved) if ctx.may_run_as_task() => {
+                let body = body.clone();
+                let name = name.clone();
+                ctx.run_as_task(move |ctx| async move {
+                    match body(ctx, args, resolved).await? {
+                        Outcome::Complete(result) => Ok(result),
+                        Outcome::InputRequired(_) => Err(ErrorObject::internal(format!(
+                            "tool '{name}' returned an InputRequiredResult from a task; a task asks with ctx.elicit() and friends"
+                        ))),
+                    }
+                })
+                .await
+            }
             Step::Body(resolved) => {
-                let outcome = body(ctx, args, resolved).await;
+                let outcome = body(ctx, args, resolved).await?;
                 if matches!(outcome, Outcome::InputRequired(_)) && !tool.graph.order.is_empty() {
                     return Err(ErrorObject::internal(format!(
                         "tool '{name}' returned an InputRequiredResult while using resolvers"

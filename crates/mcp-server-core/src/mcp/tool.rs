@@ -6,10 +6,10 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-use mcp_types::JsonObject;
 use mcp_types::content::{ContentBlock, Icon};
 use mcp_types::mrtr::Outcome;
 use mcp_types::tools::{CallToolResult, Tool, ToolAnnotations};
+use mcp_types::{ErrorObject, JsonObject};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -34,6 +34,42 @@ pub trait IntoToolResult {
 
     /// Converts into the call's outcome.
     fn into_tool_result(self) -> Outcome<CallToolResult>;
+
+    /// Converts into the call's outcome or a JSON-RPC error ([`ToolReply::Error`]; every
+    /// other type always has an outcome).
+    fn into_tool_reply(self) -> Result<Outcome<CallToolResult>, ErrorObject>
+    where
+        Self: Sized,
+    {
+        Ok(self.into_tool_result())
+    }
+}
+
+/// A tool answer that may be a JSON-RPC error instead of a result: `Error` answers the call
+/// with that error (and ends a task `failed`), where a returned `Err(e)` of a `Result` is a
+/// tool error (`isError: true`, a task ends `completed`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolReply {
+    /// The result.
+    Result(CallToolResult),
+    /// A JSON-RPC error for the client.
+    Error(ErrorObject),
+}
+
+impl IntoToolResult for ToolReply {
+    fn into_tool_result(self) -> Outcome<CallToolResult> {
+        match self {
+            ToolReply::Result(r) => Outcome::Complete(r),
+            ToolReply::Error(e) => Outcome::Complete(CallToolResult::error(e.message)),
+        }
+    }
+
+    fn into_tool_reply(self) -> Result<Outcome<CallToolResult>, ErrorObject> {
+        match self {
+            ToolReply::Result(r) => Ok(Outcome::Complete(r)),
+            ToolReply::Error(e) => Err(e),
+        }
+    }
 }
 
 /// A tool's complete result or a hand-built `InputRequiredResult`.
@@ -117,7 +153,11 @@ impl<T: IntoToolResult, E: fmt::Display> IntoToolResult for Result<T, E> {
 pub(crate) type ParseFn =
     Arc<dyn Fn(&JsonObject) -> Result<Box<dyn Any + Send>, String> + Send + Sync>;
 pub(crate) type ToolBody = Arc<
-    dyn Fn(RequestContext, Box<dyn Any + Send>, ResolvedValues) -> BoxFuture<ToolOutcome>
+    dyn Fn(
+            RequestContext,
+            Box<dyn Any + Send>,
+            ResolvedValues,
+        ) -> BoxFuture<Result<ToolOutcome, ErrorObject>>
         + Send
         + Sync,
 >;
@@ -150,6 +190,7 @@ pub struct ToolDef {
     pub(crate) parse: Option<ParseFn>,
     pub(crate) body: Option<ToolBody>,
     pub(crate) hand_built: bool,
+    pub(crate) task: crate::tasks::TaskSupport,
 }
 
 impl fmt::Debug for ToolDef {
@@ -200,6 +241,7 @@ impl ToolDef {
             parse: None,
             body: None,
             hand_built: false,
+            task: crate::tasks::TaskSupport::Forbidden,
         }
     }
 
@@ -284,6 +326,23 @@ impl ToolDef {
         self
     }
 
+    /// Lets the tool run as a task (the Tasks extension, `io.modelcontextprotocol/tasks`):
+    /// with `Optional` a 2026-07-28 call that declares the extension answers a
+    /// `CreateTaskResult` at once and the body runs in the background; `Required` also
+    /// refuses a call that does not declare it (`-32021`). Resolvers still run first, on the
+    /// `tools/call` itself; questions the body asks (`ctx.elicit()`...) become the task's
+    /// `inputRequests`. A 2025-11-25 session runs the body inline. See
+    /// [`crate::tasks`].
+    pub fn task(mut self, support: crate::tasks::TaskSupport) -> Self {
+        self.task = support;
+        self
+    }
+
+    /// The tool's task support.
+    pub fn task_support(&self) -> crate::tasks::TaskSupport {
+        self.task
+    }
+
     /// Overrides whether the body may return a hand-built round (set by the macros from the
     /// declared return type).
     #[doc(hidden)]
@@ -326,10 +385,10 @@ impl ToolDef {
             let body = body.clone();
             Box::pin(async move {
                 match args.downcast::<A>() {
-                    Ok(args) => body(ctx, *args, resolved).await.into_tool_result(),
-                    Err(_) => Outcome::Complete(CallToolResult::error(
+                    Ok(args) => body(ctx, *args, resolved).await.into_tool_reply(),
+                    Err(_) => Ok(Outcome::Complete(CallToolResult::error(
                         "the arguments were parsed as another type",
-                    )),
+                    ))),
                 }
             })
         }));

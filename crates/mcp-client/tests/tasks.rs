@@ -1,0 +1,221 @@
+//! The client and the Tasks extension, against a real `McpServer` in memory: `call_tool`
+//! follows a task to its end (answering its questions with the callbacks), and the manual
+//! `TaskHandle` polls, answers and cancels.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_client::memory::MemoryTransport;
+use mcp_client::{Client, ClientError, TaskCall};
+use mcp_server_core::Service;
+use mcp_server_core::mcp::{
+    ElicitationResult, McpServer, Resolution, Resolver, ToolDef, ToolReply,
+};
+use mcp_server_core::tasks::{TaskConfig, TaskSupport};
+use mcp_types::ErrorObject;
+use mcp_types::elicitation::{ElicitRequestParams, ElicitResult, ElicitValue};
+use mcp_types::ext::tasks::{TaskPayload, TaskStatus};
+use mcp_types::mrtr::{InputResponse, InputResponses};
+use mcp_types::tools::CallToolResult;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+#[derive(Clone, Deserialize, JsonSchema)]
+struct Go {
+    go: bool,
+}
+
+#[derive(Clone, Deserialize, JsonSchema)]
+struct Name {
+    name: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct NoArgs {}
+
+fn server() -> Service {
+    let build = ToolDef::new("build")
+        .arguments::<NoArgs>()
+        .task(TaskSupport::Optional)
+        .handler(|ctx, _: NoArgs| async move {
+            ctx.progress(1.0, Some(2.0), Some("compiled; waiting for approval"))
+                .await;
+            match ctx.elicit::<Go>("Ship it?").await {
+                Ok(ElicitationResult::Accepted(Go { go: true })) => {
+                    ctx.progress(2.0, Some(2.0), Some("shipped")).await;
+                    ToolReply::Result(CallToolResult::text("shipped"))
+                }
+                Ok(_) => ToolReply::Result(CallToolResult::text("not shipped")),
+                Err(e) => ToolReply::Error(e),
+            }
+        });
+    let hang = ToolDef::new("hang")
+        .arguments::<NoArgs>()
+        .task(TaskSupport::Required)
+        .handler(|ctx, _: NoArgs| async move {
+            ctx.cancellation().cancelled().await;
+            "stopped"
+        });
+    let broken = ToolDef::new("broken")
+        .arguments::<NoArgs>()
+        .task(TaskSupport::Required)
+        .handler(|_ctx, _: NoArgs| async move {
+            ToolReply::Error(ErrorObject::internal("the disk is full"))
+        });
+    let greet = ToolDef::new("greet")
+        .arguments::<NoArgs>()
+        .task(TaskSupport::Required)
+        .resolve::<mcp_server_core::mcp::Accepted<Name>>(
+            "who",
+            Resolver::new("who", |_| async {
+                Resolution::<Name>::elicit("Who are you?")
+            }),
+        )
+        .handler_resolved(|_ctx, _: NoArgs, mut r| async move {
+            let name = r
+                .take::<mcp_server_core::mcp::Accepted<Name>>("who")?
+                .0
+                .name;
+            Ok::<_, String>(format!("Hello, {name}!"))
+        });
+    McpServer::new("builds")
+        .tool(build)
+        .tool(hang)
+        .tool(broken)
+        .tool(greet)
+        .tasks(TaskConfig::new().poll_interval(Duration::from_millis(20)))
+        .into_service()
+        .unwrap()
+}
+
+fn accept(field: &str, value: ElicitValue) -> ElicitResult {
+    ElicitResult::accept(BTreeMap::from([(field.to_owned(), value)]))
+}
+
+async fn client(service: &Service, seen: Arc<Mutex<Vec<String>>>) -> Client {
+    let asked = seen.clone();
+    Client::builder()
+        .tasks(true)
+        .elicitation(move |info, params: ElicitRequestParams| {
+            asked
+                .lock()
+                .unwrap()
+                .push(format!("{} {}", info.key, params.message()));
+            async move {
+                Ok(if params.message() == "Who are you?" {
+                    accept("name", ElicitValue::String("Ada".into()))
+                } else {
+                    accept("go", ElicitValue::Bool(true))
+                })
+            }
+        })
+        .on_task_status(move |task| {
+            seen.lock().unwrap().push(format!(
+                "{} {}",
+                task.task.status.as_str(),
+                task.task.status_message.clone().unwrap_or_default()
+            ));
+        })
+        .connect(MemoryTransport::new(service))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn call_tool_follows_a_task_answering_its_question_and_shows_its_progress() {
+    let service = server();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let client = client(&service, seen.clone()).await;
+    let result = client.call_tool("build", json!({})).await.unwrap();
+    assert_eq!(result.content[0].as_text(), Some("shipped"));
+    let seen = seen.lock().unwrap().clone();
+    assert!(
+        seen.contains(&"q1 Ship it?".to_owned()),
+        "the callback answered the task's question: {seen:?}"
+    );
+    assert_eq!(
+        seen.iter().filter(|s| s.as_str() == "q1 Ship it?").count(),
+        1,
+        "each key is answered once: {seen:?}"
+    );
+    assert!(
+        seen.contains(&"input_required compiled; waiting for approval".to_owned()),
+        "{seen:?}"
+    );
+    assert_eq!(seen.last().map(String::as_str), Some("completed shipped"));
+}
+
+#[tokio::test]
+async fn mrtr_rounds_come_before_the_task_and_its_error_is_the_calls() {
+    let service = server();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let client = client(&service, seen.clone()).await;
+    let greeting = client.call_tool("greet", json!({})).await.unwrap();
+    assert_eq!(greeting.content[0].as_text(), Some("Hello, Ada!"));
+    assert_eq!(
+        seen.lock().unwrap()[0],
+        "who Who are you?",
+        "asked on the tools/call"
+    );
+
+    match client.call_tool("broken", json!({})).await {
+        Err(ClientError::Server(e)) => {
+            assert_eq!(e.code.0, -32603);
+            assert_eq!(e.message, "the disk is full");
+        }
+        other => panic!("expected the task's error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_manual_handle_polls_answers_and_cancels() {
+    let service = server();
+    let client = client(&service, Arc::new(Mutex::new(Vec::new()))).await;
+    let TaskCall::Running(task) = client.call_tool_as_task("build", json!({})).await.unwrap()
+    else {
+        panic!("build runs as a task");
+    };
+    assert_eq!(task.created().status, TaskStatus::Working);
+    let key = loop {
+        let status = task.status().await.unwrap();
+        if let TaskPayload::InputRequired(requests) = status.payload {
+            break requests.into_keys().next().unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let mut answer = InputResponses::new();
+    answer.insert(
+        key,
+        InputResponse::Elicit(accept("go", ElicitValue::Bool(false))),
+    );
+    task.answer(answer).await.unwrap();
+    let result = task.wait().await.unwrap();
+    assert_eq!(result.content[0].as_text(), Some("not shipped"));
+
+    let TaskCall::Running(hang) = client.call_tool_as_task("hang", json!({})).await.unwrap() else {
+        panic!("hang runs as a task");
+    };
+    hang.cancel().await.unwrap();
+    assert!(matches!(hang.wait().await, Err(ClientError::Cancelled)));
+    // Cancelling a finished task is acknowledged, not an error.
+    hang.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn without_tasks_a_task_only_tool_is_refused() {
+    let service = server();
+    let client = Client::builder()
+        .connect(MemoryTransport::new(&service))
+        .await
+        .unwrap();
+    match client.call_tool("hang", json!({})).await {
+        Err(ClientError::Server(e)) => assert_eq!(e.code.0, -32021),
+        other => panic!("expected -32021, got {other:?}"),
+    }
+    assert!(matches!(
+        client.call_tool_as_task("hang", json!({})).await,
+        Err(ClientError::InvalidRequest(_))
+    ));
+}

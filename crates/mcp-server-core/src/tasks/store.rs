@@ -1,0 +1,668 @@
+//! Where tasks live: the [`TaskStore`] trait and its in-memory default.
+//!
+//! The store holds everything another process needs to answer `tasks/get` (status, message,
+//! timestamps, outstanding input requests, the final result or error, the owner), so a store
+//! shared by several server instances serves a task from any of them. Workers (the bodies
+//! running in the background) talk to it too: they post input requests, take the answers
+//! `tasks/update` delivered, hold a lease while they run and write the terminal state.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use mcp_types::capabilities::ClientCapabilities;
+use mcp_types::ext::tasks::TaskStatus;
+use mcp_types::mrtr::InputRequests;
+use mcp_types::{ErrorObject, JsonObject};
+use serde_json::Value;
+use tokio::sync::watch;
+
+/// The future a [`TaskStore`] method returns.
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// How a task ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Terminal {
+    /// `completed`, with the `CallToolResult` as a JSON object (also when `isError`).
+    Completed(JsonObject),
+    /// `failed`, with the JSON-RPC error.
+    Failed(ErrorObject),
+    /// `cancelled`.
+    Cancelled,
+}
+
+impl Terminal {
+    /// The status it ends in.
+    pub fn status(&self) -> TaskStatus {
+        match self {
+            Terminal::Completed(_) => TaskStatus::Completed,
+            Terminal::Failed(_) => TaskStatus::Failed,
+            Terminal::Cancelled => TaskStatus::Cancelled,
+        }
+    }
+}
+
+/// Who runs a task, and until when (milliseconds since the Unix epoch). A worker renews its
+/// lease while the body runs; a task whose lease lapsed ends `failed` ("worker lost").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The worker's id (one per engine instance).
+    pub worker: String,
+    /// When the lease lapses.
+    pub until_ms: u64,
+}
+
+/// One task as the store keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRecord {
+    /// The task id (at least 128 random bits).
+    pub id: String,
+    /// The principal that created it (see [`owner_key`](super::owner_key)); `None` without
+    /// authentication. Every `tasks/*` call is checked against it.
+    pub owner: Option<String>,
+    /// The `clientCapabilities` of the creating request: the task asks only for what they
+    /// declared.
+    pub client_capabilities: ClientCapabilities,
+    /// Free text about the status.
+    pub status_message: Option<String>,
+    /// Creation time, ms since the Unix epoch.
+    pub created_at_ms: u64,
+    /// Time of the last change, ms since the Unix epoch.
+    pub last_updated_at_ms: u64,
+    /// Retention from creation; `None` is unlimited.
+    pub ttl_ms: Option<u64>,
+    /// The suggested poll interval.
+    pub poll_interval_ms: Option<u64>,
+    /// Input requests waiting for an answer, by key.
+    pub outstanding: InputRequests,
+    /// Answers `tasks/update` delivered that the worker has not taken yet.
+    pub answers: BTreeMap<String, Value>,
+    /// Every key ever issued (keys are unique for the task's lifetime).
+    pub used_keys: BTreeSet<String>,
+    /// Whether `tasks/cancel` was received.
+    pub cancel_requested: bool,
+    /// The end, once there is one (first writer wins).
+    pub terminal: Option<Terminal>,
+    /// The worker running the body.
+    pub lease: Option<Lease>,
+}
+
+impl TaskRecord {
+    /// The status: the terminal one, else `input_required` while a request is outstanding,
+    /// else `working`.
+    pub fn status(&self) -> TaskStatus {
+        match &self.terminal {
+            Some(t) => t.status(),
+            None if !self.outstanding.is_empty() => TaskStatus::InputRequired,
+            None => TaskStatus::Working,
+        }
+    }
+
+    /// When the task expires (ms since the epoch), if it has a TTL.
+    pub fn expires_at_ms(&self) -> Option<u64> {
+        self.ttl_ms
+            .map(|ttl| self.created_at_ms.saturating_add(ttl))
+    }
+}
+
+/// Why a store operation failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreError {
+    /// The store holds as many tasks as it may.
+    Full {
+        /// The limit.
+        limit: usize,
+    },
+    /// No such task (never created, expired or removed).
+    NotFound,
+    /// An input-request key was already used by this task.
+    KeyReused(String),
+    /// The task already ended.
+    Finished,
+    /// The backend failed (a remote store's connection, say).
+    Backend(String),
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Full { limit } => write!(
+                f,
+                "the server is running as many tasks as it may ({limit}); try again later"
+            ),
+            StoreError::NotFound => f.write_str("Task not found"),
+            StoreError::KeyReused(k) => write!(f, "input-request key '{k}' was already used"),
+            StoreError::Finished => f.write_str("the task already ended"),
+            StoreError::Backend(why) => write!(f, "the task store failed: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// A place tasks live, shared by every request (and, for a remote store, every instance).
+///
+/// Every method must be atomic with respect to the others on the same task, and its effect
+/// visible to the very next `get` from any instance: `create` returns only once a `get` would
+/// find the task, and `resolve_inputs` removes the answered keys before it returns.
+pub trait TaskStore: Send + Sync + 'static {
+    /// The store's clock: milliseconds since the Unix epoch. Timestamps and expiry use it, so
+    /// instances sharing a store share a clock.
+    fn now_ms(&self) -> u64 {
+        system_now_ms()
+    }
+
+    /// Adds a new task. [`StoreError::Full`] when at capacity.
+    fn create(&self, record: TaskRecord) -> StoreFuture<'_, Result<(), StoreError>>;
+
+    /// The task, unless it does not exist or has expired.
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Result<Option<TaskRecord>, StoreError>>;
+
+    /// Sets (or clears) the status message.
+    fn set_status_message<'a>(
+        &'a self,
+        id: &'a str,
+        message: Option<String>,
+    ) -> StoreFuture<'a, Result<(), StoreError>>;
+
+    /// Adds outstanding input requests; a key used before is [`StoreError::KeyReused`].
+    fn add_input_requests<'a>(
+        &'a self,
+        id: &'a str,
+        requests: InputRequests,
+    ) -> StoreFuture<'a, Result<(), StoreError>>;
+
+    /// Moves the answers whose keys are outstanding from outstanding to delivered, and returns
+    /// their keys; answers to any other key are ignored.
+    fn resolve_inputs<'a>(
+        &'a self,
+        id: &'a str,
+        responses: BTreeMap<String, Value>,
+    ) -> StoreFuture<'a, Result<Vec<String>, StoreError>>;
+
+    /// Takes a delivered answer (the worker's side of `resolve_inputs`).
+    fn take_answer<'a>(
+        &'a self,
+        id: &'a str,
+        key: &'a str,
+    ) -> StoreFuture<'a, Result<Option<Value>, StoreError>>;
+
+    /// Records a `tasks/cancel`. Idempotent; a finished task is left as it is.
+    fn request_cancel<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Result<(), StoreError>>;
+
+    /// Ends the task. First writer wins: returns `false` when it had already ended.
+    fn finish<'a>(
+        &'a self,
+        id: &'a str,
+        terminal: Terminal,
+    ) -> StoreFuture<'a, Result<bool, StoreError>>;
+
+    /// Takes or renews the lease of the task for `worker` until `until_ms`. Returns `false`
+    /// when another worker holds a lease that has not lapsed.
+    fn claim<'a>(
+        &'a self,
+        id: &'a str,
+        worker: &'a str,
+        until_ms: u64,
+    ) -> StoreFuture<'a, Result<bool, StoreError>>;
+
+    /// Removes every task past its TTL and fails every unfinished task whose lease lapsed;
+    /// returns the ids removed.
+    fn expire(&self, now_ms: u64) -> StoreFuture<'_, Result<Vec<String>, StoreError>>;
+
+    /// A feed that changes whenever the task does (a revision counter), so a worker wakes on
+    /// an answer or a cancel; `None` when the store has no such feed (the worker then polls).
+    /// The feed closes when the task is removed.
+    fn watch(&self, id: &str) -> Option<watch::Receiver<u64>>;
+}
+
+/// The system clock in milliseconds since the Unix epoch.
+pub fn system_now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// How many tasks an [`InMemoryTaskStore`] holds unless configured.
+pub const DEFAULT_MAX_TASKS: usize = 10_000;
+
+type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
+
+struct Entry {
+    record: TaskRecord,
+    feed: watch::Sender<u64>,
+}
+
+#[derive(Default)]
+struct State {
+    tasks: HashMap<String, Entry>,
+    /// (expires at, id), for sweeping without a scan.
+    expiry: BTreeSet<(u64, String)>,
+}
+
+/// The default store: one process, a mutex over a map, a change feed per task, expiry indexed
+/// by time, and a cap on the number of tasks (finished tasks are evicted oldest first when it
+/// is reached; when every task is still running, creation is refused).
+pub struct InMemoryTaskStore {
+    state: Mutex<State>,
+    max_tasks: usize,
+    clock: Clock,
+}
+
+impl fmt::Debug for InMemoryTaskStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let len = self.state.lock().map(|s| s.tasks.len()).unwrap_or(0);
+        f.debug_struct("InMemoryTaskStore")
+            .field("tasks", &len)
+            .field("max_tasks", &self.max_tasks)
+            .finish()
+    }
+}
+
+impl Default for InMemoryTaskStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl InMemoryTaskStore {
+    /// A store holding at most [`DEFAULT_MAX_TASKS`] tasks, on the system clock.
+    pub fn new() -> Self {
+        InMemoryTaskStore {
+            state: Mutex::new(State::default()),
+            max_tasks: DEFAULT_MAX_TASKS,
+            clock: Arc::new(system_now_ms),
+        }
+    }
+
+    /// Sets how many tasks the store holds (at least 1).
+    pub fn max_tasks(mut self, max: usize) -> Self {
+        self.max_tasks = max.max(1);
+        self
+    }
+
+    /// Replaces the clock (milliseconds since the Unix epoch), e.g. with a manual one in tests.
+    pub fn clock(mut self, clock: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// How many tasks it holds (expired ones not yet swept included).
+    pub fn len(&self) -> usize {
+        self.state.lock().map(|s| s.tasks.len()).unwrap_or(0)
+    }
+
+    /// Whether it holds no task.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn with<T>(
+        &self,
+        id: &str,
+        f: impl FnOnce(&mut TaskRecord, u64) -> Result<(T, bool), StoreError>,
+    ) -> Result<T, StoreError> {
+        let now = (self.clock)();
+        let mut state = self
+            .state
+            .lock()
+            .map_err(|_| StoreError::Backend("poisoned".into()))?;
+        let entry = state.tasks.get_mut(id).ok_or(StoreError::NotFound)?;
+        if entry.record.expires_at_ms().is_some_and(|at| at <= now) {
+            return Err(StoreError::NotFound);
+        }
+        let (out, changed) = f(&mut entry.record, now)?;
+        if changed {
+            entry.record.last_updated_at_ms = now;
+            entry.feed.send_modify(|r| *r += 1);
+        }
+        Ok(out)
+    }
+
+    fn sweep(state: &mut State, now: u64) -> Vec<String> {
+        let mut removed = Vec::new();
+        while let Some((at, id)) = state.expiry.first().cloned() {
+            if at > now {
+                break;
+            }
+            state.expiry.pop_first();
+            if state.tasks.remove(&id).is_some() {
+                removed.push(id);
+            }
+        }
+        for entry in state.tasks.values_mut() {
+            let r = &mut entry.record;
+            if r.terminal.is_none() && r.lease.as_ref().is_some_and(|l| l.until_ms <= now) {
+                r.terminal = Some(Terminal::Failed(ErrorObject::internal(
+                    "The worker running this task was lost",
+                )));
+                r.status_message = Some("The worker running this task was lost".into());
+                r.outstanding.clear();
+                r.last_updated_at_ms = now;
+                entry.feed.send_modify(|v| *v += 1);
+            }
+        }
+        removed
+    }
+}
+
+fn ready<'a, T: Send + 'a>(value: T) -> StoreFuture<'a, T> {
+    Box::pin(std::future::ready(value))
+}
+
+impl TaskStore for InMemoryTaskStore {
+    fn now_ms(&self) -> u64 {
+        (self.clock)()
+    }
+
+    fn create(&self, record: TaskRecord) -> StoreFuture<'_, Result<(), StoreError>> {
+        let now = (self.clock)();
+        let result = (|| {
+            let mut state = self
+                .state
+                .lock()
+                .map_err(|_| StoreError::Backend("poisoned".into()))?;
+            if state.tasks.len() >= self.max_tasks {
+                Self::sweep(&mut state, now);
+            }
+            if state.tasks.len() >= self.max_tasks {
+                // Evict the finished task that changed last the longest time ago.
+                let oldest = state
+                    .tasks
+                    .values()
+                    .filter(|e| e.record.terminal.is_some())
+                    .min_by_key(|e| e.record.last_updated_at_ms)
+                    .map(|e| e.record.id.clone());
+                match oldest {
+                    Some(id) => {
+                        if let Some(e) = state.tasks.remove(&id)
+                            && let Some(at) = e.record.expires_at_ms()
+                        {
+                            state.expiry.remove(&(at, id));
+                        }
+                    }
+                    None => {
+                        return Err(StoreError::Full {
+                            limit: self.max_tasks,
+                        });
+                    }
+                }
+            }
+            if let Some(at) = record.expires_at_ms() {
+                state.expiry.insert((at, record.id.clone()));
+            }
+            let (feed, _) = watch::channel(0);
+            state
+                .tasks
+                .insert(record.id.clone(), Entry { record, feed });
+            Ok(())
+        })();
+        ready(result)
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Result<Option<TaskRecord>, StoreError>> {
+        ready(match self.with(id, |r, _| Ok((r.clone(), false))) {
+            Ok(r) => Ok(Some(r)),
+            Err(StoreError::NotFound) => Ok(None),
+            Err(e) => Err(e),
+        })
+    }
+
+    fn set_status_message<'a>(
+        &'a self,
+        id: &'a str,
+        message: Option<String>,
+    ) -> StoreFuture<'a, Result<(), StoreError>> {
+        ready(self.with(id, |r, _| {
+            if r.terminal.is_some() {
+                return Err(StoreError::Finished);
+            }
+            let changed = r.status_message != message;
+            r.status_message = message;
+            Ok(((), changed))
+        }))
+    }
+
+    fn add_input_requests<'a>(
+        &'a self,
+        id: &'a str,
+        requests: InputRequests,
+    ) -> StoreFuture<'a, Result<(), StoreError>> {
+        ready(self.with(id, |r, _| {
+            if r.terminal.is_some() {
+                return Err(StoreError::Finished);
+            }
+            if let Some(k) = requests.keys().find(|k| r.used_keys.contains(*k)) {
+                return Err(StoreError::KeyReused(k.clone()));
+            }
+            r.used_keys.extend(requests.keys().cloned());
+            r.outstanding.extend(requests);
+            Ok(((), true))
+        }))
+    }
+
+    fn resolve_inputs<'a>(
+        &'a self,
+        id: &'a str,
+        responses: BTreeMap<String, Value>,
+    ) -> StoreFuture<'a, Result<Vec<String>, StoreError>> {
+        ready(self.with(id, |r, _| {
+            let mut delivered = Vec::new();
+            for (key, value) in responses {
+                if r.outstanding.remove(&key).is_some() {
+                    r.answers.insert(key.clone(), value);
+                    delivered.push(key);
+                }
+            }
+            let changed = !delivered.is_empty();
+            Ok((delivered, changed))
+        }))
+    }
+
+    fn take_answer<'a>(
+        &'a self,
+        id: &'a str,
+        key: &'a str,
+    ) -> StoreFuture<'a, Result<Option<Value>, StoreError>> {
+        ready(self.with(id, |r, _| Ok((r.answers.remove(key), false))))
+    }
+
+    fn request_cancel<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Result<(), StoreError>> {
+        ready(self.with(id, |r, _| {
+            let changed = r.terminal.is_none() && !r.cancel_requested;
+            if changed {
+                r.cancel_requested = true;
+            }
+            Ok(((), changed))
+        }))
+    }
+
+    fn finish<'a>(
+        &'a self,
+        id: &'a str,
+        terminal: Terminal,
+    ) -> StoreFuture<'a, Result<bool, StoreError>> {
+        ready(self.with(id, |r, _| {
+            if r.terminal.is_some() {
+                return Ok((false, false));
+            }
+            r.terminal = Some(terminal);
+            r.outstanding.clear();
+            r.answers.clear();
+            r.lease = None;
+            Ok((true, true))
+        }))
+    }
+
+    fn claim<'a>(
+        &'a self,
+        id: &'a str,
+        worker: &'a str,
+        until_ms: u64,
+    ) -> StoreFuture<'a, Result<bool, StoreError>> {
+        ready(self.with(id, |r, now| {
+            if r.terminal.is_some() {
+                return Ok((false, false));
+            }
+            let free = match &r.lease {
+                None => true,
+                Some(l) => l.worker == worker || l.until_ms <= now,
+            };
+            if free {
+                r.lease = Some(Lease {
+                    worker: worker.to_owned(),
+                    until_ms,
+                });
+            }
+            Ok((free, false))
+        }))
+    }
+
+    fn expire(&self, now_ms: u64) -> StoreFuture<'_, Result<Vec<String>, StoreError>> {
+        ready(
+            self.state
+                .lock()
+                .map_err(|_| StoreError::Backend("poisoned".into()))
+                .map(|mut s| Self::sweep(&mut s, now_ms)),
+        )
+    }
+
+    fn watch(&self, id: &str) -> Option<watch::Receiver<u64>> {
+        let state = self.state.lock().ok()?;
+        state.tasks.get(id).map(|e| e.feed.subscribe())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    fn record(id: &str, now: u64, ttl: Option<u64>) -> TaskRecord {
+        TaskRecord {
+            id: id.into(),
+            owner: None,
+            client_capabilities: ClientCapabilities::default(),
+            status_message: None,
+            created_at_ms: now,
+            last_updated_at_ms: now,
+            ttl_ms: ttl,
+            poll_interval_ms: Some(500),
+            outstanding: InputRequests::new(),
+            answers: BTreeMap::new(),
+            used_keys: BTreeSet::new(),
+            cancel_requested: false,
+            terminal: None,
+            lease: None,
+        }
+    }
+
+    fn manual() -> (Arc<AtomicU64>, InMemoryTaskStore) {
+        let now = Arc::new(AtomicU64::new(1_000_000));
+        let clock = now.clone();
+        let store = InMemoryTaskStore::new().clock(move || clock.load(Ordering::SeqCst));
+        (now, store)
+    }
+
+    #[tokio::test]
+    async fn a_task_expires_at_its_ttl_and_its_feed_closes() {
+        let (now, store) = manual();
+        store
+            .create(record("a", 1_000_000, Some(1_000)))
+            .await
+            .unwrap();
+        store.create(record("b", 1_000_000, None)).await.unwrap();
+        let mut feed = store.watch("a").unwrap();
+        now.store(1_000_999, Ordering::SeqCst);
+        assert!(store.get("a").await.unwrap().is_some());
+        now.store(1_001_000, Ordering::SeqCst);
+        assert!(store.get("a").await.unwrap().is_none(), "hidden at the TTL");
+        assert_eq!(store.expire(1_001_000).await.unwrap(), vec!["a".to_owned()]);
+        assert!(feed.changed().await.is_err(), "the feed closed");
+        assert!(store.get("b").await.unwrap().is_some(), "no TTL, no expiry");
+        assert_eq!(store.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn keys_are_unique_for_the_lifetime_and_answers_move_atomically() {
+        let (_, store) = manual();
+        store.create(record("a", 1_000_000, None)).await.unwrap();
+        let q = |k: &str| {
+            InputRequests::from([(k.to_owned(), mcp_types::mrtr::InputRequest::ListRoots(None))])
+        };
+        store.add_input_requests("a", q("k1")).await.unwrap();
+        store.add_input_requests("a", q("k2")).await.unwrap();
+        assert_eq!(
+            store.get("a").await.unwrap().unwrap().status(),
+            TaskStatus::InputRequired
+        );
+        let delivered = store
+            .resolve_inputs(
+                "a",
+                BTreeMap::from([
+                    ("k1".to_owned(), Value::from(1)),
+                    ("nope".to_owned(), Value::from(2)),
+                ]),
+            )
+            .await
+            .unwrap();
+        assert_eq!(delivered, vec!["k1".to_owned()]);
+        let r = store.get("a").await.unwrap().unwrap();
+        assert_eq!(r.outstanding.keys().collect::<Vec<_>>(), ["k2"]);
+        assert_eq!(
+            store.take_answer("a", "k1").await.unwrap(),
+            Some(Value::from(1))
+        );
+        assert_eq!(store.take_answer("a", "k1").await.unwrap(), None);
+        assert_eq!(
+            store.add_input_requests("a", q("k1")).await,
+            Err(StoreError::KeyReused("k1".into()))
+        );
+    }
+
+    #[tokio::test]
+    async fn the_first_end_wins_and_a_lapsed_lease_fails_the_task() {
+        let (_, store) = manual();
+        store.create(record("a", 1_000_000, None)).await.unwrap();
+        assert!(store.finish("a", Terminal::Cancelled).await.unwrap());
+        assert!(
+            !store
+                .finish("a", Terminal::Completed(JsonObject::new()))
+                .await
+                .unwrap()
+        );
+        assert_eq!(
+            store.get("a").await.unwrap().unwrap().status(),
+            TaskStatus::Cancelled
+        );
+
+        store.create(record("b", 1_000_000, None)).await.unwrap();
+        assert!(store.claim("b", "w1", 1_000_100).await.unwrap());
+        assert!(
+            !store.claim("b", "w2", 1_000_200).await.unwrap(),
+            "held by w1"
+        );
+        store.expire(1_000_100).await.unwrap();
+        let b = store.get("b").await.unwrap().unwrap();
+        assert_eq!(b.status(), TaskStatus::Failed);
+    }
+
+    #[tokio::test]
+    async fn a_full_store_evicts_finished_tasks_then_refuses() {
+        let (_, store) = manual();
+        let store = store.max_tasks(2);
+        store.create(record("a", 1_000_000, None)).await.unwrap();
+        store.create(record("b", 1_000_000, None)).await.unwrap();
+        assert_eq!(
+            store.create(record("c", 1_000_000, None)).await,
+            Err(StoreError::Full { limit: 2 })
+        );
+        store.finish("a", Terminal::Cancelled).await.unwrap();
+        store.create(record("c", 1_000_000, None)).await.unwrap();
+        assert!(store.get("a").await.unwrap().is_none(), "evicted");
+    }
+}

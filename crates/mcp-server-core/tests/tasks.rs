@@ -1,0 +1,356 @@
+//! The Tasks extension on the engine: creation, input through `tasks/update`, cancellation,
+//! owner binding, TTL expiry and the era rules, over the in-memory transport.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use common::TestClient;
+use mcp_server_core::mcp::{ElicitationResult, McpServer, ToolDef};
+use mcp_server_core::seal::Principal;
+use mcp_server_core::tasks::{InMemoryTaskStore, TaskConfig, TaskSupport};
+use mcp_server_core::{Service, TransportContext};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+fn declaring() -> Value {
+    json!({"elicitation": {}, "extensions": {TASKS: {}}})
+}
+
+#[derive(Clone, Deserialize, JsonSchema)]
+struct Answer {
+    word: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct NoArgs {}
+
+/// `ask_twice` asks two questions one after the other; `wait` runs until cancelled and reports
+/// the cancellation on `cancelled`; `plain` is never a task.
+fn service(config: TaskConfig, cancelled: mpsc::UnboundedSender<&'static str>) -> Service {
+    let ask_twice = ToolDef::new("ask_twice")
+        .arguments::<NoArgs>()
+        .task(TaskSupport::Required)
+        .handler(|ctx, _: NoArgs| async move {
+            let mut words = Vec::new();
+            for question in ["First word?", "Second word?"] {
+                match ctx.elicit::<Answer>(question).await {
+                    Ok(ElicitationResult::Accepted(a)) => words.push(a.word),
+                    Ok(_) => return Err("declined".to_owned()),
+                    Err(e) => return Err(e.message),
+                }
+            }
+            Ok(words.join(" "))
+        });
+    let wait = ToolDef::new("wait")
+        .arguments::<NoArgs>()
+        .task(TaskSupport::Optional)
+        .handler(move |ctx, _: NoArgs| {
+            let cancelled = cancelled.clone();
+            async move {
+                ctx.progress(1.0, Some(4.0), Some("waiting")).await;
+                ctx.cancellation().cancelled().await;
+                let _ = cancelled.send("the body saw its cancellation");
+                "stopped"
+            }
+        });
+    let plain = ToolDef::new("plain")
+        .arguments::<NoArgs>()
+        .handler(|_ctx, _: NoArgs| async move { "plain answer" });
+    McpServer::new("tasks-test")
+        .tool(ask_twice)
+        .tool(wait)
+        .tool(plain)
+        .tasks(config)
+        .into_service()
+        .unwrap()
+}
+
+fn as_principal(client_id: &str) -> TransportContext {
+    TransportContext {
+        principal: Some(Principal::new(client_id)),
+        context: None,
+    }
+}
+
+async fn call(client: &mut TestClient, tool: &str, caps: Value) -> Value {
+    client
+        .modern("tools/call", json!({"name": tool, "arguments": {}}), caps)
+        .await
+}
+
+async fn task_request(client: &mut TestClient, method: &str, params: Value) -> Value {
+    client.modern(method, params, declaring()).await
+}
+
+async fn get(client: &mut TestClient, id: &str) -> Value {
+    task_request(client, "tasks/get", json!({"taskId": id})).await
+}
+
+/// Polls `tasks/get` until `done` holds (at most 1000 polls, 10 ms apart).
+async fn poll_until(client: &mut TestClient, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+    for _ in 0..1000 {
+        let got = get(client, id).await;
+        if done(&got) {
+            return got;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("task {id} never reached the expected state");
+}
+
+fn task_id(created: &Value) -> String {
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    created["result"]["taskId"].as_str().unwrap().to_owned()
+}
+
+fn status(v: &Value) -> &str {
+    v["result"]["status"].as_str().unwrap_or("")
+}
+
+#[tokio::test]
+async fn a_task_asks_twice_and_completes_with_both_answers() {
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let service = service(TaskConfig::new(), tx);
+    let mut client = TestClient::new(&service);
+    let created = call(&mut client, "ask_twice", declaring()).await;
+    let id = task_id(&created);
+    assert!(created["result"].get("requestState").is_none());
+    assert_eq!(created["result"]["ttlMs"], 1_800_000);
+
+    let first = poll_until(&mut client, &id, |v| status(v) == "input_required").await;
+    let requests = first["result"]["inputRequests"].as_object().unwrap();
+    assert_eq!(requests.keys().collect::<Vec<_>>(), ["q1"]);
+    assert_eq!(requests["q1"]["method"], "elicitation/create");
+    assert_eq!(requests["q1"]["params"]["message"], "First word?");
+
+    // A malformed answer to an outstanding key is refused and consumes nothing.
+    let bad = task_request(
+        &mut client,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"q1": {"action": "maybe"}}}),
+    )
+    .await;
+    assert_eq!(bad["error"]["code"], -32602);
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("inputResponses['q1'] is not a valid answer to its elicitation/create"),
+        "{bad}"
+    );
+    let ack = task_request(
+        &mut client,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {
+            "q1": {"action": "accept", "content": {"word": "hello"}},
+            "never-issued": {"ignored": true}
+        }}),
+    )
+    .await;
+    assert_eq!(ack["result"], json!({"resultType": "complete"}));
+
+    let second = poll_until(&mut client, &id, |v| {
+        v["result"]["inputRequests"].get("q2").is_some()
+    })
+    .await;
+    assert_eq!(
+        second["result"]["inputRequests"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["q2"],
+        "the answered key is gone and never reused"
+    );
+    task_request(
+        &mut client,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"q2": {"action": "accept", "content": {"word": "world"}}}}),
+    )
+    .await;
+    let done = poll_until(&mut client, &id, |v| status(v) == "completed").await;
+    assert_eq!(
+        done["result"]["result"]["content"][0]["text"],
+        "hello world"
+    );
+    assert_eq!(done["result"]["resultType"], "complete");
+    assert!(done["result"].get("inputRequests").is_none());
+}
+
+#[tokio::test]
+async fn cancelling_a_running_task_reaches_its_body_and_a_finished_one_is_acked() {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let service = service(TaskConfig::new(), tx);
+    let mut client = TestClient::new(&service);
+    let id = task_id(&call(&mut client, "wait", declaring()).await);
+    let working = poll_until(&mut client, &id, |v| {
+        v["result"]["statusMessage"] == "waiting"
+    })
+    .await;
+    assert_eq!(
+        status(&working),
+        "working",
+        "ctx.progress() set the status message"
+    );
+
+    let ack = task_request(&mut client, "tasks/cancel", json!({"taskId": id})).await;
+    assert_eq!(ack["result"], json!({"resultType": "complete"}));
+    assert_eq!(rx.recv().await, Some("the body saw its cancellation"));
+    let cancelled = poll_until(&mut client, &id, |v| status(v) == "cancelled").await;
+    assert!(cancelled["result"].get("result").is_none());
+
+    // Cancelling again, now that it is terminal: the same empty ack, and it stays cancelled.
+    let again = task_request(&mut client, "tasks/cancel", json!({"taskId": id})).await;
+    assert_eq!(again["result"], json!({"resultType": "complete"}));
+    assert_eq!(status(&get(&mut client, &id).await), "cancelled");
+}
+
+#[tokio::test]
+async fn another_principal_sees_no_task_at_all() {
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let service = service(TaskConfig::new(), tx);
+    let mut alice = TestClient::with_transport(&service, as_principal("alice"));
+    let mut mallory = TestClient::with_transport(&service, as_principal("mallory"));
+    let mut anonymous = TestClient::new(&service);
+    let id = task_id(&call(&mut alice, "ask_twice", declaring()).await);
+    poll_until(&mut alice, &id, |v| status(v) == "input_required").await;
+
+    let unknown = get(&mut mallory, "no-such-task").await;
+    for who in [&mut mallory, &mut anonymous] {
+        for (method, params) in [
+            ("tasks/get", json!({"taskId": id})),
+            (
+                "tasks/update",
+                json!({"taskId": id, "inputResponses": {"q1": {"action": "accept", "content": {"word": "x"}}}}),
+            ),
+            ("tasks/cancel", json!({"taskId": id})),
+        ] {
+            let answer = task_request(who, method, params).await;
+            assert_eq!(
+                answer["error"],
+                json!({"code": -32602, "message": "Task not found"}),
+                "{method}"
+            );
+        }
+    }
+    assert_eq!(
+        unknown["error"],
+        json!({"code": -32602, "message": "Task not found"})
+    );
+    // Nothing they sent reached the task.
+    let still = get(&mut alice, &id).await;
+    assert_eq!(status(&still), "input_required");
+    assert!(still["result"]["inputRequests"].get("q1").is_some());
+}
+
+#[tokio::test]
+async fn a_task_past_its_ttl_is_gone_and_its_body_stopped() {
+    let now = Arc::new(AtomicU64::new(1_900_000_000_000));
+    let clock = now.clone();
+    let store = InMemoryTaskStore::new().clock(move || clock.load(Ordering::SeqCst));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let config = TaskConfig::new()
+        .store(store)
+        .ttl(Some(Duration::from_secs(60)))
+        // The manual clock jumps a minute: the worker's lease must outlast it.
+        .lease(Duration::from_secs(3600));
+    let service = service(config, tx);
+    let mut client = TestClient::new(&service);
+    let created = call(&mut client, "wait", declaring()).await;
+    let id = task_id(&created);
+    assert_eq!(created["result"]["ttlMs"], 60_000);
+    assert_eq!(created["result"]["createdAt"], "2030-03-17T17:46:40.000Z");
+
+    now.fetch_add(59_999, Ordering::SeqCst);
+    assert_eq!(status(&get(&mut client, &id).await), "working");
+    now.fetch_add(1, Ordering::SeqCst);
+    let expired = get(&mut client, &id).await;
+    assert_eq!(
+        expired["error"],
+        json!({"code": -32602, "message": "Task not found"})
+    );
+    assert_eq!(rx.recv().await, Some("the body saw its cancellation"));
+}
+
+#[tokio::test]
+async fn the_gates_come_before_the_lookup() {
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let service = service(TaskConfig::new(), tx);
+    let mut client = TestClient::new(&service);
+    for method in ["tasks/get", "tasks/cancel"] {
+        let answer = client
+            .modern(method, json!({"taskId": "gate-test"}), json!({}))
+            .await;
+        assert_eq!(answer["error"]["code"], -32021, "{method}");
+        assert_eq!(
+            answer["error"]["data"],
+            json!({"requiredCapabilities": {"extensions": {TASKS: {}}}})
+        );
+    }
+    for method in ["tasks/result", "tasks/list"] {
+        let answer = task_request(&mut client, method, json!({"taskId": "x"})).await;
+        assert_eq!(answer["error"]["code"], -32601, "{method}");
+    }
+    // A task-only tool without the extension: -32021 before the body runs.
+    let refused = call(&mut client, "ask_twice", json!({"elicitation": {}})).await;
+    assert_eq!(refused["error"]["code"], -32021);
+    assert_eq!(
+        refused["error"]["data"]["requiredCapabilities"]["extensions"][TASKS],
+        json!({})
+    );
+    // A plain tool stays plain, even for a declaring request with the legacy `task` param.
+    let plain = client
+        .modern(
+            "tools/call",
+            json!({"name": "plain", "arguments": {}, "task": {"ttl": 1000}}),
+            declaring(),
+        )
+        .await;
+    assert_eq!(plain["result"]["content"][0]["text"], "plain answer");
+    assert_eq!(plain["result"]["resultType"], "complete");
+    // The extension is advertised on 2026-07-28.
+    let discover = client.modern("server/discover", json!({}), json!({})).await;
+    assert_eq!(
+        discover["result"]["capabilities"]["extensions"][TASKS],
+        json!({})
+    );
+    assert!(discover["result"]["capabilities"].get("tasks").is_none());
+}
+
+#[tokio::test]
+async fn a_legacy_session_never_gets_a_task() {
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let service = service(TaskConfig::new(), tx);
+    let mut client = TestClient::new(&service);
+    let init = client
+        .initialize(
+            "2025-11-25",
+            json!({"elicitation": {}, "extensions": {TASKS: {}}}),
+        )
+        .await;
+    assert!(init["result"]["capabilities"].get("extensions").is_none());
+    // The task-supporting tool runs inline, asking live on the session.
+    let answers = client
+        .exchange_with(
+            "tools/call",
+            json!({"name": "ask_twice", "arguments": {}}),
+            |request| {
+                assert_eq!(request["method"], "elicitation/create");
+                Some(json!({"result": {"action": "accept", "content": {"word": "live"}}}))
+            },
+        )
+        .await;
+    let last = answers.last().unwrap();
+    assert_eq!(last["result"]["content"][0]["text"], "live live");
+    let get = client
+        .request("tasks/get", json!({"taskId": "anything"}))
+        .await;
+    assert_eq!(get["error"]["code"], -32601);
+}
