@@ -22,6 +22,8 @@
 //! [`HeadlessAuthorizer`] follows the server's immediate redirect, for tests and automation),
 //! and [`TokenStore`] (where credentials and tokens live; [`MemoryTokenStore`] by default).
 
+mod grant;
+mod jwt;
 mod metadata;
 mod text;
 
@@ -32,6 +34,11 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use serde_json::{Value, json};
 
+pub use grant::{
+    AssertionSource, CallbackAssertion, ClientAuth, ClientAuthMethod, EnterpriseGrant,
+    EnvAssertion, FileAssertion, MachineGrant, StaticAssertion,
+};
+pub use jwt::{SigningKey, jwk_thumbprint};
 pub use metadata::{
     AuthorizationServerMetadata, ClientCredentials, ProtectedResourceMetadata, Tokens,
 };
@@ -153,6 +160,23 @@ impl Authorizer for HeadlessAuthorizer {
                     "the authorization endpoint answered HTTP {status} without a redirect; a person has to sign in (use an interactive Authorizer)"
                 ))),
             }
+        })
+    }
+}
+
+/// The [`Authorizer`] of a machine client: there is no one to ask.
+struct NoBrowser;
+
+impl Authorizer for NoBrowser {
+    fn authorize<'a>(
+        &'a self,
+        _authorization_url: &'a str,
+        _redirect_uri: &'a str,
+    ) -> BoxFuture<'a, Result<String, OAuthError>> {
+        Box::pin(async {
+            Err(OAuthError::Authorization(
+                "a machine client has no user to send to an authorization page".into(),
+            ))
         })
     }
 }
@@ -344,6 +368,8 @@ pub struct OAuth {
     authorizer: Arc<dyn Authorizer>,
     store: Arc<dyn TokenStore>,
     current: Mutex<Option<Current>>,
+    /// A grant without a browser, used instead of the authorization code flow.
+    machine: Option<MachineGrant>,
     /// Serialises flows: concurrent 401s share one authorization.
     flow: tokio::sync::Mutex<()>,
 }
@@ -384,7 +410,42 @@ impl OAuth {
             authorizer,
             store,
             current: Mutex::new(None),
+            machine: None,
             flow: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// An OAuth client for a machine with no user: it gets its tokens with `grant` (client
+    /// credentials, the JWT bearer grant, or enterprise-managed authorization) after the same
+    /// discovery, resource indicator and scope selection as the interactive flow.
+    pub fn machine(grant: MachineGrant, fetch: Arc<dyn HttpFetch>) -> Self {
+        Self::machine_with_store(grant, fetch, Arc::new(MemoryTokenStore::default()))
+    }
+
+    /// [`OAuth::machine`] keeping tokens in `store`.
+    pub fn machine_with_store(
+        grant: MachineGrant,
+        fetch: Arc<dyn HttpFetch>,
+        store: Arc<dyn TokenStore>,
+    ) -> Self {
+        let mut oauth = Self::with_store(
+            OAuthConfig::new("urn:ietf:wg:oauth:2.0:oob"),
+            fetch,
+            Arc::new(NoBrowser),
+            store,
+        );
+        oauth.machine = Some(grant);
+        oauth
+    }
+
+    /// The access token for `current` and `scope`: the machine grant, else a login.
+    async fn obtain(&self, current: &Current, scope: Option<String>) -> Result<String, OAuthError> {
+        match &self.machine {
+            Some(grant) => self.machine_grant(grant, current, scope).await,
+            None => {
+                let scope = self.with_offline_access(&current.metadata, scope);
+                self.authorize(current, scope).await
+            }
         }
     }
 
@@ -500,8 +561,7 @@ impl OAuth {
                 return Ok(token);
             }
         }
-        let scope = self.with_offline_access(&current.metadata, scope);
-        self.authorize(&current, scope).await
+        self.obtain(&current, scope).await
     }
 
     /// Handles a 403 `insufficient_scope`: asks again for the scopes held plus the challenged
@@ -544,7 +604,10 @@ impl OAuth {
             return Err(OAuthError::ScopeNotGranted(wanted));
         }
         let scope = Some(scopes.join(" "));
-        self.authorize(&current, scope).await
+        match &self.machine {
+            Some(grant) => self.machine_grant(grant, &current, scope).await,
+            None => self.authorize(&current, scope).await,
+        }
     }
 
     /// Adds `offline_access` when configured and offered, never otherwise.
