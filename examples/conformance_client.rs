@@ -143,7 +143,12 @@ fn oauth(transport: &HttpTransport, scenario: &str) -> Result<Arc<OAuth>, Client
         config.pre_registered = vec![ClientCredentials::pre_registered(issuer, id, secret)];
     }
     let authorizer = Arc::new(HeadlessAuthorizer::new(fetch.clone()));
-    Ok(Arc::new(OAuth::new(config, fetch, authorizer)))
+    let mut oauth = OAuth::new(config, fetch, authorizer);
+    if scenario.starts_with("auth/dpop") {
+        let key = SigningKey::generate_es256().map_err(|e| fail(e.to_string()))?;
+        oauth = oauth.with_dpop(key);
+    }
+    Ok(Arc::new(oauth))
 }
 
 async fn connect(url: &str, version: &str, scenario: &str) -> Result<Client, ClientError> {

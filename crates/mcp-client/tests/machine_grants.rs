@@ -608,3 +608,172 @@ fn secrets_never_show_in_debug_output() {
         "{shown}"
     );
 }
+
+/// A token endpoint that demands the nonce `n-1` in the DPoP proof, then issues a DPoP token.
+fn dpop_web() -> Arc<Web> {
+    web(
+        |r| {
+            let proof = header(r, "DPoP").expect("every token request carries a proof");
+            let claims = jwt_claims(&proof);
+            if claims.get("nonce").and_then(Value::as_str) != Some("n-1") {
+                let mut refusal = status(400, json!({"error": "use_dpop_nonce"}));
+                refusal.headers.push(("DPoP-Nonce".into(), "n-1".into()));
+                return refusal;
+            }
+            status(
+                200,
+                json!({"access_token": "dpop-token", "token_type": "DPoP", "expires_in": 60}),
+            )
+        },
+        no_idp,
+    )
+}
+
+fn jwt_claims(jwt: &str) -> Value {
+    let claims = jwt.split('.').nth(1).unwrap();
+    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(claims).unwrap()).unwrap()
+}
+
+/// Verifies a DPoP proof with the key in its own header; returns (header, claims).
+fn verified_proof(proof: &str) -> (Value, Value) {
+    let header: Value = serde_json::from_slice(
+        &URL_SAFE_NO_PAD
+            .decode(proof.split('.').next().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    let jwk = &header["jwk"];
+    let mut point = vec![4u8];
+    point.extend(URL_SAFE_NO_PAD.decode(jwk["x"].as_str().unwrap()).unwrap());
+    point.extend(URL_SAFE_NO_PAD.decode(jwk["y"].as_str().unwrap()).unwrap());
+    verified_claims(proof, |input, sig| {
+        UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, &point)
+            .verify(input, sig)
+            .is_ok()
+    })
+}
+
+#[tokio::test]
+async fn dpop_proofs_go_with_token_requests_and_a_nonce_challenge_is_answered_once() {
+    let web = dpop_web();
+    let oauth = OAuth::machine(
+        MachineGrant::ClientCredentials(ClientAuth::secret_basic("m", "s")),
+        web.clone(),
+    )
+    .with_dpop(SigningKey::generate_es256().unwrap());
+    assert!(!oauth.is_dpop_bound());
+    let token = oauth
+        .unauthorized(SERVER, Some("DPoP resource_metadata=\"http://localhost:4000/.well-known/oauth-protected-resource/mcp\""), None)
+        .await
+        .unwrap();
+    assert_eq!(token, "dpop-token");
+    assert!(oauth.is_dpop_bound());
+    let requests = web.to("http://localhost:5000/token");
+    assert_eq!(requests.len(), 2, "one refusal, one retry with the nonce");
+    let mut jtis = Vec::new();
+    for (i, request) in requests.iter().enumerate() {
+        let (header, claims) = verified_proof(&header(request, "DPoP").unwrap());
+        assert_eq!(header["typ"], "dpop+jwt");
+        assert_eq!(header["alg"], "ES256");
+        assert!(
+            header["jwk"].get("d").is_none(),
+            "no private key in the proof"
+        );
+        assert_eq!(claims["htm"], "POST");
+        assert_eq!(claims["htu"], "http://localhost:5000/token");
+        assert!(claims["iat"].as_u64().unwrap() > 1_700_000_000);
+        assert!(claims.get("ath").is_none(), "no token yet");
+        assert_eq!(
+            claims.get("nonce").and_then(Value::as_str),
+            [None, Some("n-1")][i]
+        );
+        jtis.push(claims["jti"].as_str().unwrap().to_owned());
+    }
+    assert_ne!(jtis[0], jtis[1]);
+
+    // Resource requests: ath is the token's hash, htu drops the query; the RS's nonce is used
+    // once it is known, and the same nonce twice is not a reason to retry.
+    let proof = oauth
+        .dpop_proof("POST", "http://localhost:4000/mcp?x=1", "dpop-token")
+        .unwrap();
+    let (header, claims) = verified_proof(&proof);
+    assert_eq!(claims["htu"], SERVER);
+    assert_eq!(claims["htm"], "POST");
+    let ath = URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, b"dpop-token"));
+    assert_eq!(claims["ath"], ath);
+    assert!(claims.get("nonce").is_none());
+    let jkt = mcp_client::oauth::jwk_thumbprint(&header["jwk"]);
+    assert_eq!(oauth.dpop_thumbprint().as_deref(), Some(jkt.as_str()));
+    let challenge = Some("DPoP error=\"use_dpop_nonce\"");
+    assert!(oauth.dpop_nonce_challenge(SERVER, challenge, Some("rs-1")));
+    assert!(!oauth.dpop_nonce_challenge(SERVER, challenge, Some("rs-1")));
+    let proof = oauth.dpop_proof("GET", SERVER, "dpop-token").unwrap();
+    assert_eq!(verified_proof(&proof).1["nonce"], "rs-1");
+    let proof2 = oauth.dpop_proof("GET", SERVER, "dpop-token").unwrap();
+    assert_ne!(
+        verified_proof(&proof2).1["jti"],
+        verified_proof(&proof).1["jti"]
+    );
+}
+
+#[tokio::test]
+async fn a_dpop_token_without_dpop_is_refused_and_an_endless_nonce_demand_gets_one_retry() {
+    // Without DPoP the client cannot present a DPoP token.
+    let plain = web_issuing_dpop();
+    let err = OAuth::machine(
+        MachineGrant::ClientCredentials(ClientAuth::secret_basic("m", "s")),
+        plain.clone(),
+    )
+    .unauthorized(SERVER, Some(CHALLENGE), None)
+    .await
+    .unwrap_err();
+    assert_eq!(
+        err,
+        OAuthError::Token(
+            "http://localhost:5000/token issued a DPoP token; only Bearer tokens are supported"
+                .into()
+        )
+    );
+
+    let stubborn = web(
+        |_| {
+            let mut refusal = status(400, json!({"error": "use_dpop_nonce"}));
+            refusal
+                .headers
+                .push(("DPoP-Nonce".into(), format!("n-{}", jwt_nonce_counter())));
+            refusal
+        },
+        no_idp,
+    );
+    let err = OAuth::machine(
+        MachineGrant::ClientCredentials(ClientAuth::secret_basic("m", "s")),
+        stubborn.clone(),
+    )
+    .with_dpop(SigningKey::generate_es256().unwrap())
+    .unauthorized(SERVER, Some(CHALLENGE), None)
+    .await
+    .unwrap_err();
+    assert_eq!(
+        err,
+        OAuthError::Token("http://localhost:5000/token answered HTTP 400 use_dpop_nonce".into())
+    );
+    assert_eq!(stubborn.to("http://localhost:5000/token").len(), 2);
+}
+
+fn web_issuing_dpop() -> Arc<Web> {
+    web(
+        |_| {
+            status(
+                200,
+                json!({"access_token": "dpop-token", "token_type": "DPoP"}),
+            )
+        },
+        no_idp,
+    )
+}
+
+fn jwt_nonce_counter() -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}

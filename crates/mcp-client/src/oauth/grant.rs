@@ -377,13 +377,7 @@ impl OAuth {
             .await?;
         let tokens: TokenResponse = serde_json::from_value(value)
             .map_err(|e| OAuthError::Token(format!("{endpoint}: unusable reply ({e})")))?;
-        if let Some(kind) = &tokens.token_type
-            && !kind.eq_ignore_ascii_case("bearer")
-        {
-            return Err(OAuthError::Token(format!(
-                "{endpoint} issued a {kind} token; only Bearer tokens are supported"
-            )));
-        }
+        self.accept_token_type(endpoint, tokens.token_type.as_deref())?;
         Ok(tokens)
     }
 
@@ -406,15 +400,13 @@ impl OAuth {
         client.apply(audience, &mut headers, &mut body)?;
         let pairs: Vec<(&str, &str)> = body.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let response = self
-            .fetch
-            .fetch(HttpRequest {
+            .token_post(HttpRequest {
                 method: "POST",
                 url: endpoint.to_owned(),
                 headers,
                 body: form(&pairs).into_bytes(),
             })
-            .await
-            .map_err(OAuthError::Http)?;
+            .await?;
         let value = serde_json::from_slice::<Value>(&response.body).ok();
         if response.status != 200 {
             let field = |name: &str| {

@@ -22,6 +22,7 @@
 //! [`HeadlessAuthorizer`] follows the server's immediate redirect, for tests and automation),
 //! and [`TokenStore`] (where credentials and tokens live; [`MemoryTokenStore`] by default).
 
+mod dpop;
 mod grant;
 mod jwt;
 mod metadata;
@@ -370,6 +371,8 @@ pub struct OAuth {
     current: Mutex<Option<Current>>,
     /// A grant without a browser, used instead of the authorization code flow.
     machine: Option<MachineGrant>,
+    /// DPoP (RFC 9449), when on.
+    dpop: Option<dpop::Dpop>,
     /// Serialises flows: concurrent 401s share one authorization.
     flow: tokio::sync::Mutex<()>,
 }
@@ -411,6 +414,7 @@ impl OAuth {
             store,
             current: Mutex::new(None),
             machine: None,
+            dpop: None,
             flow: tokio::sync::Mutex::new(()),
         }
     }
@@ -962,15 +966,13 @@ impl OAuth {
         let pairs: Vec<(&str, &str)> = body.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let endpoint = &current.metadata.token_endpoint;
         let response = self
-            .fetch
-            .fetch(HttpRequest {
+            .token_post(HttpRequest {
                 method: "POST",
                 url: endpoint.clone(),
                 headers,
                 body: form(&pairs).into_bytes(),
             })
-            .await
-            .map_err(OAuthError::Http)?;
+            .await?;
         if response.status != 200 {
             let error = serde_json::from_slice::<Value>(&response.body)
                 .ok()
@@ -983,13 +985,7 @@ impl OAuth {
         }
         let tokens: TokenResponse = serde_json::from_slice(&response.body)
             .map_err(|e| OAuthError::Token(format!("{endpoint}: unusable reply ({e})")))?;
-        if let Some(kind) = &tokens.token_type
-            && !kind.eq_ignore_ascii_case("bearer")
-        {
-            return Err(OAuthError::Token(format!(
-                "{endpoint} issued a {kind} token; only Bearer tokens are supported"
-            )));
-        }
+        self.accept_token_type(endpoint, tokens.token_type.as_deref())?;
         let access = tokens.access_token.clone();
         self.store.save_tokens(
             &current.issuer,
