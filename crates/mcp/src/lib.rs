@@ -229,6 +229,8 @@ mod guides {
     struct ClientGuide;
     #[doc = include_str!("../../../docs/transports.md")]
     struct Transports;
+    #[doc = include_str!("../../../docs/authorization.md")]
+    struct Authorization;
     #[doc = include_str!("../../../README.md")]
     struct Readme;
 }
