@@ -486,23 +486,13 @@ impl Inner {
         }
         let principal = match (&self.verifier, &self.protected) {
             (Some(verifier), Some(protected)) => {
-                let token = parts
-                    .headers
-                    .get(header::AUTHORIZATION)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| {
-                        v.get(..7)
-                            .filter(|scheme| scheme.eq_ignore_ascii_case("bearer "))
-                            .map(|_| v[7..].trim())
-                    })
-                    .filter(|t| !t.is_empty());
-                let verified = match token {
-                    None => Err(AuthError::Missing),
-                    Some(token) => match verifier.verify(token).await {
-                        Ok(verified) => protected.admit(&verified).map(|()| verified.principal),
-                        Err(e) => Err(e),
-                    },
-                };
+                let verified = crate::auth::authenticate(
+                    verifier.as_ref(),
+                    protected,
+                    parts.method.as_str(),
+                    &parts.headers,
+                )
+                .await;
                 match verified {
                     Ok(principal) => Some(principal),
                     Err(e) => {
