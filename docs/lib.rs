@@ -20,6 +20,7 @@ guides! {
     ClientGuide => "client.md",
     Tasks => "tasks.md",
     Transports => "transports.md",
+    Authorization => "authorization.md",
     LowLevelServer => "low-level-server.md",
     WireTypes => "wire-types.md",
     McpTerm => "mcp-term.md",

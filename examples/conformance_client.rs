@@ -19,7 +19,10 @@ use std::process::ExitCode;
 
 use std::sync::Arc;
 
-use mcp::client::oauth::{ClientCredentials, HeadlessAuthorizer, OAuth, OAuthConfig};
+use mcp::client::oauth::{
+    ClientAuth, ClientCredentials, EnterpriseGrant, HeadlessAuthorizer, MachineGrant, OAuth,
+    OAuthConfig, SigningKey, StaticAssertion,
+};
 use mcp::client::{Client, ClientError, Mode};
 use mcp::http::HttpTransport;
 use mcp::types::elicitation::{ElicitAction, ElicitRequestParams, ElicitResult, ElicitValue};
@@ -81,10 +84,49 @@ fn context() -> Option<Value> {
         .and_then(|c| serde_json::from_str(&c).ok())
 }
 
-/// An OAuth client for the `auth/*` scenarios: the conformance CIMD URL where the server
-/// supports it, the context's pre-registered credentials, dynamic registration otherwise.
-fn oauth(transport: &HttpTransport) -> Arc<OAuth> {
+/// The machine grant a scenario's context describes, for the extension scenarios that have
+/// no user: client credentials, workload identity, enterprise-managed authorization.
+fn machine_grant(scenario: &str, context: &Value) -> Result<Option<MachineGrant>, ClientError> {
+    let field = |name: &str| {
+        context
+            .get(name)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| fail(format!("MCP_CONFORMANCE_CONTEXT has no {name}")))
+    };
+    let grant = match scenario {
+        "auth/client-credentials-basic" => MachineGrant::ClientCredentials(
+            ClientAuth::secret_basic(field("client_id")?, field("client_secret")?),
+        ),
+        "auth/client-credentials-jwt" => {
+            let alg = field("signing_algorithm").unwrap_or_else(|_| "ES256".into());
+            let key = SigningKey::from_pkcs8_pem(&field("private_key_pem")?, &alg)
+                .map_err(|e| fail(e.to_string()))?;
+            MachineGrant::ClientCredentials(ClientAuth::private_key_jwt(field("client_id")?, key))
+        }
+        "auth/wif-jwt-bearer" => MachineGrant::JwtBearer {
+            client: ClientAuth::public(field("client_id")?),
+            assertion: Arc::new(StaticAssertion(field("valid_jwt")?)),
+        },
+        "auth/enterprise-managed-authorization" => MachineGrant::Enterprise(EnterpriseGrant {
+            idp_token_endpoint: field("idp_token_endpoint")?,
+            idp_client: ClientAuth::public(field("idp_client_id")?),
+            id_token: Arc::new(StaticAssertion(field("idp_id_token")?)),
+            client: ClientAuth::secret_basic(field("client_id")?, field("client_secret")?),
+        }),
+        _ => return Ok(None),
+    };
+    Ok(Some(grant))
+}
+
+/// An OAuth client for the `auth/*` scenarios: a machine grant where the scenario has no user;
+/// otherwise the conformance CIMD URL where the server supports it, the context's
+/// pre-registered credentials, dynamic registration otherwise.
+fn oauth(transport: &HttpTransport, scenario: &str) -> Result<Arc<OAuth>, ClientError> {
     let fetch = transport.fetcher();
+    if let Some(grant) = machine_grant(scenario, &context().unwrap_or(Value::Null))? {
+        return Ok(Arc::new(OAuth::machine(grant, fetch)));
+    }
     let mut config = OAuthConfig::new("http://localhost:3030/callback");
     config.client_name = "mcp-rs conformance client".into();
     config.client_metadata_url = Some("https://conformance-test.local/client-metadata.json".into());
@@ -101,17 +143,22 @@ fn oauth(transport: &HttpTransport) -> Arc<OAuth> {
         config.pre_registered = vec![ClientCredentials::pre_registered(issuer, id, secret)];
     }
     let authorizer = Arc::new(HeadlessAuthorizer::new(fetch.clone()));
-    Arc::new(OAuth::new(config, fetch, authorizer))
+    let mut oauth = OAuth::new(config, fetch, authorizer);
+    if scenario.starts_with("auth/dpop") {
+        let key = SigningKey::generate_es256().map_err(|e| fail(e.to_string()))?;
+        oauth = oauth.with_dpop(key);
+    }
+    Ok(Arc::new(oauth))
 }
 
-async fn connect(url: &str, version: &str, authorize: bool) -> Result<Client, ClientError> {
+async fn connect(url: &str, version: &str, scenario: &str) -> Result<Client, ClientError> {
     let mode = match version {
         "2026-07-28" => Mode::Pinned(version.to_owned()),
         _ => Mode::Legacy,
     };
     let mut transport = HttpTransport::new(url).map_err(ClientError::Transport)?;
-    if authorize {
-        let oauth = oauth(&transport);
+    if scenario.starts_with("auth/") {
+        let oauth = oauth(&transport, scenario)?;
         transport = transport.oauth(oauth);
     }
     Client::builder()
@@ -142,7 +189,7 @@ async fn call_every_tool(client: &Client) -> Result<(), ClientError> {
 }
 
 async fn run(scenario: &str, url: &str, version: &str) -> Result<(), ClientError> {
-    let client = connect(url, version, scenario.starts_with("auth/")).await?;
+    let client = connect(url, version, scenario).await?;
     let outcome = match scenario {
         auth if auth.starts_with("auth/") => {
             client.list_all_tools().await?;

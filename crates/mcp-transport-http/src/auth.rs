@@ -23,6 +23,8 @@ pub enum AuthError {
     InvalidToken(String),
     /// The token is valid but lacks a scope this server needs (space-separated).
     InsufficientScope(String),
+    /// The token is DPoP-bound and the request's proof is missing or wrong (RFC 9449 §7).
+    InvalidDpopProof(String),
 }
 
 impl fmt::Display for AuthError {
@@ -33,6 +35,7 @@ impl fmt::Display for AuthError {
             AuthError::InsufficientScope(scope) => {
                 write!(f, "insufficient scope: {scope} is required")
             }
+            AuthError::InvalidDpopProof(why) => write!(f, "invalid DPoP proof: {why}"),
         }
     }
 }
@@ -46,6 +49,9 @@ pub struct VerifiedToken {
     pub audience: Vec<String>,
     /// The scopes it grants.
     pub scopes: Vec<String>,
+    /// For a DPoP-bound token (RFC 9449), the thumbprint of its key (`cnf.jkt`): the request
+    /// must then carry a proof signed by that key.
+    pub dpop_jkt: Option<String>,
 }
 
 impl VerifiedToken {
@@ -55,7 +61,16 @@ impl VerifiedToken {
             principal,
             audience: Vec::new(),
             scopes: Vec::new(),
+            dpop_jkt: None,
         }
+    }
+
+    /// Marks the token as bound to the DPoP key whose RFC 7638 thumbprint is `jkt` (the
+    /// token's `cnf.jkt`).
+    #[must_use]
+    pub fn dpop_bound(mut self, jkt: impl Into<String>) -> Self {
+        self.dpop_jkt = Some(jkt.into());
+        self
     }
 
     /// Adds an audience (a resource the token was issued for).
@@ -221,9 +236,73 @@ impl ProtectedResource {
                 params.push("error=\"insufficient_scope\"".to_owned());
                 params.push(format!("scope=\"{}\"", quoted(scope)));
             }
+            AuthError::InvalidDpopProof(why) => {
+                params.push("error=\"invalid_dpop_proof\"".to_owned());
+                params.push(format!("error_description=\"{}\"", quoted(why)));
+                return format!("DPoP algs=\"ES256 RS256\", {}", params.join(", "));
+            }
         }
         format!("Bearer {}", params.join(", "))
     }
+}
+
+/// Authenticates a `method` request with `headers`: the token from `Authorization: Bearer`
+/// or `Authorization: DPoP`, what `verifier` says of it, this resource's audience and scopes,
+/// and for a DPoP-bound token the `DPoP` proof.
+pub(crate) async fn authenticate(
+    verifier: &dyn TokenVerifier,
+    protected: &ProtectedResource,
+    method: &str,
+    headers: &hyper::HeaderMap,
+) -> Result<Principal, AuthError> {
+    let authorization = headers
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let (scheme, token) = authorization
+        .split_once(' ')
+        .map(|(scheme, token)| (scheme, token.trim()))
+        .unwrap_or_default();
+    let dpop_scheme = scheme.eq_ignore_ascii_case("dpop");
+    if !(dpop_scheme || scheme.eq_ignore_ascii_case("bearer")) || token.is_empty() {
+        return Err(AuthError::Missing);
+    }
+    let verified = match verifier.verify(token).await {
+        Ok(verified) => verified,
+        // The verifier's own words may name internal hosts: they stay in the log.
+        Err(AuthError::InvalidToken(why)) => {
+            tracing::debug!(reason = %why, "the verifier refused a token");
+            return Err(AuthError::InvalidToken(
+                crate::server::VERIFIER_REFUSAL.to_owned(),
+            ));
+        }
+        Err(e) => return Err(e),
+    };
+    protected.admit(&verified)?;
+    match (&verified.dpop_jkt, dpop_scheme) {
+        (Some(jkt), true) => {
+            let mut proofs = headers.get_all("dpop").iter();
+            let proof = proofs.next().and_then(|v| v.to_str().ok());
+            if proofs.next().is_some() {
+                return Err(AuthError::InvalidDpopProof(
+                    "more than one DPoP header".into(),
+                ));
+            }
+            crate::dpop::check_proof(proof, method, &protected.resource, token, jkt)?;
+        }
+        (Some(_), false) => {
+            return Err(AuthError::InvalidDpopProof(
+                "a DPoP-bound token must be sent with the DPoP scheme".into(),
+            ));
+        }
+        (None, true) => {
+            return Err(AuthError::InvalidToken(
+                "the token is not DPoP-bound; send it as a Bearer token".into(),
+            ));
+        }
+        (None, false) => {}
+    }
+    Ok(verified.principal)
 }
 
 /// Text safe inside a quoted-string: no quotes, backslashes or control characters.

@@ -550,8 +550,8 @@ fn stream_request(
     for (name, value) in extra_headers {
         builder = builder.header(name, value);
     }
-    if let Some(value) = auth.header() {
-        builder = builder.header(header::AUTHORIZATION, value);
+    for (name, value) in auth.headers(auth.token().as_deref(), "GET", &url.to_string()) {
+        builder = builder.header(name, value);
     }
     builder.body(Full::new(Bytes::new())).ok()
 }
@@ -963,8 +963,8 @@ impl Transport for HttpTransport {
                             Err(e) => return fail(format!("could not build the request: {e}")),
                         };
                         let token = auth.token();
-                        if let Some(value) = Auth::bearer(token.as_deref()) {
-                            request.headers_mut().insert(header::AUTHORIZATION, value);
+                        for (name, value) in auth.headers(token.as_deref(), "POST", &url.to_string()) {
+                            request.headers_mut().insert(name, value);
                         }
                         let response = match client.request(request).await {
                             Ok(response) => response,
@@ -982,11 +982,17 @@ impl Transport for HttpTransport {
                             .get(header::WWW_AUTHENTICATE)
                             .and_then(|v| v.to_str().ok())
                             .map(str::to_owned);
+                        let dpop_nonce = response
+                            .headers()
+                            .get("dpop-nonce")
+                            .and_then(|v| v.to_str().ok())
+                            .map(str::to_owned);
                         match auth
                             .refused(
                                 &url.to_string(),
                                 response.status(),
                                 challenge.as_deref(),
+                                dpop_nonce.as_deref(),
                                 token.as_deref(),
                                 &mut attempts,
                             )

@@ -14,6 +14,7 @@
 pub mod auth;
 mod body;
 mod client;
+mod dpop;
 pub mod headers;
 mod net;
 mod oauth;

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use hyper::StatusCode;
-use hyper::header::HeaderValue;
+use hyper::header::{HeaderName, HeaderValue};
 
 /// What to do with a refused request.
 #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
@@ -32,6 +32,7 @@ pub(crate) struct Auth {
 pub(crate) struct Attempts {
     authorized: bool,
     stepped_up: bool,
+    nonce: bool,
 }
 
 impl Auth {
@@ -49,9 +50,40 @@ impl Auth {
         None
     }
 
-    /// `Authorization: Bearer …` for the token held.
-    pub(crate) fn header(&self) -> Option<HeaderValue> {
-        Self::bearer(self.token().as_deref())
+    /// The headers that present `token` on a `method` request to `url`: `Authorization:
+    /// Bearer …`, or for a DPoP-bound token `Authorization: DPoP …` and a fresh `DPoP` proof.
+    pub(crate) fn headers(
+        &self,
+        token: Option<&str>,
+        method: &str,
+        url: &str,
+    ) -> Vec<(HeaderName, HeaderValue)> {
+        let Some(token) = token else {
+            return Vec::new();
+        };
+        #[cfg(feature = "oauth")]
+        if let Some(oauth) = &self.oauth
+            && oauth.is_dpop_bound()
+        {
+            let proof = oauth.dpop_proof(method, url, token);
+            let scheme = HeaderValue::from_str(&format!("DPoP {token}")).ok();
+            let proof = proof.and_then(|p| HeaderValue::from_str(&p).ok());
+            return match (scheme, proof) {
+                (Some(mut scheme), Some(mut proof)) => {
+                    scheme.set_sensitive(true);
+                    proof.set_sensitive(true);
+                    vec![
+                        (hyper::header::AUTHORIZATION, scheme),
+                        (HeaderName::from_static("dpop"), proof),
+                    ]
+                }
+                _ => Vec::new(),
+            };
+        }
+        let _ = (method, url);
+        Self::bearer(Some(token))
+            .map(|v| vec![(hyper::header::AUTHORIZATION, v)])
+            .unwrap_or_default()
     }
 
     /// `Authorization: Bearer {token}`, marked sensitive.
@@ -68,11 +100,20 @@ impl Auth {
         url: &str,
         status: StatusCode,
         www_authenticate: Option<&str>,
+        dpop_nonce: Option<&str>,
         sent: Option<&str>,
         attempts: &mut Attempts,
     ) -> Retry {
         #[cfg(feature = "oauth")]
         if let Some(oauth) = &self.oauth {
+            // RFC 9449 §9: a DPoP-Nonce challenge is answered once with the new nonce.
+            if oauth.dpop_nonce_challenge(url, www_authenticate, dpop_nonce)
+                && status == StatusCode::UNAUTHORIZED
+                && !attempts.nonce
+            {
+                attempts.nonce = true;
+                return Retry::Again;
+            }
             if status == StatusCode::UNAUTHORIZED && !attempts.authorized {
                 attempts.authorized = true;
                 return match oauth.unauthorized(url, www_authenticate, sent).await {
@@ -92,7 +133,7 @@ impl Auth {
                 };
             }
         }
-        let _ = (url, status, www_authenticate, sent, attempts);
+        let _ = (url, status, www_authenticate, dpop_nonce, sent, attempts);
         Retry::Deliver
     }
 }

@@ -319,7 +319,7 @@ impl McpHttpService {
 }
 
 /// The `error_description` of every token a verifier refuses, whatever its reason.
-const VERIFIER_REFUSAL: &str = "the access token is not valid";
+pub(crate) const VERIFIER_REFUSAL: &str = "the access token is not valid";
 
 const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(50);
 const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
@@ -569,7 +569,7 @@ impl Inner {
         if parts.method == Method::OPTIONS && cors {
             return preflight(&parts.headers);
         }
-        let principal = match self.authenticate(&parts.headers).await {
+        let principal = match self.authenticate(parts.method.as_str(), &parts.headers).await {
             Ok(principal) => principal,
             Err(refused) => return refused,
         };
@@ -681,32 +681,14 @@ impl Inner {
     /// reason is logged at debug only: it may name internal hosts.
     async fn authenticate(
         &self,
+        method: &str,
         headers: &HeaderMap,
     ) -> Result<Option<Principal>, Response<McpBody>> {
         let (Some(verifier), Some(protected)) = (&self.verifier, &self.protected) else {
             return Ok(None);
         };
-        let token = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                v.get(..7)
-                    .filter(|scheme| scheme.eq_ignore_ascii_case("bearer "))
-                    .map(|_| v[7..].trim())
-            })
-            .filter(|t| !t.is_empty());
-        let verified = match token {
-            None => Err(AuthError::Missing),
-            Some(token) => match verifier.verify(token).await {
-                Ok(verified) => protected.admit(&verified).map(|()| verified.principal),
-                // The verifier's own words may name internal hosts: they stay in the log.
-                Err(AuthError::InvalidToken(why)) => {
-                    tracing::debug!(reason = %why, "the verifier refused a token");
-                    Err(AuthError::InvalidToken(VERIFIER_REFUSAL.to_owned()))
-                }
-                Err(e) => Err(e),
-            },
-        };
+        // Bearer or DPoP (RFC 9449) tokens; the verifier's own words stay in the log.
+        let verified = crate::auth::authenticate(verifier.as_ref(), protected, method, headers).await;
         let e = match verified {
             Ok(principal) => return Ok(Some(principal)),
             Err(e) => e,

@@ -22,6 +22,9 @@
 //! [`HeadlessAuthorizer`] follows the server's immediate redirect, for tests and automation),
 //! and [`TokenStore`] (where credentials and tokens live; [`MemoryTokenStore`] by default).
 
+mod dpop;
+mod grant;
+mod jwt;
 mod metadata;
 mod text;
 
@@ -32,6 +35,11 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use serde_json::{Value, json};
 
+pub use grant::{
+    AssertionSource, CallbackAssertion, ClientAuth, ClientAuthMethod, EnterpriseGrant,
+    EnvAssertion, FileAssertion, MachineGrant, StaticAssertion,
+};
+pub use jwt::{SigningKey, jwk_thumbprint};
 pub use metadata::{
     AuthorizationServerMetadata, ClientCredentials, ProtectedResourceMetadata, Tokens,
 };
@@ -217,6 +225,23 @@ impl Authorizer for HeadlessAuthorizer {
                     "the authorization endpoint answered HTTP {status} without a redirect; a person has to sign in (use an interactive Authorizer)"
                 ))),
             }
+        })
+    }
+}
+
+/// The [`Authorizer`] of a machine client: there is no one to ask.
+struct NoBrowser;
+
+impl Authorizer for NoBrowser {
+    fn authorize<'a>(
+        &'a self,
+        _authorization_url: &'a str,
+        _redirect_uri: &'a str,
+    ) -> BoxFuture<'a, Result<String, OAuthError>> {
+        Box::pin(async {
+            Err(OAuthError::Authorization(
+                "a machine client has no user to send to an authorization page".into(),
+            ))
         })
     }
 }
@@ -413,6 +438,10 @@ pub struct OAuth {
     authorizer: Arc<dyn Authorizer>,
     store: Arc<dyn TokenStore>,
     current: Mutex<Option<Current>>,
+    /// A grant without a browser, used instead of the authorization code flow.
+    machine: Option<MachineGrant>,
+    /// DPoP (RFC 9449), when on.
+    dpop: Option<dpop::Dpop>,
     /// Serialises flows: concurrent 401s share one authorization.
     flow: tokio::sync::Mutex<()>,
 }
@@ -457,7 +486,43 @@ impl OAuth {
             authorizer,
             store,
             current: Mutex::new(None),
+            machine: None,
+            dpop: None,
             flow: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// An OAuth client for a machine with no user: it gets its tokens with `grant` (client
+    /// credentials, the JWT bearer grant, or enterprise-managed authorization) after the same
+    /// discovery, resource indicator and scope selection as the interactive flow.
+    pub fn machine(grant: MachineGrant, fetch: Arc<dyn HttpFetch>) -> Self {
+        Self::machine_with_store(grant, fetch, Arc::new(MemoryTokenStore::default()))
+    }
+
+    /// [`OAuth::machine`] keeping tokens in `store`.
+    pub fn machine_with_store(
+        grant: MachineGrant,
+        fetch: Arc<dyn HttpFetch>,
+        store: Arc<dyn TokenStore>,
+    ) -> Self {
+        let mut oauth = Self::with_store(
+            OAuthConfig::new("urn:ietf:wg:oauth:2.0:oob"),
+            fetch,
+            Arc::new(NoBrowser),
+            store,
+        );
+        oauth.machine = Some(grant);
+        oauth
+    }
+
+    /// The access token for `current` and `scope`: the machine grant, else a login.
+    async fn obtain(&self, current: &Current, scope: Option<String>) -> Result<String, OAuthError> {
+        match &self.machine {
+            Some(grant) => self.machine_grant(grant, current, scope).await,
+            None => {
+                let scope = self.with_offline_access(&current.metadata, scope);
+                self.authorize(current, scope).await
+            }
         }
     }
 
@@ -574,8 +639,7 @@ impl OAuth {
                 return Ok(token);
             }
         }
-        let scope = self.with_offline_access(&current.metadata, scope);
-        self.authorize(&current, scope).await
+        self.obtain(&current, scope).await
     }
 
     /// Handles a 403 `insufficient_scope`: asks again for the scopes held plus the challenged
@@ -618,7 +682,10 @@ impl OAuth {
             return Err(OAuthError::ScopeNotGranted(wanted));
         }
         let scope = Some(scopes.join(" "));
-        self.authorize(&current, scope).await
+        match &self.machine {
+            Some(grant) => self.machine_grant(grant, &current, scope).await,
+            None => self.authorize(&current, scope).await,
+        }
     }
 
     /// Adds `offline_access` when configured and offered, never otherwise.
@@ -992,15 +1059,13 @@ impl OAuth {
         let pairs: Vec<(&str, &str)> = body.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let endpoint = &current.metadata.token_endpoint;
         let response = self
-            .fetch
-            .fetch(HttpRequest {
+            .token_post(HttpRequest {
                 method: "POST",
                 url: endpoint.clone(),
                 headers,
                 body: form(&pairs).into_bytes(),
             })
-            .await
-            .map_err(OAuthError::Http)?;
+            .await?;
         if response.status != 200 {
             let error = serde_json::from_slice::<Value>(&response.body)
                 .ok()
@@ -1013,13 +1078,7 @@ impl OAuth {
         }
         let tokens: TokenResponse = serde_json::from_slice(&response.body)
             .map_err(|e| OAuthError::Token(format!("{endpoint}: unusable reply ({e})")))?;
-        if let Some(kind) = &tokens.token_type
-            && !kind.eq_ignore_ascii_case("bearer")
-        {
-            return Err(OAuthError::Token(format!(
-                "{endpoint} issued a {kind} token; only Bearer tokens are supported"
-            )));
-        }
+        self.accept_token_type(endpoint, tokens.token_type.as_deref())?;
         let access = tokens.access_token.clone();
         self.store.save_tokens(
             &current.issuer,

@@ -142,15 +142,18 @@ pub(crate) fn parse_form(text: &str) -> Option<Vec<(String, String)>> {
         .collect()
 }
 
-/// The auth-params of a `WWW-Authenticate` value's `Bearer` challenge, in any order, with
+/// The auth-params of a `WWW-Authenticate` value's `Bearer` (or `DPoP`) challenge, in any order, with
 /// quoted strings (which may hold commas and escaped quotes) unquoted. Names are lowercased.
 pub(crate) fn bearer_params(header: &str) -> Vec<(String, String)> {
     let trimmed = header.trim_start();
-    let Some(rest) = trimmed
-        .get(..6)
-        .filter(|s| s.eq_ignore_ascii_case("bearer"))
-        .map(|_| &trimmed[6..])
-    else {
+    // A DPoP challenge (RFC 9449 §7.1) carries the same auth-params.
+    let scheme = ["bearer", "dpop"].into_iter().find(|scheme| {
+        trimmed
+            .get(..scheme.len())
+            .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
+            && trimmed[scheme.len()..].starts_with([' ', '\t'])
+    });
+    let Some(rest) = scheme.map(|scheme| &trimmed[scheme.len()..]) else {
         return Vec::new();
     };
     let mut params = Vec::new();
@@ -296,5 +299,13 @@ mod tests {
         );
         assert!(bearer_params("Basic realm=x").is_empty());
         assert!(bearer_params("Bearer").is_empty());
+        assert_eq!(
+            bearer_params("DPoP error=\"use_dpop_nonce\", resource_metadata=\"http://rs/prm\""),
+            [
+                ("error".to_owned(), "use_dpop_nonce".to_owned()),
+                ("resource_metadata".to_owned(), "http://rs/prm".to_owned())
+            ]
+        );
+        assert!(bearer_params("DPoPx realm=x").is_empty());
     }
 }

@@ -1,0 +1,459 @@
+//! The resource server's side of DPoP (RFC 9449 §7): when the [`TokenVerifier`] reports a
+//! token bound to a key (`cnf.jkt`, [`VerifiedToken::dpop_bound`]), the request must present
+//! it with the `DPoP` scheme and a proof signed by that key, for this request (`htm`, `htu`),
+//! recent (`iat`), for this token (`ath`), and not seen before (`jti`).
+//!
+//! [`TokenVerifier`]: crate::auth::TokenVerifier
+//! [`VerifiedToken::dpop_bound`]: crate::auth::VerifiedToken::dpop_bound
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::{Mutex, OnceLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ring::signature::{self, UnparsedPublicKey};
+use serde_json::Value;
+
+use crate::auth::AuthError;
+
+/// How far a proof's `iat` may be from this server's clock, in seconds.
+pub(crate) const MAX_SKEW: u64 = 300;
+/// How many proofs' `jti`s are remembered to refuse replays (process-wide; the oldest goes
+/// first, and a proof older than [`MAX_SKEW`] is refused anyway).
+pub(crate) const REPLAY_CACHE: usize = 4096;
+/// The largest proof read.
+const MAX_PROOF_BYTES: usize = 8 * 1024;
+
+fn invalid(why: &str) -> AuthError {
+    AuthError::InvalidDpopProof(why.to_owned())
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
+}
+
+/// The RFC 7638 thumbprint of a public JWK, base64url.
+pub(crate) fn thumbprint(jwk: &Value) -> Option<String> {
+    let members: &[&str] = match jwk.get("kty")?.as_str()? {
+        "EC" => &["crv", "kty", "x", "y"],
+        "RSA" => &["e", "kty", "n"],
+        _ => return None,
+    };
+    let mut canonical = String::from("{");
+    for (i, name) in members.iter().enumerate() {
+        if i > 0 {
+            canonical.push(',');
+        }
+        let value = jwk.get(*name)?.as_str()?;
+        canonical.push_str(&format!("\"{name}\":{}", Value::String(value.to_owned())));
+    }
+    canonical.push('}');
+    Some(URL_SAFE_NO_PAD.encode(ring::digest::digest(
+        &ring::digest::SHA256,
+        canonical.as_bytes(),
+    )))
+}
+
+fn decode_json(part: &str) -> Option<Value> {
+    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(part).ok()?).ok()
+}
+
+fn verify_signature(alg: &str, jwk: &Value, input: &[u8], sig: &[u8]) -> Result<(), AuthError> {
+    let member = |name: &str| {
+        jwk.get(name)
+            .and_then(Value::as_str)
+            .and_then(|v| URL_SAFE_NO_PAD.decode(v).ok())
+            .ok_or_else(|| invalid("the proof's jwk is incomplete"))
+    };
+    let ok = match (alg, jwk.get("kty").and_then(Value::as_str)) {
+        ("ES256", Some("EC")) => {
+            if jwk.get("crv").and_then(Value::as_str) != Some("P-256") {
+                return Err(invalid("ES256 needs a P-256 key"));
+            }
+            let mut point = vec![4u8];
+            point.extend(member("x")?);
+            point.extend(member("y")?);
+            UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, &point)
+                .verify(input, sig)
+                .is_ok()
+        }
+        ("RS256", Some("RSA")) => {
+            let (n, e) = (member("n")?, member("e")?);
+            ring::rsa::PublicKeyComponents { n: &n, e: &e }
+                .verify(&signature::RSA_PKCS1_2048_8192_SHA256, input, sig)
+                .is_ok()
+        }
+        _ => {
+            return Err(invalid(
+                "the proof's alg is not ES256 or RS256 with a matching key",
+            ));
+        }
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid("the proof's signature does not verify"))
+    }
+}
+
+/// Refuses a `jti` seen before (per key); remembers it otherwise.
+fn first_use(jkt: &str, jti: &str) -> bool {
+    static SEEN: OnceLock<Mutex<(HashSet<String>, VecDeque<String>)>> = OnceLock::new();
+    let Ok(mut seen) = SEEN.get_or_init(Default::default).lock() else {
+        return false;
+    };
+    let (set, order) = &mut *seen;
+    let key = format!("{jkt} {jti}");
+    if set.contains(&key) {
+        return false;
+    }
+    if order.len() >= REPLAY_CACHE
+        && let Some(old) = order.pop_front()
+    {
+        set.remove(&old);
+    }
+    set.insert(key.clone());
+    order.push_back(key);
+    true
+}
+
+fn normalized(url: &str) -> &str {
+    url.split(['?', '#'])
+        .next()
+        .unwrap_or(url)
+        .trim_end_matches('/')
+}
+
+/// Checks `proof` (the `DPoP` header) for a `method` request to `resource` presenting
+/// `token`, bound to the key whose thumbprint is `jkt`.
+pub(crate) fn check_proof(
+    proof: Option<&str>,
+    method: &str,
+    resource: &str,
+    token: &str,
+    jkt: &str,
+) -> Result<(), AuthError> {
+    let proof = proof.ok_or_else(|| invalid("a DPoP-bound token needs a DPoP proof"))?;
+    if proof.len() > MAX_PROOF_BYTES {
+        return Err(invalid("the proof is too large"));
+    }
+    let mut parts = proof.split('.');
+    let (Some(h), Some(c), Some(s), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(invalid("the proof is not a compact JWS"));
+    };
+    let header = decode_json(h).ok_or_else(|| invalid("the proof's header is not JSON"))?;
+    let claims = decode_json(c).ok_or_else(|| invalid("the proof's claims are not JSON"))?;
+    let sig = URL_SAFE_NO_PAD
+        .decode(s)
+        .map_err(|_| invalid("the proof's signature is not base64url"))?;
+    if header.get("typ").and_then(Value::as_str) != Some("dpop+jwt") {
+        return Err(invalid("the proof's typ is not dpop+jwt"));
+    }
+    let jwk = header
+        .get("jwk")
+        .filter(|j| j.is_object())
+        .ok_or_else(|| invalid("the proof carries no jwk"))?;
+    if jwk.get("d").is_some() {
+        return Err(invalid("the proof's jwk holds a private key"));
+    }
+    let alg = header
+        .get("alg")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    verify_signature(alg, jwk, format!("{h}.{c}").as_bytes(), &sig)?;
+    if thumbprint(jwk).as_deref() != Some(jkt) {
+        return Err(invalid(
+            "the proof's key is not the one the token is bound to",
+        ));
+    }
+    let claim = |name: &str| claims.get(name).and_then(Value::as_str);
+    if claim("htm") != Some(method) {
+        return Err(invalid("the proof's htm is not this request's method"));
+    }
+    if claim("htu").map(normalized) != Some(normalized(resource)) {
+        return Err(invalid("the proof's htu is not this endpoint"));
+    }
+    let iat = claims
+        .get("iat")
+        .and_then(Value::as_u64)
+        .unwrap_or_default();
+    if now().abs_diff(iat) > MAX_SKEW {
+        return Err(invalid("the proof's iat is too far from now"));
+    }
+    let ath = URL_SAFE_NO_PAD.encode(ring::digest::digest(
+        &ring::digest::SHA256,
+        token.as_bytes(),
+    ));
+    if claim("ath") != Some(ath.as_str()) {
+        return Err(invalid("the proof's ath is not this token's hash"));
+    }
+    let jti = claim("jti").filter(|j| !j.is_empty() && j.len() <= 256);
+    let jti = jti.ok_or_else(|| invalid("the proof has no usable jti"))?;
+    if !first_use(jkt, jti) {
+        return Err(invalid("the proof was used before"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ring::rand::SystemRandom;
+    use ring::signature::{EcdsaKeyPair, KeyPair as _};
+    use serde_json::json;
+
+    const RS: &str = "https://mcp.example.com/mcp";
+
+    struct Key(EcdsaKeyPair);
+
+    impl Key {
+        fn new() -> Self {
+            let rng = SystemRandom::new();
+            let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
+            let pkcs8 = EcdsaKeyPair::generate_pkcs8(alg, &rng).unwrap();
+            Key(EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &rng).unwrap())
+        }
+
+        fn jwk(&self) -> Value {
+            let p = self.0.public_key().as_ref();
+            json!({"kty": "EC", "crv": "P-256",
+                   "x": URL_SAFE_NO_PAD.encode(&p[1..33]), "y": URL_SAFE_NO_PAD.encode(&p[33..65])})
+        }
+
+        fn jkt(&self) -> String {
+            thumbprint(&self.jwk()).unwrap()
+        }
+
+        fn sign(&self, header: Value, claims: Value) -> String {
+            let input = format!(
+                "{}.{}",
+                URL_SAFE_NO_PAD.encode(header.to_string()),
+                URL_SAFE_NO_PAD.encode(claims.to_string())
+            );
+            let sig = self.0.sign(&SystemRandom::new(), input.as_bytes()).unwrap();
+            format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig.as_ref()))
+        }
+
+        fn proof(&self, claims: Value) -> String {
+            self.sign(
+                json!({"typ": "dpop+jwt", "alg": "ES256", "jwk": self.jwk()}),
+                claims,
+            )
+        }
+    }
+
+    fn ath(token: &str) -> String {
+        URL_SAFE_NO_PAD.encode(ring::digest::digest(
+            &ring::digest::SHA256,
+            token.as_bytes(),
+        ))
+    }
+
+    fn claims(jti: &str) -> Value {
+        json!({"jti": jti, "htm": "POST", "htu": RS, "iat": now(), "ath": ath("tok")})
+    }
+
+    fn refusal(result: Result<(), AuthError>) -> String {
+        match result {
+            Err(AuthError::InvalidDpopProof(why)) => why,
+            other => panic!("expected a DPoP refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_valid_proof_passes_once_and_its_replay_is_refused() {
+        let key = Key::new();
+        let jti = format!("jti-{}", now());
+        let proof = key.proof(claims(&jti));
+        check_proof(Some(&proof), "POST", RS, "tok", &key.jkt()).unwrap();
+        // A trailing slash or query on htu is the same endpoint.
+        let mut c = claims(&format!("{jti}-2"));
+        c["htu"] = json!("https://mcp.example.com/mcp/");
+        check_proof(Some(&key.proof(c)), "POST", RS, "tok", &key.jkt()).unwrap();
+        assert_eq!(
+            refusal(check_proof(Some(&proof), "POST", RS, "tok", &key.jkt())),
+            "the proof was used before"
+        );
+    }
+
+    #[test]
+    fn every_mismatch_is_refused_with_its_reason() {
+        let key = Key::new();
+        let other = Key::new();
+        let jkt = key.jkt();
+        let with = |name: &str, value: Value| {
+            let mut c = claims(&format!("{name}-{}", now()));
+            c[name] = value;
+            key.proof(c)
+        };
+        let cases = [
+            (
+                with("htm", json!("GET")),
+                "the proof's htm is not this request's method",
+            ),
+            (
+                with("htu", json!("https://evil.example.com/mcp")),
+                "the proof's htu is not this endpoint",
+            ),
+            (
+                with("ath", json!(ath("other"))),
+                "the proof's ath is not this token's hash",
+            ),
+            (
+                with("iat", json!(now() - MAX_SKEW - 5)),
+                "the proof's iat is too far from now",
+            ),
+            (with("jti", json!("")), "the proof has no usable jti"),
+            (
+                other.proof(claims("k")),
+                "the proof's key is not the one the token is bound to",
+            ),
+            (
+                key.sign(
+                    json!({"typ": "JWT", "alg": "ES256", "jwk": key.jwk()}),
+                    claims("t"),
+                ),
+                "the proof's typ is not dpop+jwt",
+            ),
+            (
+                key.sign(
+                    json!({"typ": "dpop+jwt", "alg": "ES256", "jwk": other.jwk()}),
+                    claims("s"),
+                ),
+                "the proof's signature does not verify",
+            ),
+            (
+                key.sign(
+                    json!({"typ": "dpop+jwt", "alg": "HS256", "jwk": key.jwk()}),
+                    claims("h"),
+                ),
+                "the proof's alg is not ES256 or RS256 with a matching key",
+            ),
+            ("a.b".to_owned(), "the proof is not a compact JWS"),
+        ];
+        for (proof, why) in cases {
+            assert_eq!(
+                refusal(check_proof(Some(&proof), "POST", RS, "tok", &jkt)),
+                why
+            );
+        }
+        assert_eq!(
+            refusal(check_proof(None, "POST", RS, "tok", &jkt)),
+            "a DPoP-bound token needs a DPoP proof"
+        );
+        let mut private = key.jwk();
+        private["d"] = json!("secret");
+        let proof = key.sign(
+            json!({"typ": "dpop+jwt", "alg": "ES256", "jwk": private}),
+            claims("d"),
+        );
+        assert_eq!(
+            refusal(check_proof(Some(&proof), "POST", RS, "tok", &jkt)),
+            "the proof's jwk holds a private key"
+        );
+    }
+
+    #[test]
+    fn thumbprints_follow_rfc_7638() {
+        let jwk = json!({"kty": "RSA", "e": "AQAB", "alg": "RS256",
+            "n": "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw"});
+        assert_eq!(
+            thumbprint(&jwk).as_deref(),
+            Some("NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs")
+        );
+        assert_eq!(thumbprint(&json!({"kty": "oct", "k": "x"})), None);
+    }
+
+    struct Bound(Option<String>);
+
+    impl crate::auth::TokenVerifier for Bound {
+        fn verify(
+            &self,
+            _token: &str,
+        ) -> mcp_client::BoxFuture<'_, Result<crate::auth::VerifiedToken, AuthError>> {
+            let mut token = crate::auth::VerifiedToken::new(
+                mcp_server_core::seal::Principal::new("client-1").subject("alice"),
+            )
+            .audience(RS);
+            if let Some(jkt) = &self.0 {
+                token = token.dpop_bound(jkt.clone());
+            }
+            Box::pin(async move { Ok(token) })
+        }
+    }
+
+    fn headers(authorization: &str, proof: Option<&str>) -> hyper::HeaderMap {
+        let mut h = hyper::HeaderMap::new();
+        h.insert("authorization", authorization.parse().unwrap());
+        if let Some(p) = proof {
+            h.insert("dpop", p.parse().unwrap());
+        }
+        h
+    }
+
+    #[tokio::test]
+    async fn the_endpoint_requires_the_dpop_scheme_and_proof_only_for_bound_tokens() {
+        use crate::auth::{ProtectedResource, authenticate};
+        let key = Key::new();
+        let protected = ProtectedResource::new(RS).authorization_server("https://as.example.com");
+        let bound = Bound(Some(key.jkt()));
+        let proof = key.proof(claims(&format!("auth-{}", now())));
+        let ok = authenticate(
+            &bound,
+            &protected,
+            "POST",
+            &headers("DPoP tok", Some(&proof)),
+        )
+        .await;
+        assert_eq!(ok.unwrap().subject.as_deref(), Some("alice"));
+        let err = authenticate(
+            &bound,
+            &protected,
+            "POST",
+            &headers("Bearer tok", Some(&proof)),
+        )
+        .await;
+        assert_eq!(
+            err.unwrap_err(),
+            AuthError::InvalidDpopProof(
+                "a DPoP-bound token must be sent with the DPoP scheme".into()
+            )
+        );
+        let err = authenticate(&bound, &protected, "POST", &headers("DPoP tok", None)).await;
+        assert_eq!(
+            err.unwrap_err(),
+            AuthError::InvalidDpopProof("a DPoP-bound token needs a DPoP proof".into())
+        );
+        let unbound = Bound(None);
+        let err = authenticate(&unbound, &protected, "POST", &headers("DPoP tok", None)).await;
+        assert_eq!(
+            err.unwrap_err(),
+            AuthError::InvalidToken(
+                "the token is not DPoP-bound; send it as a Bearer token".into()
+            )
+        );
+        assert!(
+            authenticate(&unbound, &protected, "POST", &headers("Bearer tok", None))
+                .await
+                .is_ok()
+        );
+        assert_eq!(
+            authenticate(&unbound, &protected, "POST", &headers("Basic x", None))
+                .await
+                .unwrap_err(),
+            AuthError::Missing
+        );
+        assert_eq!(
+            protected.challenge(&AuthError::InvalidDpopProof(
+                "the proof was used before".into()
+            )),
+            "DPoP algs=\"ES256 RS256\", resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\", error=\"invalid_dpop_proof\", error_description=\"the proof was used before\""
+        );
+    }
+}
