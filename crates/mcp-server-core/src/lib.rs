@@ -30,8 +30,8 @@ mod server;
 mod service;
 mod sink;
 mod stamp;
-pub mod trace;
 pub mod tasks;
+pub mod trace;
 
 pub use cancel::CancellationToken;
 pub use context::RequestContext;

@@ -963,7 +963,9 @@ impl Transport for HttpTransport {
                             Err(e) => return fail(format!("could not build the request: {e}")),
                         };
                         let token = auth.token();
-                        for (name, value) in auth.headers(token.as_deref(), "POST", &url.to_string()) {
+                        for (name, value) in
+                            auth.headers(token.as_deref(), "POST", &url.to_string())
+                        {
                             request.headers_mut().insert(name, value);
                         }
                         let response = match client.request(request).await {

@@ -569,7 +569,10 @@ impl Inner {
         if parts.method == Method::OPTIONS && cors {
             return preflight(&parts.headers);
         }
-        let principal = match self.authenticate(parts.method.as_str(), &parts.headers).await {
+        let principal = match self
+            .authenticate(parts.method.as_str(), &parts.headers)
+            .await
+        {
             Ok(principal) => principal,
             Err(refused) => return refused,
         };
@@ -688,7 +691,8 @@ impl Inner {
             return Ok(None);
         };
         // Bearer or DPoP (RFC 9449) tokens; the verifier's own words stay in the log.
-        let verified = crate::auth::authenticate(verifier.as_ref(), protected, method, headers).await;
+        let verified =
+            crate::auth::authenticate(verifier.as_ref(), protected, method, headers).await;
         let e = match verified {
             Ok(principal) => return Ok(Some(principal)),
             Err(e) => e,
