@@ -1133,7 +1133,8 @@ impl Client {
         let raw = mcp_types::jsonrpc::to_raw(&*params)
             .map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
         let mut answer = self.request(method, Some(raw), options.timeout).await?;
-        if mcp_types::ext::tasks::is_task_result(&answer) {
+        // Without the extension declared, a task is an unrecognized resultType (below).
+        if self.declares_tasks() && mcp_types::ext::tasks::is_task_result(&answer) {
             answer = self.follow_task(method, &answer, options).await?;
         }
         Outcome::from_raw(&answer).map_err(|e| match e {
