@@ -10,6 +10,8 @@
 //!   `conformance-client` examples (see `conformance.rs`).
 //! - `interop`: the Python SDK's client against our server and our client against the Python
 //!   SDK's server, over stdio and Streamable HTTP, in both eras (see `interop.rs`).
+//! - `fuzz`: every fuzz target of `fuzz/` (nightly, cargo-fuzz) on its committed corpus, N
+//!   seconds each (see `fuzz.rs`).
 //! - `bench`: our server side by side with rmcp, a hyper floor and the Python SDK; writes
 //!   `target/bench/report.md` (see `bench.rs` and docs/performance.md).
 
@@ -19,6 +21,7 @@ use std::process::{Command, ExitCode};
 
 mod bench;
 mod conformance;
+mod fuzz;
 mod interop;
 mod layers;
 mod paths;
@@ -35,9 +38,10 @@ fn main() -> ExitCode {
         Some("conformance") => conformance::conformance(&args[1..]),
         Some("interop") => interop::interop(),
         Some("bench") => bench::bench(&args[1..]),
+        Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("python-env") => python_env().map(|py| println!("{}", py.display())),
         _ => Err(format!(
-            "usage: cargo xtask <layers|test|ci|conformance|interop|bench|python-env>\n  \
+            "usage: cargo xtask <layers|test|ci|conformance|interop|bench|fuzz|python-env>\n  \
              layers      check the crate layering of DESIGN.md and that no file points outside the tree\n  \
              test        run every test (sets up the Python interop venv first)\n  \
              ci          fmt, clippy, cargo-deny, test, conformance, interop\n  \
@@ -45,6 +49,7 @@ fn main() -> ExitCode {
              and conformance-client examples (needs npm; installs Node 22 and the harness under target/)\n  \
              interop     Python SDK client x our server, our client x Python SDK server\n  \
              bench       side-by-side benchmarks vs rmcp, a hyper floor, the Python SDK [--quick]\n  \
+             fuzz        every fuzz target (nightly, cargo-fuzz) [--seconds N] [--ci] [TARGET...]\n  \
              python-env  create target/py with {PYTHON_MCP} and print its python"
         )),
     };
