@@ -8,7 +8,9 @@
 //! ```
 //!
 //! `--era 2026-07-28` pins the stateless revision (no probe); `--era 2025-11-25` runs the
-//! legacy `initialize` handshake.
+//! legacy `initialize` handshake. `--probe` connects in `Mode::Auto` instead (a
+//! `server/discover` probe, `initialize` on a legacy answer) and still requires `--era`'s
+//! version to be the one negotiated.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::process::ExitCode;
@@ -437,8 +439,15 @@ async fn flow(index: usize, client: &Client, script: &Shared, era: &str) -> Resu
     }
 }
 
-async fn connect(target: &Target, era: &str, script: &Shared) -> Result<Client, ClientError> {
-    let mode = if era == LEGACY {
+async fn connect(
+    target: &Target,
+    era: &str,
+    probe: bool,
+    script: &Shared,
+) -> Result<Client, ClientError> {
+    let mode = if probe {
+        Mode::Auto
+    } else if era == LEGACY {
         Mode::Legacy
     } else {
         Mode::Pinned(era.to_owned())
@@ -454,8 +463,10 @@ async fn connect(target: &Target, era: &str, script: &Shared) -> Result<Client, 
     }
 }
 
-fn parse_args() -> Result<(Target, String), String> {
+/// The target, the era, and whether to find the era with a `server/discover` probe.
+fn parse_args() -> Result<(Target, String, bool), String> {
     let mut era = MODERN.to_owned();
+    let mut probe = false;
     let mut url = None;
     let mut command = Vec::new();
     let mut args = std::env::args().skip(1);
@@ -463,6 +474,7 @@ fn parse_args() -> Result<(Target, String), String> {
         match arg.as_str() {
             "--era" => era = args.next().ok_or("--era needs a version")?,
             "--url" => url = Some(args.next().ok_or("--url needs a URL")?),
+            "--probe" => probe = true,
             "--" => {
                 command.extend(args.by_ref());
             }
@@ -477,22 +489,22 @@ fn parse_args() -> Result<(Target, String), String> {
         (None, false) => Target::Command(command),
         _ => return Err("give exactly one of --url URL or -- COMMAND ARGS...".into()),
     };
-    Ok((target, era))
+    Ok((target, era, probe))
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let (target, era) = match parse_args() {
+    let (target, era, probe) = match parse_args() {
         Ok(parsed) => parsed,
         Err(message) => {
             eprintln!(
-                "{message}\nusage: interop-client [--era {MODERN}|{LEGACY}] (--url URL | -- COMMAND ARGS...)"
+                "{message}\nusage: interop-client [--era {MODERN}|{LEGACY}] [--probe] (--url URL | -- COMMAND ARGS...)"
             );
             return ExitCode::from(2);
         }
     };
     let script = Shared::default();
-    let client = match connect(&target, &era, &script).await {
+    let client = match connect(&target, &era, probe, &script).await {
         Ok(client) => client,
         Err(e) => {
             println!("FAIL  connect: {e}");

@@ -525,8 +525,10 @@ async fn raw_http(
     request.push_str("\r\n");
     request.push_str(body);
     stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).await.unwrap();
+    // A compressed body is not text; the head always is.
+    let response = String::from_utf8_lossy(&bytes);
     let (head, body) = response.split_once("\r\n\r\n").unwrap();
     let mut lines = head.lines();
     let status = lines
@@ -685,4 +687,98 @@ async fn the_protected_example_refuses_missing_foreign_and_narrow_tokens_and_kee
         .await
         .unwrap();
     assert_eq!(text(&bobs), "bob deployed db.");
+}
+
+/// The endpoint behind tower-http's layers in axum (`tower-stack`): a legacy session's live
+/// elicitation and a 2026-07-28 two-round flow both pass through trace, CORS, timeout,
+/// concurrency limit and compression; a browser's preflight is answered; JSON answers are
+/// gzipped for a client that asks.
+#[tokio::test]
+async fn the_endpoint_works_behind_a_tower_http_stack() {
+    let (_server, url) = http_instance("tower-stack", &[]).await;
+
+    let legacy = Client::builder()
+        .mode(Mode::Legacy)
+        .elicitation(|_info, _params| async {
+            Ok(accept(&[
+                ("accept_alternative", ElicitValue::Bool(true)),
+                ("date", ElicitValue::String("2025-12-27".into())),
+            ]))
+        })
+        .connect_http(&url)
+        .await
+        .unwrap();
+    let booked = legacy
+        .call_tool("book_table", json!({"date": "2025-12-25", "party_size": 2}))
+        .await
+        .unwrap();
+    assert_eq!(text(&booked), "Booked a table for 2 on 2025-12-27.");
+    legacy.close().await;
+
+    let rounds = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = rounds.clone();
+    let modern = Client::builder()
+        .mode(Mode::Pinned("2026-07-28".into()))
+        .elicitation(move |_info, _params| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async { Ok(accept(&[("ok", ElicitValue::Bool(true))])) }
+        })
+        .connect_http(&url)
+        .await
+        .unwrap();
+    let deleted = modern
+        .call_tool("delete_folder", json!({"path": "/tmp/project"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&deleted), "deleted /tmp/project");
+    assert_eq!(rounds.load(std::sync::atomic::Ordering::SeqCst), 1);
+    modern.close().await;
+
+    let (status, headers, _) = raw_http(
+        &url,
+        "OPTIONS",
+        "/mcp",
+        &[
+            ("Origin", "http://localhost:5173"),
+            ("Access-Control-Request-Method", "POST"),
+            (
+                "Access-Control-Request-Headers",
+                "content-type,mcp-protocol-version,mcp-method,mcp-name",
+            ),
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        header(&headers, "access-control-allow-origin"),
+        Some("http://localhost:5173")
+    );
+    assert!(
+        header(&headers, "access-control-allow-headers").is_some_and(|h| h.contains("mcp-name")),
+        "{headers:?}"
+    );
+
+    let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"0"},"io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let (status, headers, _) = raw_http(
+        &url,
+        "POST",
+        "/mcp",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("Accept-Encoding", "gzip"),
+            ("Origin", "http://localhost:5173"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/list"),
+        ],
+        list,
+    )
+    .await;
+    assert_eq!(status, 200, "{headers:?}");
+    assert_eq!(header(&headers, "content-encoding"), Some("gzip"));
+    assert_eq!(
+        header(&headers, "access-control-allow-origin"),
+        Some("http://localhost:5173")
+    );
 }

@@ -49,7 +49,7 @@ struct Harness {
 
 impl Harness {
     fn install(tools: &Path) -> Result<Self, String> {
-        let node = ensure_node(tools)?;
+        let node = ensure_node(tools, NODE_MAJOR)?;
         let prefix = tools.join(format!("conformance-{HARNESS_VERSION}"));
         let package = prefix.join("node_modules/@modelcontextprotocol/conformance");
         if !package.join("dist/index.js").is_file() {
@@ -171,8 +171,9 @@ impl Harness {
     }
 }
 
-/// `node` when it is new enough, else Node 22 from the npm registry under `tools`.
-fn ensure_node(tools: &Path) -> Result<PathBuf, String> {
+/// `node` when its major version is at least `minimum`, else Node 22 from the npm registry
+/// under `tools` (`tools/node22`, shared by every xtask that needs Node).
+pub(crate) fn ensure_node(tools: &Path, minimum: u32) -> Result<PathBuf, String> {
     let system = Command::new("node")
         .args(["-p", "process.versions.node.split('.')[0]"])
         .output()
@@ -184,7 +185,7 @@ fn ensure_node(tools: &Path) -> Result<PathBuf, String> {
                 .parse::<u32>()
                 .ok()
         });
-    if system.is_some_and(|major| major >= NODE_MAJOR) {
+    if system.is_some_and(|major| major >= minimum) {
         return Ok(PathBuf::from("node"));
     }
     let arch = match env::consts::ARCH {
@@ -200,7 +201,7 @@ fn ensure_node(tools: &Path) -> Result<PathBuf, String> {
     let node = prefix.join(format!("node_modules/node-linux-{arch}/bin/node"));
     if !node.is_file() {
         eprintln!(
-            "xtask: node {} is older than {NODE_MAJOR}: installing node-linux-{arch}@{NODE_MAJOR} into {}",
+            "xtask: node {} is older than {minimum}: installing node-linux-{arch}@{NODE_MAJOR} into {}",
             system.map_or_else(|| "(none)".to_owned(), |m| m.to_string()),
             prefix.display()
         );

@@ -1,12 +1,24 @@
-//! `cargo xtask interop`: the Python SDK against our server, and our client against the Python
-//! SDK's server, on both transports and in both eras.
+//! `cargo xtask interop`: the Python and TypeScript SDKs against our server, and our client
+//! against their servers, on both transports and in both eras.
 //!
-//! The matrix: the Python `Client` (`examples/python/interop_client.py`) × our `interop-server`
-//! and our `interop-client` × the Python `MCPServer` (`examples/python/interop_server.py`), each
-//! over stdio and Streamable HTTP, each at 2025-11-25 (legacy session) and 2026-07-28
-//! (stateless). Every cell runs every flow; a cell passes when its client exits 0. HTTP
+//! The matrix, for each peer SDK: its client (`examples/python/interop_client.py`,
+//! `examples/typescript/interop_client.mjs`) × our `interop-server`, and our `interop-client`
+//! × its server (`examples/python/interop_server.py`, `examples/typescript/interop_server.mjs`),
+//! each over stdio and Streamable HTTP, each at 2025-11-25 (legacy session) and 2026-07-28
+//! (stateless). Where the client can find the era itself (our `Mode::Auto`, the TypeScript
+//! SDK's `versionNegotiation: 'auto'`), a third cell per transport does that: the client
+//! probes with `server/discover` (`--probe`) and must end up at 2026-07-28, which is what a
+//! user gets from either client's defaults-to-probe path. Every cell runs every flow; a cell
+//! passes when its client exits 0. HTTP
 //! servers listen on 127.0.0.1 at a free port; each is started for its cell and stopped by the
 //! PID of the child spawned here. Logs go to `target/interop/`.
+//!
+//! The Python SDK lives in the `target/py` virtual environment ([`python_env`]). The
+//! TypeScript SDK is installed from the npm registry with `npm ci` into
+//! `examples/typescript/node_modules` (ignored by git), from the committed
+//! `package-lock.json`, and only again when that lockfile changes; its scripts run on the
+//! machine's `node` when it is 20 or newer (what the 2.4.0 packages declare), else on the
+//! Node 22 the conformance task installs under `target/conformance-tools/`.
 
 use std::fs::File;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -14,19 +26,49 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::conformance::ensure_node;
 use super::{cargo, python_env, run, workspace_root};
 
-const ERAS: [&str; 2] = ["2025-11-25", "2026-07-28"];
+const ERAS: [&str; 2] = ["2025-11-25", MODERN];
+/// The stateless revision, the one a probing client must find.
+const MODERN: &str = "2026-07-28";
 /// How long one cell may take (each flow also has its own 60 s limit inside the clients).
 const CELL_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long an HTTP server may take to accept connections.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// The oldest Node the TypeScript SDK packages run on (their `engines` field).
+const TS_NODE_MAJOR: u32 = 20;
+/// Where the TypeScript scripts, their `package.json` and `package-lock.json` live.
+const TS_DIR: &str = "examples/typescript";
+
+/// The other SDK of a cell.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Peer {
+    Python,
+    TypeScript,
+}
+
+impl Peer {
+    fn name(self) -> &'static str {
+        match self {
+            Peer::Python => "python",
+            Peer::TypeScript => "typescript",
+        }
+    }
+
+    fn slug(self) -> &'static str {
+        match self {
+            Peer::Python => "py",
+            Peer::TypeScript => "ts",
+        }
+    }
+}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Side {
-    /// The Python client against our server.
-    PythonClient,
-    /// Our client against the Python server.
+    /// The peer's client against our server.
+    PeerClient,
+    /// Our client against the peer's server.
     RustClient,
 }
 
@@ -37,52 +79,60 @@ enum Wire {
 }
 
 struct Cell {
+    peer: Peer,
     side: Side,
     wire: Wire,
     era: &'static str,
+    /// The client negotiates the era with a `server/discover` probe instead of being told.
+    probe: bool,
 }
 
 impl Cell {
     fn name(&self) -> String {
         let pair = match self.side {
-            Side::PythonClient => "python client -> rust server",
-            Side::RustClient => "rust client -> python server",
+            Side::PeerClient => format!("{} client -> rust server", self.peer.name()),
+            Side::RustClient => format!("rust client -> {} server", self.peer.name()),
         };
         let wire = match self.wire {
             Wire::Stdio => "stdio",
             Wire::Http => "http ",
         };
-        format!("{pair}  {wire}  {}", self.era)
+        let probe = if self.probe { " (probe)" } else { "" };
+        format!("{pair:<32}  {wire}  {}{probe}", self.era)
     }
 
     fn slug(&self) -> String {
         let side = match self.side {
-            Side::PythonClient => "py-client",
-            Side::RustClient => "rs-client",
+            Side::PeerClient => format!("{}-client", self.peer.slug()),
+            Side::RustClient => format!("rs-client-{}-server", self.peer.slug()),
         };
         let wire = match self.wire {
             Wire::Stdio => "stdio",
             Wire::Http => "http",
         };
-        format!("{side}-{wire}-{}", self.era)
+        let probe = if self.probe { "-probe" } else { "" };
+        format!("{side}-{wire}-{}{probe}", self.era)
     }
 }
 
 /// Everything a cell needs to start its processes.
 struct Programs {
     python: PathBuf,
+    node: PathBuf,
     rust_server: PathBuf,
     rust_client: PathBuf,
     python_server: PathBuf,
     python_client: PathBuf,
+    ts_server: PathBuf,
+    ts_client: PathBuf,
     logs: PathBuf,
 }
 
 impl Programs {
     /// The server of a cell, with the arguments that choose the transport.
-    fn server(&self, side: Side, listen: Option<SocketAddr>) -> Command {
-        let mut command = match side {
-            Side::PythonClient => {
+    fn server(&self, cell: &Cell, listen: Option<SocketAddr>) -> Command {
+        let mut command = match (cell.side, cell.peer) {
+            (Side::PeerClient, _) => {
                 let mut c = Command::new(&self.rust_server);
                 match listen {
                     Some(addr) => c.arg("--http").arg(addr.to_string()),
@@ -90,9 +140,19 @@ impl Programs {
                 };
                 c
             }
-            Side::RustClient => {
-                let mut c = Command::new(&self.python);
-                c.arg(&self.python_server).env("PYTHONUNBUFFERED", "1");
+            (Side::RustClient, peer) => {
+                let mut c = match peer {
+                    Peer::Python => {
+                        let mut c = Command::new(&self.python);
+                        c.arg(&self.python_server).env("PYTHONUNBUFFERED", "1");
+                        c
+                    }
+                    Peer::TypeScript => {
+                        let mut c = Command::new(&self.node);
+                        c.arg(&self.ts_server);
+                        c
+                    }
+                };
                 match listen {
                     Some(addr) => c.arg("--http").arg(addr.port().to_string()),
                     None => c.arg("--stdio"),
@@ -105,16 +165,24 @@ impl Programs {
     }
 
     /// The client of a cell, pointed at a URL or told to spawn the server command.
-    fn client(&self, side: Side, era: &str, url: Option<&str>, server: &Command) -> Command {
-        let mut command = match side {
-            Side::PythonClient => {
+    fn client(&self, cell: &Cell, url: Option<&str>, server: &Command) -> Command {
+        let mut command = match (cell.side, cell.peer) {
+            (Side::PeerClient, Peer::Python) => {
                 let mut c = Command::new(&self.python);
                 c.arg(&self.python_client).env("PYTHONUNBUFFERED", "1");
                 c
             }
-            Side::RustClient => Command::new(&self.rust_client),
+            (Side::PeerClient, Peer::TypeScript) => {
+                let mut c = Command::new(&self.node);
+                c.arg(&self.ts_client);
+                c
+            }
+            (Side::RustClient, _) => Command::new(&self.rust_client),
         };
-        command.args(["--era", era]);
+        command.args(["--era", cell.era]);
+        if cell.probe {
+            command.arg("--probe");
+        }
         match url {
             Some(url) => {
                 command.args(["--url", url]);
@@ -131,7 +199,29 @@ impl Programs {
     }
 }
 
-/// Builds the examples, ensures the Python SDK, runs every cell, and fails if any cell did.
+/// Installs the TypeScript SDK from `package-lock.json` with `npm ci`, unless the installed tree
+/// was made from this very lockfile (a copy of it is kept in `node_modules/`).
+fn typescript_env(root: &Path) -> Result<(), String> {
+    let dir = root.join(TS_DIR);
+    let lock = dir.join("package-lock.json");
+    let marker = dir.join("node_modules").join(".mcp-rs-interop-lock.json");
+    let wanted =
+        std::fs::read(&lock).map_err(|e| format!("could not read {}: {e}", lock.display()))?;
+    if std::fs::read(&marker).ok().as_deref() == Some(wanted.as_slice()) {
+        return Ok(());
+    }
+    run(Command::new("npm").current_dir(&dir).args([
+        "ci",
+        "--no-audit",
+        "--no-fund",
+        "--loglevel=error",
+    ]))
+    .map_err(|e| format!("{e} (npm installs the TypeScript SDK for the interop matrix)"))?;
+    std::fs::write(&marker, &wanted)
+        .map_err(|e| format!("could not write {}: {e}", marker.display()))
+}
+
+/// Builds the examples, ensures both SDKs, runs every cell, and fails if any cell did.
 pub(crate) fn interop() -> Result<(), String> {
     let root = workspace_root();
     let python = python_env()?;
@@ -155,22 +245,46 @@ pub(crate) fn interop() -> Result<(), String> {
         })
         .unwrap_or_else(|| root.join("target"));
     let examples = target.join("debug").join("examples");
+    let node = ensure_node(&target.join("conformance-tools"), TS_NODE_MAJOR)?;
+    typescript_env(&root)?;
     let programs = Programs {
         python,
+        node,
         rust_server: examples.join(format!("interop-server{}", std::env::consts::EXE_SUFFIX)),
         rust_client: examples.join(format!("interop-client{}", std::env::consts::EXE_SUFFIX)),
         python_server: root.join("examples/python/interop_server.py"),
         python_client: root.join("examples/python/interop_client.py"),
+        ts_server: root.join(TS_DIR).join("interop_server.mjs"),
+        ts_client: root.join(TS_DIR).join("interop_client.mjs"),
         logs: target.join("interop"),
     };
     std::fs::create_dir_all(&programs.logs)
         .map_err(|e| format!("could not create {}: {e}", programs.logs.display()))?;
 
     let mut cells = Vec::new();
-    for side in [Side::PythonClient, Side::RustClient] {
-        for wire in [Wire::Stdio, Wire::Http] {
-            for era in ERAS {
-                cells.push(Cell { side, wire, era });
+    for peer in [Peer::Python, Peer::TypeScript] {
+        for side in [Side::PeerClient, Side::RustClient] {
+            // interop_client.py has no `--probe`: the Python client cells stay as they were.
+            let probes = side == Side::RustClient || peer == Peer::TypeScript;
+            for wire in [Wire::Stdio, Wire::Http] {
+                for era in ERAS {
+                    cells.push(Cell {
+                        peer,
+                        side,
+                        wire,
+                        era,
+                        probe: false,
+                    });
+                }
+                if probes {
+                    cells.push(Cell {
+                        peer,
+                        side,
+                        wire,
+                        era: MODERN,
+                        probe: true,
+                    });
+                }
             }
         }
     }
@@ -215,18 +329,15 @@ fn run_cell(programs: &Programs, cell: &Cell) -> Result<String, String> {
         Wire::Stdio => None,
         Wire::Http => {
             let addr = free_port()?;
-            let child = spawn(
-                &mut programs.server(cell.side, Some(addr)),
-                &log("server.log"),
-            )?;
+            let child = spawn(&mut programs.server(cell, Some(addr)), &log("server.log"))?;
             // Owned from here, so the server is stopped on every path out of this function.
             let guard = server.insert(Server(child));
             wait_ready(&mut guard.0, addr)?;
             Some(format!("http://{addr}/mcp"))
         }
     };
-    let stdio_server = programs.server(cell.side, None);
-    let mut client = programs.client(cell.side, cell.era, url.as_deref(), &stdio_server);
+    let stdio_server = programs.server(cell, None);
+    let mut client = programs.client(cell, url.as_deref(), &stdio_server);
     let out = log("client.out");
     let err = log("client.err");
     let mut child = spawn_to(&mut client, &out, &err)?;

@@ -8,8 +8,8 @@
 //! - `ci`: what `.ci/run` runs after installing tools: fmt, clippy, cargo-deny, `test`, `conformance`, `interop`.
 //! - `conformance`: the official MCP conformance suite against the `conformance-server` and
 //!   `conformance-client` examples (see `conformance.rs`).
-//! - `interop`: the Python SDK's client against our server and our client against the Python
-//!   SDK's server, over stdio and Streamable HTTP, in both eras (see `interop.rs`).
+//! - `interop`: the Python and TypeScript SDKs' clients against our server and our client
+//!   against their servers, over stdio and Streamable HTTP, in both eras (see `interop.rs`).
 //! - `fuzz`: every fuzz target of `fuzz/` (nightly, cargo-fuzz) on its committed corpus, N
 //!   seconds each (see `fuzz.rs`).
 //! - `bench`: our server side by side with rmcp, a hyper floor and the Python SDK; writes
@@ -47,7 +47,8 @@ fn main() -> ExitCode {
              ci          fmt, clippy, cargo-deny, test, conformance, interop\n  \
              conformance the official MCP conformance suite against the conformance-server\n              \
              and conformance-client examples (needs npm; installs Node 22 and the harness under target/)\n  \
-             interop     Python SDK client x our server, our client x Python SDK server\n  \
+             interop     Python and TypeScript SDK clients x our server, our client x their servers\n              \
+             (needs npm; installs the TypeScript SDK into examples/typescript/node_modules)\n  \
              bench       side-by-side benchmarks vs rmcp, a hyper floor, the Python SDK [--quick]\n  \
              fuzz        every fuzz target (nightly, cargo-fuzz) [--seconds N] [--ci] [TARGET...]\n  \
              python-env  create target/py with {PYTHON_MCP} and print its python"

@@ -1,5 +1,5 @@
 //! The self-containment check: no tracked file may point outside the repository. A user's
-//! clone has nothing beside it, so a test, script or CI step that reads `../shared` or a path
+//! clone has nothing beside it, so a test, script or CI step that reads the shared folder beside the clone or a path
 //! of somebody's machine works only where it was written.
 
 use std::path::Path;

@@ -7,6 +7,7 @@
 //! - [`Transport`]: what any transport implements; `memory::MemoryTransport` (feature
 //!   `memory`) connects to an in-process server.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod callbacks;
 mod client;

@@ -15,6 +15,7 @@
 //! (`-32021`). Legacy sessions start with `initialize` and get server-to-client requests
 //! mid-call. Nothing that arrives over the wire can panic the server.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod cancel;
 mod context;
@@ -27,6 +28,7 @@ mod server;
 mod service;
 mod sink;
 mod stamp;
+pub mod trace;
 
 pub use cancel::CancellationToken;
 pub use context::RequestContext;
@@ -42,8 +44,3 @@ pub use stamp::CacheHints;
 
 pub use mcp_state_seal as seal;
 pub use mcp_types as types;
-
-// The guide's code blocks are compiled and run as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/low-level-server.md")]
-mod low_level_server_guide {}

@@ -51,6 +51,7 @@ use crate::peer::{Peer, Pending};
 use crate::server::{Handler, Server};
 use crate::sink::Sink;
 use crate::stamp::{Stamp, Stamped};
+use crate::trace::RequestSpan;
 
 /// The versions served statelessly (a request's `_meta` must name one of them).
 pub const MODERN_VERSIONS: [&str; 1] = [ProtocolVersion::V2026_07_28.as_str()];
@@ -534,7 +535,17 @@ fn spawn_request(
     if let Some(session) = route.session() {
         session.track(&request.id, cancel.clone());
     }
-    tokio::spawn(async move {
+    let era = match &route {
+        Route::Modern { .. } => typed
+            .as_ref()
+            .ok()
+            .and_then(|t| t.meta())
+            .and_then(|m| m.protocol_version.clone()),
+        Route::Legacy { session, .. } => session.with_legacy(|l| l.protocol_version.clone()),
+    };
+    let traced = RequestSpan::open(&request, typed.as_ref().ok(), era.as_deref());
+    let span = traced.span.clone();
+    let task = async move {
         let id = request.id.clone();
         let work = CatchUnwind(Box::pin(async {
             match &route {
@@ -558,6 +569,7 @@ fn spawn_request(
                 Some(Err(ErrorObject::internal("Internal error")))
             }),
         };
+        traced.finish(served.as_ref().map(|r| r.as_ref().map(|raw| raw.get())));
         if let Some(result) = served {
             sink.send(respond(&id, result)).await;
         } else {
@@ -566,7 +578,8 @@ fn spawn_request(
         if let Some(session) = route.session() {
             session.untrack(&id);
         }
-    });
+    };
+    tokio::spawn(tracing::Instrument::instrument(task, span));
     ResponseStream { rx }
 }
 

@@ -368,18 +368,47 @@ async fn a_client_without_elicitation_gets_missing_capability() {
     assert_eq!(text(&r), "deleted /tmp/empty");
 }
 
+/// Arguments that miss the tool's schema are an input-validation failure: a tool result with
+/// `isError` the model can read, as the spec's tools section puts it (and as the Python and
+/// TypeScript SDKs answer), not a `-32602` protocol error.
 #[tokio::test]
-async fn arguments_of_the_wrong_shape_are_invalid_params() {
+async fn arguments_of_the_wrong_shape_are_a_tool_error() {
+    let mut c = TestClient::new(&files(Arc::default()));
+    for (arguments, reason) in [
+        (
+            json!({"path": 7}),
+            "invalid type: integer `7`, expected a string",
+        ),
+        (json!({}), "missing field `path`"),
+    ] {
+        let r = c
+            .modern(
+                "tools/call",
+                json!({"name": "delete_folder", "arguments": arguments}),
+                caps(),
+            )
+            .await;
+        assert!(r.get("error").is_none(), "{r}");
+        assert_eq!(r["result"]["isError"], true, "{r}");
+        assert_eq!(r["result"]["resultType"], "complete", "{r}");
+        let want = format!("Invalid arguments for tool 'delete_folder': {reason}");
+        assert!(text(&r).starts_with(&want), "{r}");
+    }
+}
+
+/// An unknown tool is still a protocol error.
+#[tokio::test]
+async fn an_unknown_tool_is_invalid_params() {
     let mut c = TestClient::new(&files(Arc::default()));
     let r = c
         .modern(
             "tools/call",
-            json!({"name": "delete_folder", "arguments": {"path": 7}}),
+            json!({"name": "nope", "arguments": {}}),
             caps(),
         )
         .await;
-    assert_eq!(r["error"]["code"], -32602);
-    assert!(r["error"]["message"].as_str().unwrap().starts_with("Invalid arguments for tool 'delete_folder': invalid type: integer `7`, expected a string"), "{r}");
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert_eq!(r["error"]["message"], "Unknown tool: nope", "{r}");
 }
 
 // ---------------------------------------------------------------------------------------------

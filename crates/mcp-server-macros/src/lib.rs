@@ -5,6 +5,7 @@
 //! Use them through the facade (`mcp`), which re-exports them; generated code refers to
 //! `::mcp`, or to the path given with `#[mcp(crate = path)]`.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod check;
 mod expand;

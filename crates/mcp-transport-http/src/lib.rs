@@ -9,6 +9,7 @@
 //!   and Host validation, a body limit, header timeouts, graceful shutdown, bearer auth.
 //! - [`HttpTransport`]: the client side, for `mcp_client::Client`.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod auth;
 mod body;

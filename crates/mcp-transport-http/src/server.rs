@@ -54,7 +54,7 @@ struct Inner {
 }
 
 /// The MCP endpoint as a hyper and `tower` service: mount it in axum (`route_service`) or
-/// serve it with [`serve`] / [`McpHttpService::serve`].
+/// serve it with [`serve`] / [`McpHttpService::serve_with_shutdown`].
 #[derive(Clone)]
 pub struct McpHttpService {
     inner: Arc<Inner>,

@@ -8,6 +8,7 @@
 //!   to `tracing`, reports a dead child as a typed error, and shuts it down gracefully (close
 //!   stdin, then terminate after a grace period).
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod client;
 mod server;

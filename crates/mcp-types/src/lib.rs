@@ -34,6 +34,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // Messages are decoded once and moved rarely; boxing the larger variants would cost an
 // allocation per message to save a memcpy.
 #![allow(clippy::large_enum_variant)]
@@ -79,8 +80,3 @@ pub use version::ProtocolVersion;
 
 /// A JSON object: the type of `params`, `arguments`, `_meta` and every `extra` map.
 pub type JsonObject = serde_json::Map<String, serde_json::Value>;
-
-// The guide's code blocks are compiled and run as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/wire-types.md")]
-mod wire_types_guide {}

@@ -42,6 +42,7 @@
 //!
 //! Features: `server`, `macros` and `client` (all default).
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use mcp_types as types;
 
@@ -220,32 +221,6 @@ impl ClientBuilderExt for mcp_client::ClientBuilder {
 pub use schemars;
 #[cfg(feature = "server")]
 pub use serde;
-
-// The guides in docs/ and the README: every code block is compiled, and run unless marked `no_run`, as a doc
-// test of this crate (`cargo test -p mcp --doc`). They use every default feature.
-#[cfg(all(
-    doctest,
-    feature = "macros",
-    feature = "client",
-    feature = "stdio",
-    feature = "http"
-))]
-mod guides {
-    #[doc = include_str!("../../../docs/multi-round-trip.md")]
-    struct MultiRoundTrip;
-    #[doc = include_str!("../../../docs/elicitation.md")]
-    struct Elicitation;
-    #[doc = include_str!("../../../docs/dependencies.md")]
-    struct Dependencies;
-    #[doc = include_str!("../../../docs/request-state.md")]
-    struct RequestState;
-    #[doc = include_str!("../../../docs/client.md")]
-    struct ClientGuide;
-    #[doc = include_str!("../../../docs/transports.md")]
-    struct Transports;
-    #[doc = include_str!("../../../README.md")]
-    struct Readme;
-}
 
 /// What the macros' generated code refers to. Not a public API.
 #[cfg(feature = "server")]

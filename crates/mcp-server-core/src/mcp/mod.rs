@@ -577,9 +577,17 @@ impl Registry {
                 "tool '{name}' has no handler"
             )));
         };
-        let args = parse(&arguments).map_err(|e| {
-            ErrorObject::invalid_params(format!("Invalid arguments for tool '{name}': {e}"))
-        })?;
+        // Arguments that do not fit the tool's schema are an input-validation failure, which the
+        // spec reports as a tool result with `isError` (the model can read it and retry), not as
+        // a protocol error; `-32602` is for an unknown tool or params of the wrong shape.
+        let args = match parse(&arguments) {
+            Ok(args) => args,
+            Err(e) => {
+                return Ok(Outcome::Complete(CallToolResult::error(format!(
+                    "Invalid arguments for tool '{name}': {e}"
+                ))));
+            }
+        };
         match prepare(&tool.graph, &tool.def.params, &ctx, Arc::new(arguments)).await? {
             Step::Ask(round) => Ok(Outcome::InputRequired(round)),
             Step::Fail(message) => Ok(Outcome::Complete(CallToolResult::error(format!(

@@ -474,6 +474,9 @@ struct RoundState {
     outcomes: BTreeMap<String, Outcome>,
     #[serde(default)]
     asked: BTreeMap<String, String>,
+    /// The rounds asked so far (0 before the first question).
+    #[serde(default)]
+    n: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -638,8 +641,12 @@ pub(crate) async fn run_round(
     } else {
         RoundState::default()
     };
+    if modern {
+        crate::trace::record_round(state.n.saturating_add(1));
+    }
     let mut next = RoundState {
         v: STATE_VERSION,
+        n: state.n.saturating_add(1),
         ..RoundState::default()
     };
     let mut values: HashMap<String, Resolved> = HashMap::new();

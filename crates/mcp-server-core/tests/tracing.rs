@@ -1,0 +1,164 @@
+//! What a request leaves in `tracing`: one `mcp.request` span with its documented fields, and
+//! nothing secret at any level. The whole output of a full flow, a tampered retry and a
+//! legacy call, captured at TRACE with every span field, must not contain the sealing key,
+//! the sealed state, its plaintext, the tool's arguments or the user's answers.
+
+mod common;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use common::TestClient;
+use mcp_server_core::mcp::{Accepted, McpServer, Resolution, Resolver, ToolDef};
+use mcp_server_core::seal::RequestStateSecurity;
+use mcp_types::JsonObject;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+const SECRET: &str = "tracing-test-secret-key-0123456789abcdef";
+const ANSWER: &str = "swordfish-answer";
+const ARGUMENT: &str = "classified-argument";
+
+#[derive(Clone, Deserialize, JsonSchema)]
+struct Note {
+    note: String,
+}
+
+fn server() -> mcp_server_core::Service {
+    let ask = Resolver::new("ask_note", |_| async {
+        Resolution::<Note>::elicit("Anything to add?")
+    });
+    let tool = ToolDef::new("deploy")
+        .resolve::<Accepted<Note>>("note", ask)
+        .handler_resolved(|_c, args: JsonObject, mut r| async move {
+            let Accepted(Note { note }) = r.take::<Accepted<Note>>("note")?;
+            Ok::<_, String>(format!(
+                "deployed {} ({} chars of notes)",
+                args.get("service")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+                    .len(),
+                note.len()
+            ))
+        });
+    McpServer::new("traced")
+        .tool(tool)
+        .request_state_security(RequestStateSecurity::keys([SECRET]).unwrap())
+        .into_service()
+        .unwrap()
+}
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn caps() -> Value {
+    json!({"elicitation": {"form": {}}})
+}
+
+#[tokio::test]
+async fn a_request_is_one_span_with_its_fields_and_nothing_secret() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        .with_max_level(tracing::Level::TRACE)
+        .with_current_span(true)
+        .with_span_list(true)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let service = server();
+    let mut client = TestClient::new(&service);
+    let args = json!({"name": "deploy", "arguments": {"service": ARGUMENT}});
+    let first = client.modern("tools/call", args.clone(), caps()).await;
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    let state = result["requestState"].as_str().unwrap().to_owned();
+    let mut retry = args.clone();
+    retry["inputResponses"] =
+        json!({"ask_note": {"action": "accept", "content": {"note": ANSWER}}});
+    retry["requestState"] = json!(state);
+    let done = client.modern("tools/call", retry.clone(), caps()).await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "deployed 19 (16 chars of notes)",
+        "{done}"
+    );
+    // The same retry with one character of the state changed.
+    let mut tampered = retry.clone();
+    let mut bytes = state.clone().into_bytes();
+    let middle = bytes.len() / 2;
+    bytes[middle] = if bytes[middle] == b'A' { b'B' } else { b'A' };
+    tampered["requestState"] = json!(String::from_utf8(bytes).unwrap());
+    let refused = client.modern("tools/call", tampered, caps()).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    // A legacy session's call, for its era.
+    let mut legacy = TestClient::new(&service);
+    legacy.initialize("2025-11-25", json!({})).await;
+    let listed = legacy.request("tools/list", json!({})).await;
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    drop(_guard);
+
+    let output = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let lines: Vec<Value> = output
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    // One closed `mcp.request` span per request, with the documented fields.
+    let closed: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["fields"]["message"] == "close" && l["span"]["name"] == "mcp.request")
+        .collect();
+    let calls: Vec<&Value> = closed
+        .iter()
+        .copied()
+        .filter(|l| l["span"]["mcp.method"] == "tools/call")
+        .collect();
+    assert_eq!(calls.len(), 3, "{output}");
+    let field = |i: usize, name: &str| calls[i]["span"][format!("mcp.{name}")].clone();
+    assert_eq!(field(0, "era"), "2026-07-28");
+    assert_eq!(field(0, "name"), "deploy");
+    assert_eq!(field(0, "round"), 1);
+    assert_eq!(field(0, "outcome"), "input_required");
+    assert_eq!(field(1, "round"), 2);
+    assert_eq!(field(1, "outcome"), "complete");
+    assert_eq!(field(2, "outcome"), "error");
+    assert_eq!(field(2, "error_code"), -32602);
+    assert!(field(1, "duration_us").is_u64(), "{}", calls[1]);
+    assert!(field(0, "request_id").is_string(), "{}", calls[0]);
+    assert!(
+        closed.iter().any(
+            |l| l["span"]["mcp.method"] == "tools/list" && l["span"]["mcp.era"] == "2025-11-25"
+        ),
+        "{output}"
+    );
+    // The seal failure is explained, by its reason only.
+    assert!(output.contains("requestState rejected"), "{output}");
+
+    for secret in [SECRET, ANSWER, ARGUMENT, state.as_str()] {
+        assert!(
+            !output.contains(secret),
+            "{secret:?} appears in the trace:\n{output}"
+        );
+    }
+    // No piece of the sealed state either (a log that printed part of it would still leak).
+    for window in state.as_bytes().windows(24).step_by(12) {
+        let piece = std::str::from_utf8(window).unwrap();
+        assert!(
+            !output.contains(piece),
+            "part of the state appears: {piece}"
+        );
+    }
+}

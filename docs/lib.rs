@@ -1,0 +1,33 @@
+//! The guides in this folder, the repository README and every crate's README, compiled and run
+//! (unless a block is marked `no_run`) as doc tests: `cargo test -p mcp-guides --doc`. The
+//! published crates stay self-contained; this crate holds the documents that span them.
+
+macro_rules! guides {
+    ($($name:ident => $file:literal),* $(,)?) => {
+        $(
+            #[cfg(doctest)]
+            #[doc = include_str!($file)]
+            struct $name;
+        )*
+    };
+}
+
+guides! {
+    MultiRoundTrip => "multi-round-trip.md",
+    Elicitation => "elicitation.md",
+    Dependencies => "dependencies.md",
+    RequestState => "request-state.md",
+    ClientGuide => "client.md",
+    Transports => "transports.md",
+    LowLevelServer => "low-level-server.md",
+    WireTypes => "wire-types.md",
+    Readme => "../README.md",
+    McpReadme => "../crates/mcp/README.md",
+    TypesReadme => "../crates/mcp-types/README.md",
+    SealReadme => "../crates/mcp-state-seal/README.md",
+    CoreReadme => "../crates/mcp-server-core/README.md",
+    MacrosReadme => "../crates/mcp-server-macros/README.md",
+    ClientReadme => "../crates/mcp-client/README.md",
+    HttpReadme => "../crates/mcp-transport-http/README.md",
+    StdioReadme => "../crates/mcp-transport-stdio/README.md",
+}
