@@ -11,6 +11,8 @@
 //! - `interop`: the Python and TypeScript SDKs' clients against our server and our client
 //!   against their servers, over stdio and Streamable HTTP, in both eras (see `interop.rs`).
 //! - `attack`: hostile peers against the example servers (see `attack.rs`).
+//! - `fuzz`: every fuzz target of `fuzz/` (nightly, cargo-fuzz) on its committed corpus, N
+//!   seconds each (see `fuzz.rs`).
 //! - `bench`: our server side by side with rmcp, a hyper floor and the Python SDK; writes
 //!   `target/bench/report.md` (see `bench.rs` and docs/performance.md).
 
@@ -21,6 +23,7 @@ use std::process::{Command, ExitCode};
 mod attack;
 mod bench;
 mod conformance;
+mod fuzz;
 mod interop;
 mod layers;
 mod paths;
@@ -39,9 +42,10 @@ fn main() -> ExitCode {
         Some("bench") => bench::bench(&args[1..]),
         Some("attack") => attack::attack(&args[1..]),
         Some("attack-worker") => attack::worker_main(&args[1..]),
+        Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("python-env") => python_env().map(|py| println!("{}", py.display())),
         _ => Err(format!(
-            "usage: cargo xtask <layers|test|ci|conformance|interop|bench|attack|python-env>\n  \
+            "usage: cargo xtask <layers|test|ci|conformance|interop|bench|attack|fuzz|python-env>\n  \
              layers      check the crate layering of DESIGN.md and that no file points outside the tree\n  \
              test        run every test (sets up the Python interop venv first)\n  \
              ci          fmt, clippy, cargo-deny, test, conformance, interop, attack --quick\n  \
@@ -51,6 +55,7 @@ fn main() -> ExitCode {
              (needs npm; installs the TypeScript SDK into examples/typescript/node_modules)\n  \
              bench       side-by-side benchmarks vs rmcp, a hyper floor, the Python SDK [--quick]\n  \
              attack      hostile peers against the example servers, with a legitimate client beside [--quick]\n  \
+             fuzz        every fuzz target (nightly, cargo-fuzz) [--seconds N] [--ci] [TARGET...]\n  \
              python-env  create target/py with {PYTHON_MCP} and print its python"
         )),
     };

@@ -1,0 +1,141 @@
+//! `cargo xtask fuzz [--seconds N] [--ci] [TARGET…]`: runs every fuzz target of `fuzz/` (a
+//! cargo-fuzz workspace of its own, on the nightly toolchain) for N seconds each (default 60)
+//! on its committed corpus under `fuzz/corpus/<target>`, and prints the executions and the
+//! coverage libFuzzer reported. New inputs it finds go to a scratch corpus under `target/`,
+//! so the committed one changes only by hand. A crash stops the run and leaves its input
+//! under `fuzz/artifacts/<target>/`.
+//!
+//! With `--ci`, a machine without the nightly toolchain skips the stage with a printed reason
+//! (and cargo-fuzz is installed when missing).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::workspace_root;
+
+/// Every target of fuzz/Cargo.toml, in the order they run.
+pub(crate) const TARGETS: &[&str] = &["jsonrpc", "sse", "seal", "oauth", "service", "http"];
+
+pub(crate) fn fuzz(args: &[String]) -> Result<(), String> {
+    let mut seconds = 60u64;
+    let mut ci = false;
+    let mut chosen = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--seconds" => {
+                seconds = args
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .ok_or("--seconds needs a number")?;
+            }
+            "--ci" => ci = true,
+            target if TARGETS.contains(&target) => chosen.push(target),
+            other => {
+                return Err(format!(
+                    "unknown fuzz argument {other:?}; targets: {}",
+                    TARGETS.join(", ")
+                ));
+            }
+        }
+    }
+    if chosen.is_empty() {
+        chosen = TARGETS.to_vec();
+    }
+    let nightly = Command::new("rustup")
+        .args(["run", "nightly", "rustc", "--version"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !nightly {
+        let why = "the nightly toolchain is not installed (`rustup toolchain install nightly`)";
+        if ci {
+            println!("fuzz: skipped: {why}");
+            return Ok(());
+        }
+        return Err(why.into());
+    }
+    let has_fuzz = Command::new("cargo")
+        .args(["+nightly", "fuzz", "--version"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_fuzz {
+        if !ci {
+            return Err("cargo-fuzz is not installed (`cargo install cargo-fuzz --locked`)".into());
+        }
+        crate::run(Command::new("cargo").args(["install", "cargo-fuzz", "--locked", "--quiet"]))?;
+    }
+    let root = workspace_root();
+    let fuzz_dir = root.join("fuzz");
+    let mut summary = Vec::new();
+    for target in chosen {
+        let corpus = fuzz_dir.join("corpus").join(target);
+        let scratch = root.join("target").join("fuzz-corpus").join(target);
+        std::fs::create_dir_all(&scratch)
+            .map_err(|e| format!("creating {}: {e}", scratch.display()))?;
+        let mut command = Command::new("cargo");
+        command
+            .current_dir(&fuzz_dir)
+            .env_remove("CARGO")
+            .env_remove("RUSTUP_TOOLCHAIN")
+            .args(["+nightly", "fuzz", "run", target])
+            .arg(&scratch)
+            .arg(&corpus)
+            .arg("--")
+            .arg(format!("-max_total_time={seconds}"))
+            .args([
+                "-rss_limit_mb=2048",
+                "-max_len=65536",
+                "-print_final_stats=1",
+            ]);
+        eprintln!("xtask: fuzzing {target} for {seconds} s");
+        let output = command
+            .stderr(Stdio::piped())
+            .output()
+            .map_err(|e| format!("could not start cargo fuzz: {e}"))?;
+        let log = String::from_utf8_lossy(&output.stderr);
+        if !output.status.success() {
+            eprintln!("{log}");
+            return Err(format!(
+                "fuzz target {target} failed ({}); the input is under fuzz/artifacts/{target}/",
+                output.status
+            ));
+        }
+        summary.push(format!("{target:10} {}", stats(&log, &corpus)));
+    }
+    println!("fuzz: every target ran {seconds} s without a failure");
+    for line in summary {
+        println!("  {line}");
+    }
+    Ok(())
+}
+
+/// "N executions, cov: C, ft: F, corpus K files" from libFuzzer's last status line.
+fn stats(log: &str, corpus: &Path) -> String {
+    let last = log
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('#') && l.contains("cov:"))
+        .unwrap_or_default();
+    let field = |name: &str| {
+        last.split_whitespace()
+            .skip_while(|w| *w != name)
+            .nth(1)
+            .unwrap_or("?")
+            .to_owned()
+    };
+    let execs = last
+        .split_whitespace()
+        .next()
+        .map(|n| n.trim_start_matches('#'))
+        .unwrap_or("?");
+    let committed = std::fs::read_dir(corpus).map(|d| d.count()).unwrap_or(0);
+    format!(
+        "{execs} executions, cov: {}, ft: {}, committed corpus {committed} files",
+        field("cov:"),
+        field("ft:")
+    )
+}
