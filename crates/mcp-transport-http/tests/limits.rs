@@ -238,6 +238,42 @@ async fn idle_sessions_make_room_under_the_cap() {
     server.shutdown().await;
 }
 
+/// The sweep runs on a timer: a session nobody names again is closed once idle, and the call
+/// it had in flight is cancelled (its stream ends), with no other request carrying a session
+/// id to trigger it. Before the timer, idle sessions went only when some request named one.
+#[tokio::test]
+async fn an_idle_session_is_swept_on_a_timer_without_any_request_naming_it() {
+    let started = Arc::new(Notify::new());
+    let endpoint = McpHttpService::new(service(started.clone()))
+        .session_idle_timeout(Duration::from_millis(50));
+    let server = start(endpoint).await;
+    let session = open_session(&server.url, &[]).await;
+    let url = server.url.clone();
+    let id = session.clone();
+    let held = tokio::spawn(async move {
+        let session = id;
+        let headers = [
+            ("mcp-session-id", session.as_str()),
+            ("mcp-protocol-version", "2025-11-25"),
+        ];
+        post(&url, &headers, &call("hold", json!({}), false)).await
+    });
+    started.notified().await;
+    let (_, _, body) = tokio::time::timeout(Duration::from_secs(10), held)
+        .await
+        .expect("the idle session was never swept: its call is still held")
+        .unwrap();
+    assert!(
+        !body.contains("released"),
+        "the call was answered, not cancelled: {body}"
+    );
+    // Only now does a request name the session: it is gone.
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}).to_string();
+    let (status, _, _) = post(&server.url, &[("mcp-session-id", session.as_str())], &ping).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    server.shutdown().await;
+}
+
 struct Users;
 
 impl TokenVerifier for Users {
