@@ -875,3 +875,54 @@ async fn the_endpoint_works_behind_a_tower_http_stack() {
         Some("http://localhost:5173")
     );
 }
+
+/// Out of file descriptors, `accept` fails again at once; the server backs off (50 ms,
+/// doubling to 1 s) instead of spinning on it. The traced server runs with 64 descriptors,
+/// 100 connections exhaust them, and its warnings are counted for 1.5 s: a spinning loop
+/// logs thousands, the backoff a handful. The connections that did get in are still served.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn out_of_descriptors_the_accept_loop_backs_off() {
+    let mut child = Command::new("prlimit")
+        .arg("--nofile=64:64")
+        .arg("--")
+        .arg(example("traced"))
+        .args(["--http", "127.0.0.1:0"])
+        .env("RUST_LOG", "warn")
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("prlimit (util-linux) starts the example");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next_line().await.unwrap().expect("the address line");
+    let url = first
+        .strip_prefix("serving MCP at ")
+        .unwrap_or_else(|| panic!("unexpected first line: {first}"))
+        .to_owned();
+    let authority = url.trim_start_matches("http://").split('/').next().unwrap();
+    let mut held = Vec::new();
+    for _ in 0..100 {
+        if let Ok(stream) = tokio::net::TcpStream::connect(authority).await {
+            held.push(stream);
+        }
+    }
+    let mut failures = 0;
+    let window = tokio::time::sleep(std::time::Duration::from_millis(1500));
+    tokio::pin!(window);
+    loop {
+        tokio::select! {
+            () = &mut window => break,
+            line = lines.next_line() => match line {
+                Ok(Some(line)) if line.contains("accept failed") => failures += 1,
+                Ok(Some(_)) => {}
+                _ => break,
+            },
+        }
+    }
+    assert!(
+        (1..=20).contains(&failures),
+        "{failures} accept failures logged in 1.5 s (a spinning loop logs thousands; none means the limit was never reached)"
+    );
+    drop(held);
+    child.kill().await.unwrap();
+}
