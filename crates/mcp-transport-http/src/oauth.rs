@@ -138,7 +138,7 @@ impl Auth {
     }
 }
 
-/// The largest OAuth response body (metadata, registration, token) [`HyperFetch`] reads: 1 MiB.
+/// The largest OAuth response body (metadata, registration, token) the transport's OAuth fetcher reads: 1 MiB.
 pub const DEFAULT_MAX_FETCH_BODY: usize = 1024 * 1024;
 /// How long one OAuth fetch may take, from sending the request to the end of its body.
 pub const DEFAULT_FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
