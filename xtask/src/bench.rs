@@ -182,7 +182,9 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
                 http_args.extend(["--flow".into(), FLOW_CONNS.to_string()]);
             }
             if implementation.latency {
+                // Ours only: the streamed exchanges, and the task flow (the Tasks extension).
                 http_args.push("--latency".into());
+                http_args.extend(["--task".into(), FLOW_CONNS.to_string()]);
             }
             measured.http = loadgen(&bin, &options, &http_args, &implementation.http)?;
             if let Some(stdio) = &implementation.stdio {
@@ -343,6 +345,32 @@ fn rows() -> Vec<Row> {
         label: "flow CPU ÷ plain call CPU".into(),
         cells: vec![getter(|r| r.http["flow"]["cpu_vs_plain"].as_f64())],
         format: ratio,
+    });
+    rows.push(Row {
+        label: format!(
+            "task flows/s (create → tasks/get → input_required → tasks/update → completed), {FLOW_CONNS} conn."
+        ),
+        cells: vec![getter(|r| r.http["task"]["rps"].as_f64())],
+        format: whole,
+    });
+    rows.push(Row {
+        label: "server CPU µs per task flow".into(),
+        cells: vec![getter(|r| r.http["task"]["cpu_us_per_req"].as_f64())],
+        format: one_decimal,
+    });
+    rows.push(Row {
+        label: "task flow CPU ÷ plain call CPU".into(),
+        cells: vec![getter(|r| r.http["task"]["cpu_vs_plain"].as_f64())],
+        format: ratio,
+    });
+    rows.push(Row {
+        label: "tasks/get polls per task flow".into(),
+        cells: vec![getter(|r| {
+            let polls = r.http["task"]["polls"].as_f64()?;
+            let flows = r.http["task"]["requests"].as_f64()?;
+            (flows > 0.0).then(|| polls / flows)
+        })],
+        format: one_decimal,
     });
     for (key, label) in [
         (

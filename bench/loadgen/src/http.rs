@@ -95,6 +95,127 @@ impl Connection {
         )
     }
 
+    /// One 2026-07-28 request declaring the Tasks extension, answered as JSON: its result.
+    async fn rpc(
+        &mut self,
+        id: u64,
+        method: &str,
+        name: &str,
+        mut params: Value,
+    ) -> Result<Value, String> {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": wire::VERSION,
+            "io.modelcontextprotocol/clientInfo": {"name": "loadgen", "version": "0.0.0"},
+            "io.modelcontextprotocol/clientCapabilities": {
+                "elicitation": {"form": {}},
+                "extensions": {"io.modelcontextprotocol/tasks": {}}
+            }
+        });
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let request = Request::post("/mcp")
+            .header("host", &self.host)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", wire::VERSION)
+            .header("mcp-method", method)
+            .header("mcp-name", name)
+            .body(Full::new(Bytes::from(body.to_string())))
+            .map_err(|e| e.to_string())?;
+        self.sender
+            .ready()
+            .await
+            .map_err(|e| format!("connection: {e}"))?;
+        let response = self
+            .sender
+            .send_request(request)
+            .await
+            .map_err(|e| format!("request: {e}"))?;
+        let status = response.status();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| format!("body: {e}"))?
+            .to_bytes();
+        let message: Value = serde_json::from_slice(&body)
+            .map_err(|e| format!("{method}: HTTP {status}, not JSON: {e}"))?;
+        if message["id"].as_u64() != Some(id) {
+            return Err(format!(
+                "{method}: response id {} is not {id}",
+                message["id"]
+            ));
+        }
+        match message.get("result") {
+            Some(result) if status == StatusCode::OK => Ok(result.clone()),
+            _ => Err(format!("{method}: HTTP {status}: {message}")),
+        }
+    }
+
+    /// One task flow (`task_echo`): create, poll until it asks, answer with `tasks/update`,
+    /// poll until it completes, check the echo. Returns the number of `tasks/get` polls.
+    async fn task_flow(&mut self, ids: &AtomicU64) -> Result<u64, String> {
+        let next = || ids.fetch_add(1, Ordering::Relaxed);
+        let id = next();
+        let text = text_for(id);
+        let created = self
+            .rpc(
+                id,
+                "tools/call",
+                "task_echo",
+                json!({"name": "task_echo", "arguments": {"text": text}}),
+            )
+            .await?;
+        if created["resultType"] != "task" {
+            return Err(format!("task_echo did not create a task: {created}"));
+        }
+        let task = created["taskId"].as_str().ok_or("no taskId")?.to_owned();
+        let mut polls = 0;
+        let mut answered = false;
+        loop {
+            polls += 1;
+            let got = self
+                .rpc(next(), "tasks/get", &task, json!({"taskId": task}))
+                .await?;
+            match got["status"].as_str() {
+                Some("working") => {}
+                Some("input_required") if !answered => {
+                    let requests = got["inputRequests"]
+                        .as_object()
+                        .ok_or("input_required without inputRequests")?;
+                    let responses: serde_json::Map<String, Value> = requests
+                        .keys()
+                        .map(|k| {
+                            (
+                                k.clone(),
+                                json!({"action": "accept", "content": {"ok": true}}),
+                            )
+                        })
+                        .collect();
+                    self.rpc(
+                        next(),
+                        "tasks/update",
+                        &task,
+                        json!({"taskId": task, "inputResponses": responses}),
+                    )
+                    .await?;
+                    answered = true;
+                }
+                Some("input_required") => {}
+                Some("completed") => {
+                    let echoed = got["result"]["content"][0]["text"].as_str();
+                    if echoed != Some(text.as_str()) {
+                        return Err(format!("task echoed {echoed:?}, sent {text:?}"));
+                    }
+                    return Ok(polls);
+                }
+                other => return Err(format!("task ended {other:?}: {got}")),
+            }
+            if polls > 10_000 {
+                return Err("a task did not complete after 10,000 polls".into());
+            }
+        }
+    }
+
     /// A plain call (`echo`), or a full flow (`confirm_echo`: call, input_required, retry,
     /// result).
     async fn call(&mut self, ids: &AtomicU64, tool: &str) -> Result<(), String> {
@@ -120,6 +241,8 @@ struct Level {
     secs: f64,
     latencies: Vec<u32>,
     cpu_us: u64,
+    /// `tasks/get` polls made in the measured flows (task flows only).
+    polls: u64,
 }
 
 impl Level {
@@ -147,10 +270,12 @@ async fn level(
 ) -> Result<Level, String> {
     let phase = Arc::new(AtomicU8::new(WARMUP));
     let ids = Arc::new(AtomicU64::new(1_000));
+    let polls = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::with_capacity(conns);
     for _ in 0..conns {
         let phase = phase.clone();
         let ids = ids.clone();
+        let polls = polls.clone();
         tasks.push(tokio::spawn(async move {
             let mut connection = Connection::open(addr).await?;
             let mut latencies = Vec::with_capacity(4096);
@@ -159,8 +284,14 @@ async fn level(
                     return Ok::<_, String>(latencies);
                 }
                 let start = Instant::now();
-                connection.call(&ids, tool).await?;
+                let made = if tool == "task_echo" {
+                    connection.task_flow(&ids).await?
+                } else {
+                    connection.call(&ids, tool).await?;
+                    0
+                };
                 if phase.load(Ordering::Relaxed) == MEASURE {
+                    polls.fetch_add(made, Ordering::Relaxed);
                     latencies.push(start.elapsed().as_micros().min(u32::MAX as u128) as u32);
                 }
             }
@@ -184,6 +315,7 @@ async fn level(
         secs,
         latencies,
         cpu_us: cpu_end.saturating_sub(cpu_start),
+        polls: polls.load(Ordering::Relaxed),
     })
 }
 
@@ -270,6 +402,19 @@ async fn suite(
         }
         None => Value::Null,
     };
+    let task = match settings.task {
+        Some(conns) => {
+            let measured = level(addr, pid, conns, "task_echo", settings).await?;
+            let mut task = measured.json(conns);
+            let per_flow = measured.cpu_us as f64 / measured.requests.max(1) as f64;
+            if let Some(plain) = plain_cpu.get(&conns) {
+                task["cpu_vs_plain"] = json!(per_flow / plain);
+            }
+            task["polls"] = json!(measured.polls);
+            task
+        }
+        None => Value::Null,
+    };
     let latency = if settings.latency {
         crate::latency::suite(addr, settings).await?
     } else {
@@ -277,6 +422,7 @@ async fn suite(
     };
     Ok(json!({
         "latency": latency,
+        "task": task,
         "cold_start_ms": cold.as_secs_f64() * 1e3,
         "idle_rss_kb": idle_rss,
         "peak_rss_kb": peak_rss,

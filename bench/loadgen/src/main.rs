@@ -2,7 +2,7 @@
 //! test itself (so it knows its PID and when it started), measures it, stops it, and prints
 //! one JSON object on stdout.
 //!
-//!     loadgen http  [--secs S] [--warmup S] [--conns 1,16,64] [--flow N] [--latency] -- SERVER ARGS…
+//!     loadgen http  [--secs S] [--warmup S] [--conns 1,16,64] [--flow N] [--task N] [--latency] -- SERVER ARGS…
 //!     loadgen stdio [--secs S] [--warmup S] -- SERVER ARGS…
 //!
 //! `{port}` in the server's arguments becomes a free loopback port. Every request is a
@@ -29,6 +29,8 @@ pub struct Settings {
     pub conns: Vec<usize>,
     /// Connections for the multi-round flow (`confirm_echo`), if measured.
     pub flow: Option<usize>,
+    /// Connections for the task flow (`task_echo`), if measured.
+    pub task: Option<usize>,
     /// Whether to measure the streamed exchanges' latency (`latency.rs`).
     pub latency: bool,
     /// The server command; `{port}` is replaced.
@@ -45,6 +47,7 @@ fn parse(args: &[String]) -> Result<(String, Settings), String> {
         conns: vec![1, 16, 64],
         flow: None,
         latency: false,
+        task: None,
         command: Vec::new(),
     };
     let mut rest = args[1..].iter();
@@ -71,6 +74,10 @@ fn parse(args: &[String]) -> Result<(String, Settings), String> {
                 settings.flow = Some(n.ok_or("--flow needs a connection count")?);
             }
             "--latency" => settings.latency = true,
+            "--task" => {
+                let n = rest.next().and_then(|n| n.parse().ok());
+                settings.task = Some(n.ok_or("--task needs a connection count")?);
+            }
             "--" => {
                 settings.command = rest.by_ref().cloned().collect();
             }

@@ -6,9 +6,16 @@
 //! Tools: `echo(text) -> text`, and `confirm_echo(text)`, which asks the client to confirm
 //! (one elicitation round through a resolver: call → input_required → retry → result) and then
 //! echoes; `progress_echo(text)`, which reports progress once before it answers (so a client
-//! that accepts SSE gets a streamed response: a progress event, then the result).
+//! that accepts SSE gets a streamed response: a progress event, then the result);
+//! `task_echo(text)`, a task (the Tasks extension) that asks the client to confirm from inside
+//! its body and then echoes: create → `tasks/get` → `input_required` → `tasks/update` →
+//! `completed`.
 
-use mcp::{Context, ElicitationResult, McpServer, Resolution};
+use std::time::Duration;
+
+use mcp::tasks::{TaskConfig, TaskSupport};
+use mcp::types::tools::CallToolResult;
+use mcp::{Context, ElicitationResult, McpServer, Resolution, ToolDef, ToolReply};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -49,11 +56,40 @@ async fn progress_echo(text: String, ctx: &Context) -> String {
     text
 }
 
+/// The arguments of `task_echo`.
+#[derive(Deserialize, JsonSchema)]
+struct Text {
+    text: String,
+}
+
+/// `task_echo`: asks inside the task, then echoes.
+fn task_echo() -> ToolDef {
+    ToolDef::new("task_echo")
+        .description("Echo the text back from a task, after the client confirms.")
+        .arguments::<Text>()
+        .task(TaskSupport::Required)
+        .handler(|ctx: Context, args: Text| async move {
+            match ctx
+                .elicit::<Confirm>(format!("Echo {} character(s)?", args.text.len()))
+                .await
+            {
+                Ok(ElicitationResult::Accepted(Confirm { ok: true })) => {
+                    ToolReply::Result(CallToolResult::text(args.text))
+                }
+                Ok(_) => ToolReply::Result(CallToolResult::text(String::new())),
+                Err(e) => ToolReply::Error(e),
+            }
+        })
+}
+
 fn server() -> McpServer {
     McpServer::new("our-echo")
         .tool(echo)
         .tool(confirm_echo)
         .tool(progress_echo)
+        .tool(task_echo())
+        // The load generator polls as the server asks; 1 ms keeps a flow from waiting idle.
+        .tasks(TaskConfig::new().poll_interval(Duration::from_millis(1)))
 }
 
 #[tokio::main]
