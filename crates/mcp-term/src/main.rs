@@ -667,6 +667,23 @@ fn print_json(v: &Value, format: Format) {
     }
 }
 
+/// A listing: one `first  second` line per item for people (server text sanitized), or the
+/// items as JSON.
+fn print_list<T: serde::Serialize>(
+    list: &[T],
+    format: Format,
+    columns: impl Fn(&T) -> (&str, &str),
+) {
+    if format == Format::Human {
+        for item in list {
+            let (first, second) = columns(item);
+            println!("{}  {}", prompt::sanitize(first), prompt::sanitize(second));
+        }
+    } else {
+        print_json(&serde_json::to_value(list).unwrap_or(Value::Null), format);
+    }
+}
+
 async fn run(cli: Cli, command: Vec<String>) -> Result<i32, Fail> {
     let Cli { verb, opts } = cli;
     let mut verb = verb;
@@ -866,17 +883,7 @@ async fn run(cli: Cli, command: Vec<String>) -> Result<i32, Fail> {
         }
         Verb::Resources { .. } => {
             let list = client.list_all_resources().await.map_err(client_fail)?;
-            if format == Format::Human {
-                for r in &list {
-                    println!(
-                        "{}  {}",
-                        prompt::sanitize(&r.uri),
-                        prompt::sanitize(&r.name)
-                    );
-                }
-            } else {
-                print_json(&serde_json::to_value(&list).unwrap_or(Value::Null), format);
-            }
+            print_list(&list, format, |r| (&r.uri, &r.name));
             client.close().await;
             return Ok(code::OK);
         }
@@ -885,17 +892,7 @@ async fn run(cli: Cli, command: Vec<String>) -> Result<i32, Fail> {
                 .list_all_resource_templates()
                 .await
                 .map_err(client_fail)?;
-            if format == Format::Human {
-                for r in &list {
-                    println!(
-                        "{}  {}",
-                        prompt::sanitize(&r.uri_template),
-                        prompt::sanitize(&r.name)
-                    );
-                }
-            } else {
-                print_json(&serde_json::to_value(&list).unwrap_or(Value::Null), format);
-            }
+            print_list(&list, format, |r| (&r.uri_template, &r.name));
             client.close().await;
             return Ok(code::OK);
         }
