@@ -43,22 +43,20 @@ impl Connection {
         })
     }
 
-    /// One POST of one `tools/call`, checked.
-    async fn leg(
+    /// One POST to `/mcp` with the 2026-07-28 headers: the status, content type and body.
+    async fn post(
         &mut self,
-        id: u64,
-        tool: &str,
-        text: &str,
-        retry: Option<&wire::Retry>,
-    ) -> Result<Answer, String> {
-        let body = wire::call_body(id, tool, text, retry);
+        method: &str,
+        name: &str,
+        body: Vec<u8>,
+    ) -> Result<(StatusCode, String, Bytes), String> {
         let request = Request::post("/mcp")
             .header("host", &self.host)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", wire::VERSION)
-            .header("mcp-method", "tools/call")
-            .header("mcp-name", tool)
+            .header("mcp-method", method)
+            .header("mcp-name", name)
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| e.to_string())?;
         self.sender
@@ -83,6 +81,19 @@ impl Connection {
             .await
             .map_err(|e| format!("body: {e}"))?
             .to_bytes();
+        Ok((status, content_type, body))
+    }
+
+    /// One POST of one `tools/call`, checked.
+    async fn leg(
+        &mut self,
+        id: u64,
+        tool: &str,
+        text: &str,
+        retry: Option<&wire::Retry>,
+    ) -> Result<Answer, String> {
+        let body = wire::call_body(id, tool, text, retry);
+        let (status, content_type, body) = self.post("tools/call", tool, body).await?;
         if status != StatusCode::OK {
             return Err(format!("HTTP {status}: {}", String::from_utf8_lossy(&body)));
         }
@@ -112,31 +123,9 @@ impl Connection {
             }
         });
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let request = Request::post("/mcp")
-            .header("host", &self.host)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", wire::VERSION)
-            .header("mcp-method", method)
-            .header("mcp-name", name)
-            .body(Full::new(Bytes::from(body.to_string())))
-            .map_err(|e| e.to_string())?;
-        self.sender
-            .ready()
-            .await
-            .map_err(|e| format!("connection: {e}"))?;
-        let response = self
-            .sender
-            .send_request(request)
-            .await
-            .map_err(|e| format!("request: {e}"))?;
-        let status = response.status();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| format!("body: {e}"))?
-            .to_bytes();
+        let (status, _, body) = self
+            .post(method, name, body.to_string().into_bytes())
+            .await?;
         let message: Value = serde_json::from_slice(&body)
             .map_err(|e| format!("{method}: HTTP {status}, not JSON: {e}"))?;
         if message["id"].as_u64() != Some(id) {
