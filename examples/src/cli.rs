@@ -53,7 +53,8 @@ impl Listen {
     }
 }
 
-/// Serves `server` where the command line says, until stdin closes (stdio) or Ctrl-C (HTTP).
+/// Serves `server` where the command line says, until stdin closes (stdio) or, over HTTP,
+/// SIGTERM or Ctrl-C (then it drains: see `McpHttpService::serve_with_shutdown`).
 pub async fn run(server: impl IntoService) -> Result<(), mcp::ServeError> {
     match Listen::from_env() {
         Listen::Stdio => mcp::stdio::serve(server).await,
@@ -61,9 +62,7 @@ pub async fn run(server: impl IntoService) -> Result<(), mcp::ServeError> {
             let listener = tokio::net::TcpListener::bind(addr).await?;
             eprintln!("serving MCP at http://{}/mcp", listener.local_addr()?);
             mcp::http::endpoint(server)?
-                .serve_with_shutdown(listener, "/mcp", async {
-                    let _ = tokio::signal::ctrl_c().await;
-                })
+                .serve_with_shutdown(listener, "/mcp", mcp::http::shutdown_signal())
                 .await?;
             Ok(())
         }

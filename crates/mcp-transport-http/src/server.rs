@@ -48,6 +48,13 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 2_048;
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 1_024;
 /// How long a client may take to send its request body unless configured (408 beyond).
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a draining server keeps idle keep-alive connections open unless configured. A
+/// load balancer in front should close idle connections to this server sooner (nginx:
+/// `keepalive_timeout 4s;` in the `upstream` block), so that it never sends a request on a
+/// connection the server is closing.
+pub const DEFAULT_DRAIN_GRACE: Duration = Duration::from_secs(5);
+/// Where [`McpHttpService::serve_with_shutdown`] answers readiness unless configured.
+pub const DEFAULT_READINESS_PATH: &str = "/ready";
 
 /// A legacy session on this endpoint, bound to the principal that opened it.
 struct LegacySession {
@@ -71,6 +78,10 @@ struct Inner {
     max_in_flight: usize,
     body_timeout: Duration,
     sweeper: AtomicBool,
+    drain_grace: Duration,
+    readiness_path: Option<String>,
+    /// `true` once [`McpHttpService::serve_with_shutdown`] began to drain.
+    draining: tokio::sync::watch::Sender<bool>,
 }
 
 /// The MCP endpoint as a hyper and `tower` service: mount it in axum (`route_service`) or
@@ -129,6 +140,9 @@ impl McpHttpService {
                 max_in_flight: DEFAULT_MAX_IN_FLIGHT,
                 body_timeout: DEFAULT_BODY_TIMEOUT,
                 sweeper: AtomicBool::new(false),
+                drain_grace: DEFAULT_DRAIN_GRACE,
+                readiness_path: Some(DEFAULT_READINESS_PATH.to_owned()),
+                draining: tokio::sync::watch::Sender::new(false),
             }),
         }
     }
@@ -149,6 +163,9 @@ impl McpHttpService {
             max_in_flight: arc.max_in_flight,
             body_timeout: arc.body_timeout,
             sweeper: AtomicBool::new(false),
+            drain_grace: arc.drain_grace,
+            readiness_path: arc.readiness_path.clone(),
+            draining: tokio::sync::watch::Sender::new(false),
         });
         f(&mut inner);
         inner.in_flight = Arc::new(Semaphore::new(inner.max_in_flight));
@@ -203,6 +220,25 @@ impl McpHttpService {
         self.map(|i| i.body_timeout = timeout)
     }
 
+    /// How long [`serve_with_shutdown`](Self::serve_with_shutdown), once told to stop, keeps
+    /// serving the connections it already has (default [`DEFAULT_DRAIN_GRACE`], 5 s). During
+    /// the drain every response carries `Connection: close`, so a load balancer that sends one
+    /// more request on a pooled connection gets its answer instead of a reset; the drain ends
+    /// early once every connection has closed. Set it at least as long as the load balancer's
+    /// idle keep-alive timeout towards this server (nginx: `keepalive_timeout` in `upstream`).
+    pub fn drain_grace(self, grace: Duration) -> Self {
+        self.map(|i| i.drain_grace = grace)
+    }
+
+    /// Where [`serve_with_shutdown`](Self::serve_with_shutdown) answers `GET` with `200 ready`,
+    /// or `503 draining` once shutdown began (default [`DEFAULT_READINESS_PATH`], `/ready`);
+    /// `None` serves no readiness endpoint. It needs no authentication and reveals nothing but
+    /// whether this instance takes new work.
+    pub fn readiness_path(self, path: Option<&str>) -> Self {
+        let path = path.map(str::to_owned);
+        self.map(|i| i.readiness_path = path)
+    }
+
     /// Protects the endpoint: every request needs an `Authorization: Bearer` token that
     /// `verifier` accepts, whose audience names `resource` and which carries its required
     /// scopes (401 or 403 with `WWW-Authenticate` otherwise). The protected resource metadata
@@ -236,8 +272,18 @@ impl McpHttpService {
         self.inner.handle(request).await
     }
 
-    /// Serves the endpoint at `path` on `addr` until `shutdown` resolves, then stops accepting,
-    /// ends `subscriptions/listen` streams, and waits (up to 30 s) for requests in flight.
+    /// Serves the endpoint at `path` on `addr` until `shutdown` resolves, then drains:
+    ///
+    /// 1. the listener closes (new connections are refused, so a load balancer sends them to
+    ///    another instance) and the readiness path answers `503 draining`;
+    /// 2. for up to [`drain_grace`](Self::drain_grace), or until every connection has closed,
+    ///    requests already in flight are answered and requests arriving on open keep-alive
+    ///    connections are still served, each response marked `Connection: close`;
+    /// 3. `subscriptions/listen` streams and legacy sessions end, idle connections close, and
+    ///    requests still in flight get up to [`SHUTDOWN_GRACE`] (30 s) to answer.
+    ///
+    /// [`shutdown_signal`](crate::shutdown_signal) is a `shutdown` that resolves on SIGTERM
+    /// or SIGINT.
     pub async fn serve_with_shutdown(
         self,
         listener: TcpListener,
@@ -281,16 +327,14 @@ impl McpHttpService {
                     let endpoint = endpoint.clone();
                     let path = path.clone();
                     async move {
-                        let served = request.uri().path() == &*path
-                            || endpoint
-                                .inner
-                                .protected
-                                .as_ref()
-                                .is_some_and(|p| request.uri().path() == p.metadata_path());
-                        if !served {
-                            return Ok::<_, Infallible>(plain(StatusCode::NOT_FOUND, "Not Found"));
+                        let mut response = endpoint.route_path(request, &path).await;
+                        if endpoint.inner.is_draining() {
+                            // hyper closes the connection once this response is written.
+                            response
+                                .headers_mut()
+                                .insert(header::CONNECTION, HeaderValue::from_static("close"));
                         }
-                        Ok(endpoint.handle(request).await)
+                        Ok::<_, Infallible>(response)
                     }
                 });
             let connection = hyper::server::conn::http1::Builder::new()
@@ -305,7 +349,28 @@ impl McpHttpService {
                 drop(permit);
             });
         }
+        // Session GET streams end now: their clients reconnect, and are refused or routed to
+        // another instance, instead of holding the drain for its whole grace.
+        self.inner.draining.send_replace(true);
         drop(listener);
+        let max = self.inner.max_connections;
+        let open = || max - connections.available_permits();
+        tracing::info!(
+            connections = open(),
+            grace = ?self.inner.drain_grace,
+            "draining: no longer accepting connections"
+        );
+        // Every connection taken back means none is open; the grace bounds the wait.
+        let all_closed = connections.acquire_many(u32::try_from(max).unwrap_or(u32::MAX));
+        if tokio::time::timeout(self.inner.drain_grace, all_closed)
+            .await
+            .is_err()
+        {
+            tracing::info!(
+                connections = open(),
+                "drain grace over: closing the remaining connections"
+            );
+        }
         self.inner.service.shutdown();
         self.inner.close_sessions();
         if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
@@ -316,6 +381,70 @@ impl McpHttpService {
         }
         Ok(())
     }
+
+    /// Serves one request of [`serve_with_shutdown`](Self::serve_with_shutdown): the readiness
+    /// path, the endpoint (and its metadata), 404 elsewhere.
+    async fn route_path(
+        &self,
+        request: Request<hyper::body::Incoming>,
+        path: &str,
+    ) -> Response<McpBody> {
+        let requested = request.uri().path();
+        if self.inner.readiness_path.as_deref() == Some(requested) {
+            if request.method() != Method::GET && request.method() != Method::HEAD {
+                let mut refused = plain(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
+                refused
+                    .headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+                return refused;
+            }
+            return if self.inner.is_draining() {
+                plain(StatusCode::SERVICE_UNAVAILABLE, "draining")
+            } else {
+                plain(StatusCode::OK, "ready")
+            };
+        }
+        let served = requested == path
+            || self
+                .inner
+                .protected
+                .as_ref()
+                .is_some_and(|p| requested == p.metadata_path());
+        if !served {
+            return plain(StatusCode::NOT_FOUND, "Not Found");
+        }
+        self.handle(request).await
+    }
+}
+
+/// Resolves when the process is asked to stop: SIGTERM (what `kill`, systemd and container
+/// runtimes send) or SIGINT (Ctrl-C). Pass it to
+/// [`McpHttpService::serve_with_shutdown`] for a drain on either.
+pub async fn shutdown_signal() {
+    let interrupt = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::warn!(error = %e, "cannot listen for SIGINT");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = terminate.recv() => tracing::info!("SIGTERM: shutting down"),
+                    () = interrupt => tracing::info!("SIGINT: shutting down"),
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                interrupt.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    interrupt.await;
 }
 
 /// The `error_description` of every token a verifier refuses, whatever its reason.
@@ -534,6 +663,10 @@ fn ring_fill(bytes: &mut [u8]) -> Result<(), ()> {
 }
 
 impl Inner {
+    fn is_draining(&self) -> bool {
+        *self.draining.borrow()
+    }
+
     /// One request through the pipeline: check where it comes from, authenticate, check its
     /// headers, read its body under the limits, route it by era, respond.
     async fn handle<B>(self: &Arc<Self>, request: Request<B>) -> Response<McpBody>
@@ -1070,7 +1203,15 @@ impl Inner {
         let Some(session) = self.session(id, principal) else {
             return plain(StatusCode::NOT_FOUND, "Session not found");
         };
-        let Some(stream) = session.stream.open(session.session.closed()) else {
+        let mut draining = self.draining.subscribe();
+        let session_closed = session.session.closed();
+        let closed = async move {
+            tokio::select! {
+                () = session_closed => {}
+                _ = draining.wait_for(|draining| *draining) => {}
+            }
+        };
+        let Some(stream) = session.stream.open(closed) else {
             return plain(
                 StatusCode::CONFLICT,
                 "A stream is already open for this session",

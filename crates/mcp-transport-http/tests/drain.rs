@@ -1,0 +1,349 @@
+//! Zero-downtime restarts: once told to stop, `serve_with_shutdown` refuses new connections,
+//! answers readiness with 503, still serves requests arriving on connections it already had
+//! (each answer marked `Connection: close`), answers requests in flight, ends session GET
+//! streams, and returns once every connection has closed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_server_core::Service;
+use mcp_server_core::mcp::{McpServer, ToolDef};
+use mcp_transport_http::McpHttpService;
+use mcp_types::JsonObject;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, Semaphore};
+
+/// `echo` answers at once; `gate` answers once the test adds a permit to `gate`.
+fn service(started: Arc<Notify>, gate: Arc<Semaphore>) -> Service {
+    let echo = ToolDef::new("echo").handler(|_ctx, a: JsonObject| async move {
+        a.get("text")
+            .and_then(|t| t.as_str())
+            .unwrap_or("")
+            .to_owned()
+    });
+    let gated = ToolDef::new("gate").handler(move |_ctx, _a: JsonObject| {
+        let started = started.clone();
+        let gate = gate.clone();
+        async move {
+            started.notify_one();
+            let _permit = gate.acquire().await;
+            "opened"
+        }
+    });
+    McpServer::new("Drain")
+        .tool(echo)
+        .tool(gated)
+        .into_service()
+        .unwrap()
+}
+
+struct Running {
+    port: u16,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    done: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+async fn start(endpoint: McpHttpService) -> Running {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let done = tokio::spawn(endpoint.serve_with_shutdown(listener, "/mcp", async {
+        let _ = stopped.await;
+    }));
+    Running {
+        port,
+        stop: Some(stop),
+        done,
+    }
+}
+
+impl Running {
+    /// Tells the server to stop and waits until it no longer accepts connections.
+    async fn begin_drain(&mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        for _ in 0..500 {
+            if TcpStream::connect(("127.0.0.1", self.port)).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the draining server still accepts connections");
+    }
+
+    /// The server returns well before its (long) drain grace: every connection closed.
+    async fn finished(self) {
+        tokio::time::timeout(Duration::from_secs(20), self.done)
+            .await
+            .expect("the drain waited for its whole grace with no connection open")
+            .unwrap()
+            .unwrap();
+    }
+}
+
+/// One HTTP/1.1 response read from a keep-alive connection: status line, lowercased headers,
+/// body (by `content-length`).
+struct Answer {
+    status: String,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+async fn read_answer(stream: &mut TcpStream) -> Answer {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i;
+        }
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut chunk))
+            .await
+            .expect("no answer")
+            .unwrap();
+        assert!(
+            n > 0,
+            "the connection closed before an answer: {:?}",
+            String::from_utf8_lossy(&buf)
+        );
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status = lines.next().unwrap().to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .map(|(_, v)| v.parse().unwrap())
+        .expect("a content-length");
+    let mut body = buf[head_end + 4..].to_vec();
+    while body.len() < length {
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut chunk))
+            .await
+            .expect("the body did not arrive")
+            .unwrap();
+        assert!(n > 0, "the connection closed inside the body");
+        body.extend_from_slice(&chunk[..n]);
+    }
+    Answer {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    }
+}
+
+fn get(port: u16, path: &str) -> Vec<u8> {
+    format!("GET {path} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n\r\n").into_bytes()
+}
+
+fn modern_call(port: u16, tool: &str, arguments: serde_json::Value) -> Vec<u8> {
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": tool, "arguments": arguments,
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\n\
+         accept: application/json\r\nmcp-protocol-version: 2026-07-28\r\nmcp-method: tools/call\r\n\
+         mcp-name: {tool}\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// Reads until the peer closes; panics if more bytes arrive.
+async fn closes(stream: &mut TcpStream) {
+    let mut rest = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut rest))
+        .await
+        .expect("the server kept the connection open after Connection: close")
+        .unwrap();
+    assert!(rest.is_empty(), "{:?}", String::from_utf8_lossy(&rest));
+}
+
+#[tokio::test]
+async fn readiness_answers_ready_and_only_to_get() {
+    let mut server = start(McpHttpService::new(service(
+        Arc::default(),
+        Arc::new(Semaphore::new(0)),
+    )))
+    .await;
+    let mut stream = TcpStream::connect(("127.0.0.1", server.port))
+        .await
+        .unwrap();
+    stream.write_all(&get(server.port, "/ready")).await.unwrap();
+    let answer = read_answer(&mut stream).await;
+    assert_eq!(
+        (answer.status.as_str(), answer.body.as_str()),
+        ("HTTP/1.1 200 OK", "ready")
+    );
+    assert_eq!(answer.header("connection"), None);
+    let post = format!(
+        "POST /ready HTTP/1.1\r\nhost: 127.0.0.1:{}\r\ncontent-length: 0\r\n\r\n",
+        server.port
+    );
+    stream.write_all(post.as_bytes()).await.unwrap();
+    let answer = read_answer(&mut stream).await;
+    assert_eq!(answer.status, "HTTP/1.1 405 Method Not Allowed");
+    assert_eq!(answer.header("allow"), Some("GET, HEAD"));
+    drop(stream);
+    server.begin_drain().await;
+    server.finished().await;
+
+    // Turned off, the path is nobody's.
+    let mut server = start(
+        McpHttpService::new(service(Arc::default(), Arc::new(Semaphore::new(0))))
+            .readiness_path(None),
+    )
+    .await;
+    let mut stream = TcpStream::connect(("127.0.0.1", server.port))
+        .await
+        .unwrap();
+    stream.write_all(&get(server.port, "/ready")).await.unwrap();
+    assert_eq!(
+        read_answer(&mut stream).await.status,
+        "HTTP/1.1 404 Not Found"
+    );
+    drop(stream);
+    server.begin_drain().await;
+    server.finished().await;
+}
+
+#[tokio::test]
+async fn a_draining_server_still_answers_on_open_connections_each_time_with_connection_close() {
+    // A grace far longer than the test: the drain must end because the connections closed.
+    let endpoint = McpHttpService::new(service(Arc::default(), Arc::new(Semaphore::new(0))))
+        .drain_grace(Duration::from_secs(600));
+    let mut server = start(endpoint).await;
+    let port = server.port;
+    // Two keep-alive connections, each served once and left idle, as a load balancer's pool.
+    let mut pooled = Vec::new();
+    for _ in 0..2 {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        stream.write_all(&get(port, "/ready")).await.unwrap();
+        assert_eq!(read_answer(&mut stream).await.status, "HTTP/1.1 200 OK");
+        pooled.push(stream);
+    }
+    server.begin_drain().await;
+
+    // A POST sent on an idle pooled connection after the drain began is answered, not reset.
+    let mut first = pooled.remove(0);
+    first
+        .write_all(&modern_call(port, "echo", json!({"text": "still here"})))
+        .await
+        .unwrap();
+    let answer = read_answer(&mut first).await;
+    assert_eq!(answer.status, "HTTP/1.1 200 OK", "{}", answer.body);
+    assert_eq!(answer.header("connection"), Some("close"));
+    let result: serde_json::Value = serde_json::from_str(&answer.body).unwrap();
+    assert_eq!(
+        result["result"]["content"][0]["text"], "still here",
+        "{result}"
+    );
+    closes(&mut first).await;
+
+    // Readiness now says draining, so a health-checking load balancer stops sending.
+    let mut second = pooled.remove(0);
+    second.write_all(&get(port, "/ready")).await.unwrap();
+    let answer = read_answer(&mut second).await;
+    assert_eq!(
+        (answer.status.as_str(), answer.body.as_str()),
+        ("HTTP/1.1 503 Service Unavailable", "draining")
+    );
+    assert_eq!(answer.header("connection"), Some("close"));
+    closes(&mut second).await;
+
+    server.finished().await;
+}
+
+#[tokio::test]
+async fn a_request_in_flight_when_the_drain_begins_gets_its_answer() {
+    let started = Arc::new(Notify::new());
+    let gate = Arc::new(Semaphore::new(0));
+    let endpoint = McpHttpService::new(service(started.clone(), gate.clone()))
+        .drain_grace(Duration::from_secs(600));
+    let mut server = start(endpoint).await;
+    let port = server.port;
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    stream
+        .write_all(&modern_call(port, "gate", json!({})))
+        .await
+        .unwrap();
+    started.notified().await;
+    server.begin_drain().await;
+    gate.add_permits(1);
+    let answer = read_answer(&mut stream).await;
+    assert_eq!(answer.status, "HTTP/1.1 200 OK", "{}", answer.body);
+    assert_eq!(answer.header("connection"), Some("close"));
+    assert!(answer.body.contains("\"opened\""), "{}", answer.body);
+    closes(&mut stream).await;
+    server.finished().await;
+}
+
+#[tokio::test]
+async fn a_session_get_stream_ends_when_the_drain_begins() {
+    let endpoint = McpHttpService::new(service(Arc::default(), Arc::new(Semaphore::new(0))))
+        .drain_grace(Duration::from_secs(600));
+    let mut server = start(endpoint).await;
+    let port = server.port;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}})
+    .to_string();
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    stream
+        .write_all(
+            format!(
+                "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\n\
+                 accept: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{init}",
+                init.len()
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let answer = read_answer(&mut stream).await;
+    let session = answer.header("mcp-session-id").unwrap().to_owned();
+    drop(stream);
+    let mut get_stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    get_stream
+        .write_all(
+            format!(
+                "GET /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\naccept: text/event-stream\r\n\
+                 mcp-session-id: {session}\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut head = [0u8; 512];
+    let n = get_stream.read(&mut head).await.unwrap();
+    assert!(head[..n].starts_with(b"HTTP/1.1 200 OK"));
+    server.begin_drain().await;
+    // The stream's chunked body ends (`0\r\n\r\n`); the connection is the client's again.
+    let mut rest = Vec::new();
+    let mut chunk = [0u8; 512];
+    while !rest.ends_with(b"0\r\n\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(10), get_stream.read(&mut chunk))
+            .await
+            .expect("the GET stream outlived the start of the drain")
+            .unwrap();
+        assert!(n > 0, "closed before the end of the stream");
+        rest.extend_from_slice(&chunk[..n]);
+    }
+    drop(get_stream);
+    server.finished().await;
+}
