@@ -19,6 +19,7 @@
 
 mod cancel;
 mod context;
+pub mod events;
 pub mod gating;
 mod limits;
 pub mod mcp;

@@ -20,7 +20,8 @@ pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 enum Source {
     Request(ResponseStream),
-    Session(SessionStream),
+    /// Frames written by a task (a resumable legacy stream: each event carries its id).
+    Frames(mpsc::Receiver<Bytes>),
 }
 
 /// Where a legacy session's unsolicited messages wait between GET streams: one stream at a
@@ -78,6 +79,11 @@ pub(crate) struct SessionStream {
 }
 
 impl SessionStream {
+    /// The next unsolicited message; `None` once the session closed or the server drains.
+    pub(crate) async fn next(&mut self) -> Option<JsonRpcMessage> {
+        std::future::poll_fn(|cx| self.poll_next(cx)).await
+    }
+
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<JsonRpcMessage>> {
         if self.closed.as_mut().poll(cx).is_ready() {
             return Poll::Ready(None);
@@ -147,9 +153,10 @@ impl McpBody {
         Self::sse_from(first, Source::Request(stream))
     }
 
-    /// An SSE stream of a legacy session's unsolicited messages (the GET stream).
-    pub(crate) fn session_sse(stream: SessionStream) -> Self {
-        Self::sse_from(None, Source::Session(stream))
+    /// An SSE stream of frames already encoded (ids, `retry:`) by the task holding `frames`'
+    /// sender; it ends when that task drops the sender.
+    pub(crate) fn frames(frames: mpsc::Receiver<Bytes>) -> Self {
+        Self::sse_from(None, Source::Frames(frames))
     }
 
     /// This body, holding `permit` until it is done.
@@ -174,6 +181,11 @@ fn event(message: &JsonRpcMessage) -> Bytes {
     Bytes::from(format!("event: message\ndata: {message}\n\n"))
 }
 
+/// One SSE event carrying `message` under the event id `id`.
+pub(crate) fn event_with_id(id: &str, message: &JsonRpcMessage) -> Bytes {
+    Bytes::from(format!("id: {id}\nevent: message\ndata: {message}\n\n"))
+}
+
 impl Body for McpBody {
     type Data = Bytes;
     type Error = Infallible;
@@ -195,7 +207,16 @@ impl Body for McpBody {
                 }
                 let next = match source {
                     Source::Request(stream) => stream.poll_next(cx),
-                    Source::Session(stream) => stream.poll_next(cx),
+                    Source::Frames(frames) => match frames.poll_recv(cx) {
+                        Poll::Ready(Some(frame)) => {
+                            keep_alive
+                                .as_mut()
+                                .reset(tokio::time::Instant::now() + KEEP_ALIVE);
+                            return Poll::Ready(Some(Ok(Frame::data(frame))));
+                        }
+                        Poll::Ready(None) => return Poll::Ready(None),
+                        Poll::Pending => Poll::Pending,
+                    },
                 };
                 match next {
                     Poll::Ready(Some(message)) => {

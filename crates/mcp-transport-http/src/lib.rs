@@ -36,7 +36,7 @@ pub use rustls;
 pub use server::{
     DEFAULT_BODY_TIMEOUT, DEFAULT_DRAIN_GRACE, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_SESSIONS, DEFAULT_READINESS_PATH, HEADER_READ_TIMEOUT,
-    McpHttpService, SESSION_IDLE_TIMEOUT, SHUTDOWN_GRACE, serve, shutdown_signal,
+    McpHttpService, SESSION_IDLE_TIMEOUT, SHUTDOWN_GRACE, SSE_RETRY, serve, shutdown_signal,
 };
 #[cfg(feature = "tls")]
 pub use tls::{TLS_HANDSHAKE_TIMEOUT, serve_tls, server_config};

@@ -18,6 +18,7 @@ use http_body::Body;
 use http_body_util::{BodyExt, Limited};
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
+use mcp_server_core::events::{EventStore, EventStoreError, MemoryEventStore};
 use mcp_server_core::seal::Principal;
 use mcp_server_core::{
     LEGACY_VERSIONS, MODERN_VERSIONS, ResponseStream, Service, Session, TransportContext,
@@ -56,12 +57,24 @@ pub const DEFAULT_DRAIN_GRACE: Duration = Duration::from_secs(5);
 /// Where [`McpHttpService::serve_with_shutdown`] answers readiness unless configured.
 pub const DEFAULT_READINESS_PATH: &str = "/ready";
 
+/// The reconnection delay (`retry:`) the priming event of a resumable stream asks for.
+pub const SSE_RETRY: Duration = Duration::from_secs(1);
+/// The most encoded SSE frames waiting for a slow client on one resumable stream; the task
+/// writing them waits beyond (the handler's own stream then applies backpressure).
+const FRAME_QUEUE: usize = 32;
+
 /// A legacy session on this endpoint, bound to the principal that opened it.
 struct LegacySession {
+    id: String,
     session: Session,
     principal: Option<Principal>,
     stream: Arc<StreamSlot>,
+    /// Numbers the session's POST streams (`p1`, `p2`, …) for their event ids.
+    posts: Arc<std::sync::atomic::AtomicU64>,
 }
+
+/// The session's GET stream in event ids (`g.7`); POST streams are `p{n}`.
+const GET_STREAM: &str = "g";
 
 struct Inner {
     service: Service,
@@ -82,6 +95,7 @@ struct Inner {
     readiness_path: Option<String>,
     /// `true` once [`McpHttpService::serve_with_shutdown`] began to drain.
     draining: tokio::sync::watch::Sender<bool>,
+    events: Arc<dyn EventStore>,
 }
 
 /// The MCP endpoint as a hyper and `tower` service: mount it in axum (`route_service`) or
@@ -143,6 +157,7 @@ impl McpHttpService {
                 drain_grace: DEFAULT_DRAIN_GRACE,
                 readiness_path: Some(DEFAULT_READINESS_PATH.to_owned()),
                 draining: tokio::sync::watch::Sender::new(false),
+                events: Arc::new(MemoryEventStore::new()),
             }),
         }
     }
@@ -166,6 +181,7 @@ impl McpHttpService {
             drain_grace: arc.drain_grace,
             readiness_path: arc.readiness_path.clone(),
             draining: tokio::sync::watch::Sender::new(false),
+            events: arc.events.clone(),
         });
         f(&mut inner);
         inner.in_flight = Arc::new(Semaphore::new(inner.max_in_flight));
@@ -237,6 +253,16 @@ impl McpHttpService {
     pub fn readiness_path(self, path: Option<&str>) -> Self {
         let path = path.map(str::to_owned);
         self.map(|i| i.readiness_path = path)
+    }
+
+    /// Where the SSE events of 2025-11-25 sessions are kept for clients that reconnect with
+    /// `Last-Event-ID` (default: a [`MemoryEventStore`] with its default limits). Every event
+    /// of a session's POST and GET streams carries an id; a POST stream opens with a priming
+    /// event (an id, `retry:` [`SSE_RETRY`], no data), and a client whose stream broke gets
+    /// the events it missed, and then the rest, from a GET naming the last id it saw.
+    /// 2026-07-28 streams have no event ids and are never stored.
+    pub fn event_store(self, store: Arc<dyn EventStore>) -> Self {
+        self.map(|i| i.events = store)
     }
 
     /// Protects the endpoint: every request needs an `Authorization: Bearer` token that
@@ -715,7 +741,15 @@ impl Inner {
         };
         match parts.method {
             Method::POST => {}
-            Method::GET => return self.get(session_id.as_deref(), principal.as_ref()),
+            Method::GET => {
+                let last_event_id = match header_str(&parts.headers, headers::LAST_EVENT_ID) {
+                    Ok(id) => id,
+                    Err(e) => return plain_owned(StatusCode::BAD_REQUEST, e),
+                };
+                return self
+                    .get(session_id.as_deref(), principal.as_ref(), last_event_id)
+                    .await;
+            }
             Method::DELETE => return self.delete(session_id.as_deref(), principal.as_ref()),
             _ => return not_allowed(),
         }
@@ -1097,9 +1131,11 @@ impl Inner {
             };
         };
         let session = Arc::new(LegacySession {
+            id: id.clone(),
             session,
             principal,
             stream: Arc::new(StreamSlot::new(unsolicited)),
+            posts: Arc::default(),
         });
         if let Ok(mut sessions) = self.sessions.lock() {
             sessions.insert(id.clone(), session);
@@ -1122,7 +1158,23 @@ impl Inner {
         let Some(session) = self.session(id, incoming.transport.principal.as_ref()) else {
             return plain(StatusCode::NOT_FOUND, "Session not found");
         };
-        legacy(&session.session, message, incoming.transport, incoming.sse).await
+        let resumable = incoming.sse.then(|| Resumable {
+            events: self.events.clone(),
+            session: session.id.clone(),
+            posts: session.posts.clone(),
+        });
+        legacy(&session.session, message, incoming.transport, resumable).await
+    }
+
+    /// Forgets the SSE history of a session that closed.
+    fn forget_history(&self, session: &str) {
+        let events = self.events.clone();
+        let session = session.to_owned();
+        tokio::spawn(async move {
+            if let Err(e) = events.expire(&session).await {
+                tracing::warn!(error = %e, "could not expire a closed session's SSE history");
+            }
+        });
     }
 
     fn live_sessions(&self) -> usize {
@@ -1140,6 +1192,11 @@ impl Inner {
                 s.stream.is_open() || now.duration_since(s.stream.last_seen()) < self.session_idle;
             if !fresh {
                 s.session.close();
+                let events = self.events.clone();
+                let id = s.id.clone();
+                tokio::spawn(async move {
+                    let _ = events.expire(&id).await;
+                });
             }
             fresh
         });
@@ -1175,6 +1232,7 @@ impl Inner {
         };
         for session in drained {
             session.session.close();
+            self.forget_history(&session.id);
         }
     }
 
@@ -1196,13 +1254,47 @@ impl Inner {
         Some(session)
     }
 
-    fn get(&self, session_id: Option<&str>, principal: Option<&Principal>) -> Response<McpBody> {
+    async fn get(
+        &self,
+        session_id: Option<&str>,
+        principal: Option<&Principal>,
+        last_event_id: Option<&str>,
+    ) -> Response<McpBody> {
         let Some(id) = session_id else {
             return not_allowed();
         };
         let Some(session) = self.session(id, principal) else {
             return plain(StatusCode::NOT_FOUND, "Session not found");
         };
+        let resume = match last_event_id.map(parse_event_id) {
+            None => None,
+            Some(Some(resume)) => Some(resume),
+            Some(None) => {
+                return plain(
+                    StatusCode::BAD_REQUEST,
+                    "Last-Event-ID is not an event id this server sent",
+                );
+            }
+        };
+        let mut after_get = 0;
+        let mut replayed = Vec::new();
+        match resume {
+            Some((stream, after)) if stream != GET_STREAM => {
+                return self.resume_post(&session.id, stream, after).await;
+            }
+            Some((_, after)) => {
+                match self
+                    .events
+                    .read_after(&session.id, GET_STREAM, after, Duration::ZERO)
+                    .await
+                {
+                    Ok(replay) => replayed = replay.events,
+                    Err(e) => return history_refusal(&e),
+                }
+                after_get = after;
+            }
+            None => {}
+        }
         let mut draining = self.draining.subscribe();
         let session_closed = session.session.closed();
         let closed = async move {
@@ -1211,13 +1303,85 @@ impl Inner {
                 _ = draining.wait_for(|draining| *draining) => {}
             }
         };
-        let Some(stream) = session.stream.open(closed) else {
+        let Some(mut stream) = session.stream.open(closed) else {
             return plain(
                 StatusCode::CONFLICT,
                 "A stream is already open for this session",
             );
         };
-        sse_response(McpBody::session_sse(stream))
+        let (tx, rx) = tokio::sync::mpsc::channel(FRAME_QUEUE);
+        let events = self.events.clone();
+        let session_id = session.id.clone();
+        tokio::spawn(async move {
+            for (n, message) in replayed.iter().filter(|(n, _)| *n > after_get) {
+                let frame = crate::body::event_with_id(&format!("{GET_STREAM}.{n}"), message);
+                if tx.send(frame).await.is_err() {
+                    return;
+                }
+            }
+            loop {
+                let message = tokio::select! {
+                    message = stream.next() => match message {
+                        Some(message) => message,
+                        None => return,
+                    },
+                    () = tx.closed() => return,
+                };
+                let frame = stored_frame(&*events, &session_id, GET_STREAM, &message).await;
+                // A message the client did not get is in the history: it resumes from there.
+                if tx.send(frame).await.is_err() {
+                    return;
+                }
+            }
+        });
+        sse_response(McpBody::frames(rx))
+    }
+
+    /// A GET resuming POST stream `stream` after event `after`: what it missed, then the rest
+    /// as the request produces it, until its answer.
+    async fn resume_post(&self, session: &str, stream: &str, after: u64) -> Response<McpBody> {
+        let first = match self
+            .events
+            .read_after(session, stream, after, Duration::ZERO)
+            .await
+        {
+            Ok(first) => first,
+            Err(e) => return history_refusal(&e),
+        };
+        let (tx, rx) = tokio::sync::mpsc::channel(FRAME_QUEUE);
+        let events = self.events.clone();
+        let session = session.to_owned();
+        let stream = stream.to_owned();
+        let mut draining = self.draining.subscribe();
+        tokio::spawn(async move {
+            let mut replay = first;
+            let mut after = after;
+            loop {
+                for (n, message) in &replay.events {
+                    let frame = crate::body::event_with_id(&format!("{stream}.{n}"), message);
+                    if tx.send(frame).await.is_err() {
+                        return;
+                    }
+                    after = *n;
+                }
+                if replay.finished {
+                    return;
+                }
+                let next = tokio::select! {
+                    next = events.read_after(&session, &stream, after, crate::KEEP_ALIVE) => next,
+                    () = tx.closed() => return,
+                    _ = draining.wait_for(|draining| *draining) => return,
+                };
+                replay = match next {
+                    Ok(replay) => replay,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "a resumed SSE stream lost its history");
+                        return;
+                    }
+                };
+            }
+        });
+        sse_response(McpBody::frames(rx))
     }
 
     fn delete(&self, session_id: Option<&str>, principal: Option<&Principal>) -> Response<McpBody> {
@@ -1231,6 +1395,7 @@ impl Inner {
         match removed {
             Some(session) => {
                 session.session.close();
+                self.forget_history(&session.id);
                 plain(StatusCode::OK, "")
             }
             None => plain(StatusCode::NOT_FOUND, "Session not found"),
@@ -1462,27 +1627,38 @@ async fn respond(mut stream: ResponseStream, sse: bool) -> Response<McpBody> {
     }
 }
 
+/// Where a legacy POST's SSE answer is recorded, so that a client can resume it.
+struct Resumable {
+    events: Arc<dyn EventStore>,
+    session: String,
+    /// The session's count of POST streams, which names this one when it opens.
+    posts: Arc<std::sync::atomic::AtomicU64>,
+}
+
 /// A message of a legacy session: requests answer like modern ones (server-to-client requests
 /// ride the SSE stream), everything else is accepted. A client that takes no SSE has no
-/// back-channel, so its handlers cannot ask it anything.
+/// back-channel, so its handlers cannot ask it anything. An SSE answer is resumable: its
+/// events are recorded under `resumable`, and a client that disconnects does not cancel the
+/// request (2025-11-25: a disconnect is not a cancellation); it resumes with `Last-Event-ID`.
 async fn legacy(
     session: &Session,
     message: JsonRpcMessage,
     transport: TransportContext,
-    sse: bool,
+    resumable: Option<Resumable>,
 ) -> Response<McpBody> {
+    let sse = resumable.is_some();
     match session.handle_with(message, transport, sse) {
         None => accepted(),
         Some(mut stream) => {
             let Some(first) = stream.next().await else {
                 return accepted();
             };
-            match &first {
-                JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {
+            match (&first, resumable) {
+                (JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_), _) => {
                     json(StatusCode::OK, &first)
                 }
-                _ if sse => sse_response(McpBody::sse(Some(first), stream)),
-                _ => {
+                (_, Some(resumable)) => sse_response(record(resumable, first, stream)),
+                (_, None) => {
                     // A JSON-only client cannot receive mid-call requests; send the final answer.
                     while let Some(next) = stream.next().await {
                         if matches!(next, JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_)) {
@@ -1492,6 +1668,91 @@ async fn legacy(
                     accepted()
                 }
             }
+        }
+    }
+}
+
+/// The SSE body of a resumable POST answer: a priming event, then each message stored and
+/// sent with its id. The request runs to its end even when the client went away (its session
+/// closing still cancels it), so its answer waits in the history.
+fn record(resumable: Resumable, first: JsonRpcMessage, mut stream: ResponseStream) -> McpBody {
+    let (tx, rx) = tokio::sync::mpsc::channel(FRAME_QUEUE);
+    let Resumable {
+        events,
+        session,
+        posts,
+    } = resumable;
+    let name = format!(
+        "p{}",
+        posts.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
+    );
+    tokio::spawn(async move {
+        let priming = Bytes::from(format!(
+            "id: {name}.0\nretry: {}\ndata: \n\n",
+            SSE_RETRY.as_millis()
+        ));
+        let mut live = tx.send(priming).await.is_ok().then_some(tx);
+        let mut next = Some(first);
+        loop {
+            let message = match next.take() {
+                Some(message) => message,
+                None => match stream.next().await {
+                    Some(message) => message,
+                    None => break,
+                },
+            };
+            let frame = stored_frame(&*events, &session, &name, &message).await;
+            if let Some(tx) = &live
+                && tx.send(frame).await.is_err()
+            {
+                live = None;
+            }
+        }
+        if let Err(e) = events.finish(&session, &name).await {
+            tracing::warn!(error = %e, "could not mark an SSE stream ended in the event store");
+        }
+    });
+    McpBody::frames(rx)
+}
+
+/// `message` appended to the history and encoded with its event id; without an id (and a
+/// warning) when the store fails, so the live client still gets it.
+async fn stored_frame(
+    events: &dyn EventStore,
+    session: &str,
+    stream: &str,
+    message: &JsonRpcMessage,
+) -> Bytes {
+    match events.append(session, stream, message).await {
+        Ok(n) => crate::body::event_with_id(&format!("{stream}.{n}"), message),
+        Err(e) => {
+            tracing::warn!(error = %e, "an SSE event is sent without an id: the event store failed");
+            Bytes::from(format!("event: message\ndata: {message}\n\n"))
+        }
+    }
+}
+
+/// `p3.5` → (`p3`, 5); `g.2` → (`g`, 2). Anything else is not ours.
+fn parse_event_id(id: &str) -> Option<(&str, u64)> {
+    let (stream, n) = id.split_once('.')?;
+    let n = n.parse().ok()?;
+    let ours = stream == GET_STREAM
+        || stream
+            .strip_prefix('p')
+            .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()));
+    ours.then_some((stream, n))
+}
+
+/// The answer to a resumption the history cannot serve.
+fn history_refusal(error: &EventStoreError) -> Response<McpBody> {
+    match error {
+        EventStoreError::Gone => plain(
+            StatusCode::GONE,
+            "The events after Last-Event-ID are no longer kept",
+        ),
+        other => {
+            tracing::warn!(error = %other, "SSE resumption failed");
+            busy("The event history is unavailable; retry shortly")
         }
     }
 }

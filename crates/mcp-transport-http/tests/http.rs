@@ -505,11 +505,18 @@ async fn a_legacy_session_gets_its_elicitation_on_the_posts_sse_stream() {
     let (status, headers, body) = call.await.unwrap();
     assert_eq!(status, StatusCode::OK);
     assert_eq!(headers["content-type"], "text/event-stream");
+    // Resumable: a priming event (id, retry, no data), then every event with its id.
+    assert!(
+        body.starts_with("id: p1.0\nretry: 1000\ndata: \n\n"),
+        "{body}"
+    );
     let events: Vec<Value> = body
         .split("\n\n")
-        .filter_map(|e| e.strip_prefix("event: message\ndata: "))
+        .enumerate()
+        .filter_map(|(i, e)| e.strip_prefix(&format!("id: p1.{i}\nevent: message\ndata: ")))
         .map(body_json)
         .collect();
+    assert_eq!(events.len(), 2, "{body}");
     assert_eq!(events[0]["method"], "elicitation/create");
     assert_eq!(
         events[1]["result"]["content"][0]["text"],

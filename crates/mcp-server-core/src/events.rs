@@ -1,0 +1,400 @@
+//! SSE event history: what a 2025-11-25 client that reconnects with `Last-Event-ID` gets
+//! back. The [`EventStore`] trait (append an event to a stream, read after an event, expire a
+//! session's history) and [`MemoryEventStore`], the bounded in-memory default.
+//!
+//! A stream is named by its legacy session and a stream id the transport picks (one per POST
+//! answered with SSE, one for the session's GET stream). Events are numbered from 1 within
+//! their stream, so an event id is the pair. 2026-07-28 has no SSE event ids and no
+//! resumption (a broken stream loses its request, which the client re-issues), so nothing of
+//! that era goes through a store.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use mcp_types::JsonRpcMessage;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// The future an [`EventStore`] method returns.
+pub type EventFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, EventStoreError>> + Send + 'a>>;
+
+/// Why an event store operation failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventStoreError {
+    /// The history no longer holds the events after the one named (expired, evicted or
+    /// never written): the client cannot resume there.
+    Gone,
+    /// The store holds as many streams as it may and none can be evicted.
+    Full {
+        /// The limit.
+        limit: usize,
+    },
+    /// The store could not be reached or answered an error (a remote store).
+    Unavailable(String),
+}
+
+impl fmt::Display for EventStoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EventStoreError::Gone => f.write_str("the event history no longer holds that event"),
+            EventStoreError::Full { limit } => {
+                write!(f, "the event store holds its limit of {limit} streams")
+            }
+            EventStoreError::Unavailable(why) => write!(f, "the event store is unavailable: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for EventStoreError {}
+
+/// Events read after an event id.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    /// The events, oldest first, each with its number in the stream.
+    pub events: Vec<(u64, JsonRpcMessage)>,
+    /// Whether the stream has ended: nothing will follow the last event.
+    pub finished: bool,
+}
+
+/// Where SSE events wait for a client to resume (see the module docs).
+pub trait EventStore: Send + Sync + fmt::Debug {
+    /// Appends `message` to the stream `stream` of `session` (creating the stream) and answers
+    /// its number, 1 for the first event of a stream.
+    fn append<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+        message: &'a JsonRpcMessage,
+    ) -> EventFuture<'a, u64>;
+
+    /// Marks the stream ended: a reader gets `finished` after its last event, and the store
+    /// may forget it after its retention.
+    fn finish<'a>(&'a self, session: &'a str, stream: &'a str) -> EventFuture<'a, ()>;
+
+    /// The events of the stream after event number `after` (0: from the start). When there
+    /// are none yet and the stream has not ended, waits up to `wait` for one. A stream the
+    /// store does not know, or whose history no longer reaches back to `after`, is
+    /// [`EventStoreError::Gone`].
+    fn read_after<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+        after: u64,
+        wait: Duration,
+    ) -> EventFuture<'a, Replay>;
+
+    /// Forgets every stream of `session` (it closed or expired).
+    fn expire<'a>(&'a self, session: &'a str) -> EventFuture<'a, ()>;
+}
+
+/// The most streams a [`MemoryEventStore`] keeps unless configured.
+pub const DEFAULT_MAX_STREAMS: usize = 10_000;
+/// The most events one stream of a [`MemoryEventStore`] keeps unless configured; older ones
+/// are dropped, and resuming before them is [`EventStoreError::Gone`].
+pub const DEFAULT_MAX_EVENTS_PER_STREAM: usize = 1_000;
+/// How long a [`MemoryEventStore`] keeps an ended stream unless configured.
+pub const DEFAULT_FINISHED_RETENTION: Duration = Duration::from_secs(5 * 60);
+
+struct Log {
+    /// The retained events, oldest first.
+    events: VecDeque<(u64, JsonRpcMessage)>,
+    /// The number of the last event appended (0: none).
+    last: u64,
+    finished_at: Option<Instant>,
+    created: Instant,
+    /// Carries `last` to readers waiting for a new event.
+    changed: watch::Sender<u64>,
+}
+
+/// Every stream's log, by (session, stream).
+type Logs = HashMap<(String, String), Log>;
+
+/// An [`EventStore`] in this process's memory, bounded in streams, events per stream and the
+/// retention of ended streams. When it is full, the oldest ended stream is evicted, else the
+/// oldest stream.
+pub struct MemoryEventStore {
+    logs: Mutex<Logs>,
+    max_streams: usize,
+    max_events: usize,
+    retention: Duration,
+}
+
+impl fmt::Debug for MemoryEventStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryEventStore")
+            .field("max_streams", &self.max_streams)
+            .field("max_events", &self.max_events)
+            .field("retention", &self.retention)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for MemoryEventStore {
+    fn default() -> Self {
+        MemoryEventStore {
+            logs: Mutex::new(HashMap::new()),
+            max_streams: DEFAULT_MAX_STREAMS,
+            max_events: DEFAULT_MAX_EVENTS_PER_STREAM,
+            retention: DEFAULT_FINISHED_RETENTION,
+        }
+    }
+}
+
+impl MemoryEventStore {
+    /// A store with the default limits.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The most streams kept (default [`DEFAULT_MAX_STREAMS`]).
+    pub fn max_streams(mut self, streams: usize) -> Self {
+        self.max_streams = streams.max(1);
+        self
+    }
+
+    /// The most events kept per stream (default [`DEFAULT_MAX_EVENTS_PER_STREAM`]).
+    pub fn max_events_per_stream(mut self, events: usize) -> Self {
+        self.max_events = events.max(1);
+        self
+    }
+
+    /// How long an ended stream is kept (default [`DEFAULT_FINISHED_RETENTION`]).
+    pub fn finished_retention(mut self, retention: Duration) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    fn locked(&self) -> Result<std::sync::MutexGuard<'_, Logs>, EventStoreError> {
+        self.logs
+            .lock()
+            .map_err(|_| EventStoreError::Unavailable("the store's lock is poisoned".into()))
+    }
+
+    fn append_now(
+        &self,
+        session: &str,
+        stream: &str,
+        message: &JsonRpcMessage,
+    ) -> Result<u64, EventStoreError> {
+        let mut logs = self.locked()?;
+        let now = Instant::now();
+        let key = (session.to_owned(), stream.to_owned());
+        if !logs.contains_key(&key) {
+            let retention = self.retention;
+            logs.retain(|_, log| log.finished_at.is_none_or(|at| now - at < retention));
+            if logs.len() >= self.max_streams {
+                let victim = logs
+                    .iter()
+                    .min_by_key(|(_, log)| (log.finished_at.is_none(), log.created))
+                    .map(|(key, _)| key.clone());
+                match victim {
+                    Some(victim) => {
+                        logs.remove(&victim);
+                    }
+                    None => {
+                        return Err(EventStoreError::Full {
+                            limit: self.max_streams,
+                        });
+                    }
+                }
+            }
+            logs.insert(
+                key.clone(),
+                Log {
+                    events: VecDeque::new(),
+                    last: 0,
+                    finished_at: None,
+                    created: now,
+                    changed: watch::Sender::new(0),
+                },
+            );
+        }
+        let log = logs.get_mut(&key).ok_or(EventStoreError::Gone)?;
+        log.last += 1;
+        log.events.push_back((log.last, message.clone()));
+        while log.events.len() > self.max_events {
+            log.events.pop_front();
+        }
+        log.changed.send_replace(log.last);
+        Ok(log.last)
+    }
+
+    /// The events after `after` now, or a receiver to wait on when there are none yet.
+    fn read_now(
+        &self,
+        session: &str,
+        stream: &str,
+        after: u64,
+    ) -> Result<Result<Replay, watch::Receiver<u64>>, EventStoreError> {
+        let logs = self.locked()?;
+        let log = logs
+            .get(&(session.to_owned(), stream.to_owned()))
+            .ok_or(EventStoreError::Gone)?;
+        let oldest = log.events.front().map_or(log.last + 1, |(n, _)| *n);
+        if after > log.last || after + 1 < oldest {
+            return Err(EventStoreError::Gone);
+        }
+        let finished = log.finished_at.is_some();
+        if after == log.last && !finished {
+            return Ok(Err(log.changed.subscribe()));
+        }
+        let events = log
+            .events
+            .iter()
+            .filter(|(n, _)| *n > after)
+            .cloned()
+            .collect();
+        Ok(Ok(Replay { events, finished }))
+    }
+}
+
+impl EventStore for MemoryEventStore {
+    fn append<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+        message: &'a JsonRpcMessage,
+    ) -> EventFuture<'a, u64> {
+        Box::pin(async move { self.append_now(session, stream, message) })
+    }
+
+    fn finish<'a>(&'a self, session: &'a str, stream: &'a str) -> EventFuture<'a, ()> {
+        Box::pin(async move {
+            let mut logs = self.locked()?;
+            if let Some(log) = logs.get_mut(&(session.to_owned(), stream.to_owned())) {
+                log.finished_at = Some(Instant::now());
+                let last = log.last;
+                log.changed.send_replace(last);
+            }
+            Ok(())
+        })
+    }
+
+    fn read_after<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+        after: u64,
+        wait: Duration,
+    ) -> EventFuture<'a, Replay> {
+        Box::pin(async move {
+            let mut changed = match self.read_now(session, stream, after)? {
+                Ok(replay) => return Ok(replay),
+                Err(changed) => changed,
+            };
+            // A change (or the deadline) and one more look; the receiver saw `after` already.
+            let _ = tokio::time::timeout(wait, changed.changed()).await;
+            match self.read_now(session, stream, after)? {
+                Ok(replay) => Ok(replay),
+                Err(_) => Ok(Replay {
+                    events: Vec::new(),
+                    finished: false,
+                }),
+            }
+        })
+    }
+
+    fn expire<'a>(&'a self, session: &'a str) -> EventFuture<'a, ()> {
+        Box::pin(async move {
+            self.locked()?.retain(|(s, _), _| s != session);
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_types::JsonRpcNotification;
+
+    fn note(n: u64) -> JsonRpcMessage {
+        JsonRpcMessage::Notification(
+            JsonRpcNotification::new(
+                "notifications/progress",
+                &serde_json::json!({"progress": n}),
+            )
+            .unwrap(),
+        )
+    }
+
+    /// The events as `(number, wire text)`.
+    fn wire(events: &[(u64, JsonRpcMessage)]) -> Vec<(u64, String)> {
+        events.iter().map(|(n, m)| (*n, m.to_string())).collect()
+    }
+
+    fn notes(numbers: &[u64]) -> Vec<(u64, String)> {
+        numbers.iter().map(|n| (*n, note(*n).to_string())).collect()
+    }
+
+    fn gone(result: Result<Replay, EventStoreError>) -> bool {
+        matches!(result, Err(EventStoreError::Gone))
+    }
+
+    #[tokio::test]
+    async fn events_replay_after_an_id_and_the_end_is_reported() {
+        let store = MemoryEventStore::new();
+        for n in 1..=3 {
+            assert_eq!(store.append("s", "p1", &note(n)).await.unwrap(), n);
+        }
+        let replay = store
+            .read_after("s", "p1", 1, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(wire(&replay.events), notes(&[2, 3]));
+        assert!(!replay.finished);
+        store.finish("s", "p1").await.unwrap();
+        let replay = store
+            .read_after("s", "p1", 3, Duration::from_secs(60))
+            .await
+            .unwrap();
+        assert!(replay.events.is_empty() && replay.finished);
+        // Another session's stream of the same id is not this one.
+        assert!(gone(store.read_after("t", "p1", 0, Duration::ZERO).await));
+    }
+
+    #[tokio::test]
+    async fn a_reader_waiting_at_the_end_wakes_on_the_next_event() {
+        let store = std::sync::Arc::new(MemoryEventStore::new());
+        store.append("s", "g", &note(1)).await.unwrap();
+        let reader = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .read_after("s", "g", 1, Duration::from_secs(600))
+                    .await
+            })
+        };
+        tokio::task::yield_now().await;
+        store.append("s", "g", &note(2)).await.unwrap();
+        let replay = reader.await.unwrap().unwrap();
+        assert_eq!(wire(&replay.events), notes(&[2]));
+    }
+
+    #[tokio::test]
+    async fn the_limits_hold_and_resuming_before_the_kept_history_is_gone() {
+        let store = MemoryEventStore::new()
+            .max_events_per_stream(2)
+            .max_streams(2);
+        for n in 1..=4 {
+            store.append("s", "p1", &note(n)).await.unwrap();
+        }
+        assert!(gone(store.read_after("s", "p1", 1, Duration::ZERO).await));
+        let kept = store
+            .read_after("s", "p1", 2, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(wire(&kept.events), notes(&[3, 4]));
+        // A third stream evicts the oldest: p1, which has not ended, goes only if none has.
+        store.append("s", "p2", &note(1)).await.unwrap();
+        store.finish("s", "p2").await.unwrap();
+        store.append("s", "p3", &note(1)).await.unwrap();
+        assert!(gone(store.read_after("s", "p2", 0, Duration::ZERO).await));
+        assert!(store.read_after("s", "p1", 2, Duration::ZERO).await.is_ok());
+        store.expire("s").await.unwrap();
+        assert!(gone(store.read_after("s", "p3", 0, Duration::ZERO).await));
+    }
+}
