@@ -19,6 +19,17 @@ const LAYERS: &[(&str, Option<&[&str]>)] = &[
     ("mcp-client", None),
     ("mcp-transport-http", None),
     ("mcp-transport-stdio", None),
+    (
+        "mcp-store-redis",
+        Some(&[
+            "redis",
+            "serde",
+            "serde_json",
+            "tokio",
+            "tracing",
+            "futures-util",
+        ]),
+    ),
     ("mcp", None),
     (
         "mcp-term",

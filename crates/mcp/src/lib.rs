@@ -133,6 +133,12 @@ pub mod stdio {
     }
 }
 
+/// Redis stores shared by a fleet of instances (feature `redis`): see `docs/scale-out.md`.
+#[cfg(feature = "redis")]
+pub mod redis {
+    pub use mcp_store_redis::*;
+}
+
 /// Streamable HTTP: serve the endpoint, mount it in axum, or connect as a client.
 #[cfg(feature = "http")]
 pub mod http {

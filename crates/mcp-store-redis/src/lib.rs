@@ -1,0 +1,276 @@
+//! Redis stores for a fleet of MCP server instances: [`RedisTaskStore`]
+//! ([`TaskStore`](mcp_server_core::tasks::TaskStore)), [`RedisEventStore`]
+//! ([`EventStore`](mcp_server_core::events::EventStore)) and [`RedisSeenStore`]
+//! ([`SeenStore`](mcp_state_seal::SeenStore), the replay guard), all from one [`RedisStores`].
+//!
+//! - **Keys** all start with the configured prefix (default `mcp`), and every key has a TTL:
+//!   tasks their protocol TTL (capped by [`RedisConfig::max_task_retention`]), seen-state ids
+//!   their state's expiry, SSE history the retention of its stream.
+//! - **Across instances**: every change of a task is published on `{prefix}:task-changed`;
+//!   each instance's [`TaskStore::watch`](mcp_server_core::tasks::TaskStore::watch) feed wakes
+//!   on it, so a `tasks/update` or `tasks/cancel` that reached one instance wakes the worker
+//!   running on another. A task whose worker died keeps its lapsed lease in
+//!   `{prefix}:task-leases` until an instance's sweep marks it `failed`.
+//! - **Failures**: every command has a deadline ([`RedisConfig::command_timeout`], 2 s);
+//!   a lost connection is retried by the connection manager a bounded number of times
+//!   ([`RedisConfig::reconnect_attempts`]), and beyond that each operation fails with an
+//!   error naming Redis, never hangs. The seen-store fails closed (a state is refused when
+//!   Redis cannot answer).
+
+#![forbid(unsafe_code)]
+
+mod events;
+mod seen;
+mod tasks;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+pub use events::RedisEventStore;
+pub use seen::RedisSeenStore;
+pub use tasks::RedisTaskStore;
+
+/// How long one Redis command may take unless configured.
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often a lost connection is retried before operations fail, unless configured.
+pub const DEFAULT_RECONNECT_ATTEMPTS: usize = 3;
+/// The longest a task is kept unless configured (a task without a TTL included).
+pub const DEFAULT_MAX_TASK_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
+/// How many tasks the fleet holds at once unless configured.
+pub const DEFAULT_MAX_TASKS: usize = 100_000;
+/// The most events kept per SSE stream unless configured.
+pub const DEFAULT_MAX_EVENTS_PER_STREAM: usize = 1_000;
+/// How long an SSE stream's history is kept after its last event unless configured.
+pub const DEFAULT_EVENT_RETENTION: Duration = Duration::from_secs(30 * 60);
+
+/// Where Redis is and how the stores use it.
+#[derive(Clone)]
+pub struct RedisConfig {
+    url: String,
+    prefix: String,
+    command_timeout: Duration,
+    reconnect_attempts: usize,
+    max_task_retention: Duration,
+    max_tasks: usize,
+    max_events_per_stream: usize,
+    event_retention: Duration,
+}
+
+impl fmt::Debug for RedisConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The URL may carry a password: only its scheme is shown.
+        f.debug_struct("RedisConfig")
+            .field("url", &self.url.split("://").next().unwrap_or("redis"))
+            .field("prefix", &self.prefix)
+            .field("command_timeout", &self.command_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisConfig {
+    /// The stores on the Redis at `url` (`redis://127.0.0.1:6379/0`), with the defaults.
+    pub fn new(url: impl Into<String>) -> Self {
+        RedisConfig {
+            url: url.into(),
+            prefix: "mcp".into(),
+            command_timeout: DEFAULT_COMMAND_TIMEOUT,
+            reconnect_attempts: DEFAULT_RECONNECT_ATTEMPTS,
+            max_task_retention: DEFAULT_MAX_TASK_RETENTION,
+            max_tasks: DEFAULT_MAX_TASKS,
+            max_events_per_stream: DEFAULT_MAX_EVENTS_PER_STREAM,
+            event_retention: DEFAULT_EVENT_RETENTION,
+        }
+    }
+
+    /// The prefix of every key and channel (default `mcp`): one per fleet sharing a Redis.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// The deadline of one command (default [`DEFAULT_COMMAND_TIMEOUT`]).
+    pub fn command_timeout(mut self, timeout: Duration) -> Self {
+        self.command_timeout = timeout;
+        self
+    }
+
+    /// How often a lost connection is retried before operations fail (default
+    /// [`DEFAULT_RECONNECT_ATTEMPTS`]).
+    pub fn reconnect_attempts(mut self, attempts: usize) -> Self {
+        self.reconnect_attempts = attempts;
+        self
+    }
+
+    /// The longest a task is kept (default [`DEFAULT_MAX_TASK_RETENTION`]); a task's own TTL
+    /// applies when it is shorter.
+    pub fn max_task_retention(mut self, retention: Duration) -> Self {
+        self.max_task_retention = retention;
+        self
+    }
+
+    /// How many tasks the fleet holds (default [`DEFAULT_MAX_TASKS`]); one more is refused
+    /// with `StoreError::Full`.
+    pub fn max_tasks(mut self, tasks: usize) -> Self {
+        self.max_tasks = tasks.max(1);
+        self
+    }
+
+    /// The most events kept per SSE stream (default [`DEFAULT_MAX_EVENTS_PER_STREAM`]).
+    pub fn max_events_per_stream(mut self, events: usize) -> Self {
+        self.max_events_per_stream = events.max(1);
+        self
+    }
+
+    /// How long an SSE stream's history is kept after its last event (default
+    /// [`DEFAULT_EVENT_RETENTION`]).
+    pub fn event_retention(mut self, retention: Duration) -> Self {
+        self.event_retention = retention;
+        self
+    }
+}
+
+/// Why the stores could not start.
+#[derive(Debug)]
+pub struct RedisStoreError(String);
+
+impl fmt::Display for RedisStoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RedisStoreError {}
+
+/// What every store of one [`RedisStores`] shares.
+pub(crate) struct Shared {
+    pub(crate) client: redis::Client,
+    pub(crate) manager: ConnectionManager,
+    pub(crate) config: RedisConfig,
+}
+
+impl Shared {
+    pub(crate) fn key(&self, parts: &[&str]) -> String {
+        let mut key = self.config.prefix.clone();
+        for part in parts {
+            key.push(':');
+            key.push_str(part);
+        }
+        key
+    }
+
+    /// Runs `cmd` under the command deadline; an error names Redis and what failed.
+    pub(crate) async fn run<T: redis::FromRedisValue>(
+        &self,
+        what: &str,
+        cmd: &redis::Cmd,
+    ) -> Result<T, String> {
+        let mut connection = self.manager.clone();
+        match tokio::time::timeout(
+            self.config.command_timeout,
+            cmd.query_async(&mut connection),
+        )
+        .await
+        {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => Err(format!("Redis {what}: {e}")),
+            Err(_) => Err(format!(
+                "Redis {what}: no answer within {:?}",
+                self.config.command_timeout
+            )),
+        }
+    }
+
+    /// Runs a script invocation under the command deadline.
+    pub(crate) async fn script<T: redis::FromRedisValue>(
+        &self,
+        what: &str,
+        invocation: &redis::ScriptInvocation<'_>,
+    ) -> Result<T, String> {
+        let mut connection = self.manager.clone();
+        match tokio::time::timeout(
+            self.config.command_timeout,
+            invocation.invoke_async(&mut connection),
+        )
+        .await
+        {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => Err(format!("Redis {what}: {e}")),
+            Err(_) => Err(format!(
+                "Redis {what}: no answer within {:?}",
+                self.config.command_timeout
+            )),
+        }
+    }
+}
+
+/// A connection to the fleet's Redis and the stores on it.
+#[derive(Clone)]
+pub struct RedisStores {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for RedisStores {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisStores")
+            .field("config", &self.shared.config)
+            .finish()
+    }
+}
+
+impl RedisStores {
+    /// Connects (within the command deadline) and checks that Redis answers `PING`.
+    pub async fn connect(config: RedisConfig) -> Result<Self, RedisStoreError> {
+        let client = redis::Client::open(config.url.as_str())
+            .map_err(|e| RedisStoreError(format!("Redis URL: {e}")))?;
+        let manager_config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(config.command_timeout))
+            .set_response_timeout(Some(config.command_timeout))
+            .set_number_of_retries(config.reconnect_attempts)
+            .set_max_delay(Duration::from_millis(500));
+        let manager = tokio::time::timeout(
+            config.command_timeout * 2,
+            client.get_connection_manager_with_config(manager_config),
+        )
+        .await
+        .map_err(|_| {
+            RedisStoreError(format!(
+                "Redis did not accept a connection within {:?}",
+                config.command_timeout * 2
+            ))
+        })?
+        .map_err(|e| RedisStoreError(format!("cannot connect to Redis: {e}")))?;
+        let shared = Arc::new(Shared {
+            client,
+            manager,
+            config,
+        });
+        let pong: String = shared
+            .run("PING", &redis::cmd("PING"))
+            .await
+            .map_err(RedisStoreError)?;
+        if pong != "PONG" {
+            return Err(RedisStoreError(format!(
+                "Redis answered PING with {pong:?}"
+            )));
+        }
+        Ok(RedisStores { shared })
+    }
+
+    /// The task store (one per process: it runs the change-feed subscriber).
+    pub fn task_store(&self) -> RedisTaskStore {
+        RedisTaskStore::new(self.shared.clone())
+    }
+
+    /// The SSE event history.
+    pub fn event_store(&self) -> RedisEventStore {
+        RedisEventStore::new(self.shared.clone())
+    }
+
+    /// The replay guard's seen-store.
+    pub fn seen_store(&self) -> RedisSeenStore {
+        RedisSeenStore::new(self.shared.clone())
+    }
+}

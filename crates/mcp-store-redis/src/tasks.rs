@@ -1,0 +1,612 @@
+//! Tasks on Redis: one JSON record per task (`{prefix}:task:{id}`, TTL the task's own, capped),
+//! changed by compare-and-set so concurrent instances never lose a write, an index of live
+//! tasks by expiry (`{prefix}:tasks`, for the fleet-wide cap), the leases of unfinished tasks
+//! by deadline (`{prefix}:task-leases`, for failing tasks whose worker died), and a change
+//! channel (`{prefix}:task-changed`) that wakes watchers on every instance.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use mcp_server_core::tasks::{Lease, StoreError, StoreFuture, TaskRecord, TaskStore, Terminal};
+use mcp_types::capabilities::ClientCapabilities;
+use mcp_types::mrtr::InputRequests;
+use mcp_types::{ErrorObject, JsonObject};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::Shared;
+
+/// How often a change is retried when another instance changed the task in between.
+const CAS_ATTEMPTS: usize = 32;
+
+/// Sets the record only if it is still the text read (compare-and-set), with its expiry.
+const CAS: &str = r"
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[3])
+return 1
+";
+
+/// The record as stored.
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    id: String,
+    owner: Option<String>,
+    client_capabilities: ClientCapabilities,
+    status_message: Option<String>,
+    created_at_ms: u64,
+    last_updated_at_ms: u64,
+    ttl_ms: Option<u64>,
+    poll_interval_ms: Option<u64>,
+    outstanding: InputRequests,
+    answers: BTreeMap<String, Value>,
+    used_keys: BTreeSet<String>,
+    cancel_requested: bool,
+    terminal: Option<StoredTerminal>,
+    lease: Option<(String, u64)>,
+}
+
+#[derive(Serialize, Deserialize)]
+enum StoredTerminal {
+    Completed(JsonObject),
+    Failed(ErrorObject),
+    Cancelled,
+}
+
+fn to_text(r: &TaskRecord) -> Result<String, StoreError> {
+    let stored = Stored {
+        id: r.id.clone(),
+        owner: r.owner.clone(),
+        client_capabilities: r.client_capabilities.clone(),
+        status_message: r.status_message.clone(),
+        created_at_ms: r.created_at_ms,
+        last_updated_at_ms: r.last_updated_at_ms,
+        ttl_ms: r.ttl_ms,
+        poll_interval_ms: r.poll_interval_ms,
+        outstanding: r.outstanding.clone(),
+        answers: r.answers.clone(),
+        used_keys: r.used_keys.clone(),
+        cancel_requested: r.cancel_requested,
+        terminal: r.terminal.as_ref().map(|t| match t {
+            Terminal::Completed(o) => StoredTerminal::Completed(o.clone()),
+            Terminal::Failed(e) => StoredTerminal::Failed(e.clone()),
+            Terminal::Cancelled => StoredTerminal::Cancelled,
+        }),
+        lease: r.lease.as_ref().map(|l| (l.worker.clone(), l.until_ms)),
+    };
+    serde_json::to_string(&stored)
+        .map_err(|e| StoreError::Backend(format!("a task record does not serialize: {e}")))
+}
+
+fn from_text(text: &str) -> Result<TaskRecord, StoreError> {
+    let s: Stored = serde_json::from_str(text)
+        .map_err(|e| StoreError::Backend(format!("a stored task record does not parse: {e}")))?;
+    Ok(TaskRecord {
+        id: s.id,
+        owner: s.owner,
+        client_capabilities: s.client_capabilities,
+        status_message: s.status_message,
+        created_at_ms: s.created_at_ms,
+        last_updated_at_ms: s.last_updated_at_ms,
+        ttl_ms: s.ttl_ms,
+        poll_interval_ms: s.poll_interval_ms,
+        outstanding: s.outstanding,
+        answers: s.answers,
+        used_keys: s.used_keys,
+        cancel_requested: s.cancel_requested,
+        terminal: s.terminal.map(|t| match t {
+            StoredTerminal::Completed(o) => Terminal::Completed(o),
+            StoredTerminal::Failed(e) => Terminal::Failed(e),
+            StoredTerminal::Cancelled => Terminal::Cancelled,
+        }),
+        lease: s.lease.map(|(worker, until_ms)| Lease { worker, until_ms }),
+    })
+}
+
+fn backend(e: String) -> StoreError {
+    StoreError::Backend(e)
+}
+
+/// Watch feeds of this process, by task id, fed by the change channel.
+type Feeds = Arc<Mutex<HashMap<String, watch::Sender<u64>>>>;
+
+/// [`TaskStore`] on Redis, shared by every instance of a fleet (see the module docs).
+pub struct RedisTaskStore {
+    shared: Arc<Shared>,
+    cas: redis::Script,
+    feeds: Feeds,
+    subscriber: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl fmt::Debug for RedisTaskStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisTaskStore")
+            .field("prefix", &self.shared.config.prefix)
+            .field("max_tasks", &self.shared.config.max_tasks)
+            .finish()
+    }
+}
+
+impl Drop for RedisTaskStore {
+    fn drop(&mut self) {
+        if let Ok(mut subscriber) = self.subscriber.lock()
+            && let Some(task) = subscriber.take()
+        {
+            task.abort();
+        }
+    }
+}
+
+impl RedisTaskStore {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        RedisTaskStore {
+            shared,
+            cas: redis::Script::new(CAS),
+            feeds: Arc::default(),
+            subscriber: Mutex::new(None),
+        }
+    }
+
+    fn task_key(&self, id: &str) -> String {
+        self.shared.key(&["task", id])
+    }
+
+    fn channel(&self) -> String {
+        self.shared.key(&["task-changed"])
+    }
+
+    /// When the record's key expires: its TTL, capped by the retention.
+    fn expires_at(&self, r: &TaskRecord) -> u64 {
+        let cap = r
+            .created_at_ms
+            .saturating_add(self.shared.config.max_task_retention.as_millis() as u64);
+        r.expires_at_ms().map_or(cap, |at| at.min(cap))
+    }
+
+    async fn read(&self, id: &str) -> Result<Option<(String, TaskRecord)>, StoreError> {
+        let text: Option<String> = self
+            .shared
+            .run("GET task", redis::cmd("GET").arg(self.task_key(id)))
+            .await
+            .map_err(backend)?;
+        match text {
+            None => Ok(None),
+            Some(text) => {
+                let record = from_text(&text)?;
+                if record.expires_at_ms().is_some_and(|at| at <= self.now_ms()) {
+                    return Ok(None);
+                }
+                Ok(Some((text, record)))
+            }
+        }
+    }
+
+    /// Reads, changes and writes back the task, again if another instance wrote in between.
+    async fn update<T>(
+        &self,
+        id: &str,
+        mut change: impl FnMut(&mut TaskRecord, u64) -> Result<(T, bool), StoreError>,
+    ) -> Result<T, StoreError> {
+        for _ in 0..CAS_ATTEMPTS {
+            let Some((text, mut record)) = self.read(id).await? else {
+                return Err(StoreError::NotFound);
+            };
+            let now = self.now_ms();
+            let (out, changed) = change(&mut record, now)?;
+            let lease_changed = {
+                let before = from_text(&text)?;
+                before.lease != record.lease
+                    || before.terminal.is_some() != record.terminal.is_some()
+            };
+            if !changed && !lease_changed {
+                return Ok(out);
+            }
+            if changed {
+                record.last_updated_at_ms = now;
+            }
+            let new_text = to_text(&record)?;
+            let mut invocation = self.cas.key(self.task_key(id));
+            invocation
+                .arg(&text)
+                .arg(&new_text)
+                .arg(self.expires_at(&record));
+            let written: i64 = self
+                .shared
+                .script("compare-and-set of a task", &invocation)
+                .await
+                .map_err(backend)?;
+            if written == 1 {
+                self.index_lease(&record).await?;
+                if changed {
+                    self.publish(id).await;
+                }
+                return Ok(out);
+            }
+        }
+        Err(StoreError::Backend(format!(
+            "the task changed under {CAS_ATTEMPTS} attempts to update it"
+        )))
+    }
+
+    /// Keeps `{prefix}:task-leases` in step: unfinished leased tasks by lease deadline.
+    async fn index_lease(&self, record: &TaskRecord) -> Result<(), StoreError> {
+        let leases = self.shared.key(&["task-leases"]);
+        let cmd = match (&record.terminal, &record.lease) {
+            (None, Some(lease)) => {
+                let mut cmd = redis::cmd("ZADD");
+                cmd.arg(&leases).arg(lease.until_ms).arg(&record.id);
+                cmd
+            }
+            _ => {
+                let mut cmd = redis::cmd("ZREM");
+                cmd.arg(&leases).arg(&record.id);
+                cmd
+            }
+        };
+        let _: i64 = self
+            .shared
+            .run("task lease index", &cmd)
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn publish(&self, id: &str) {
+        let mut cmd = redis::cmd("PUBLISH");
+        cmd.arg(self.channel()).arg(id);
+        if let Err(e) = self.shared.run::<i64>("PUBLISH task change", &cmd).await {
+            // Watchers poll as well: a lost wake-up only delays them by one poll interval.
+            tracing::warn!(error = %e, "a task change was not published");
+        }
+    }
+
+    /// Starts the change-channel subscriber once: it wakes this process's feeds.
+    fn ensure_subscriber(&self) {
+        let Ok(mut subscriber) = self.subscriber.lock() else {
+            return;
+        };
+        if subscriber.as_ref().is_some_and(|task| !task.is_finished()) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let client = self.shared.client.clone();
+        let channel = self.channel();
+        let feeds = self.feeds.clone();
+        let timeout = self.shared.config.command_timeout;
+        *subscriber = Some(runtime.spawn(async move {
+            loop {
+                match subscribe(&client, &channel, timeout).await {
+                    Ok(pubsub) => listen(pubsub, &feeds).await,
+                    Err(e) => tracing::warn!(error = %e, "task change channel unavailable"),
+                }
+                // Reconnect after a pause; meanwhile watchers fall back to polling.
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            }
+        }));
+    }
+}
+
+async fn subscribe(
+    client: &redis::Client,
+    channel: &str,
+    timeout: std::time::Duration,
+) -> Result<redis::aio::PubSub, String> {
+    let connect = async {
+        let mut pubsub = client.get_async_pubsub().await?;
+        pubsub.subscribe(channel).await?;
+        Ok::<_, redis::RedisError>(pubsub)
+    };
+    match tokio::time::timeout(timeout, connect).await {
+        Ok(Ok(pubsub)) => Ok(pubsub),
+        Ok(Err(e)) => Err(format!("Redis SUBSCRIBE: {e}")),
+        Err(_) => Err(format!("Redis SUBSCRIBE: no answer within {timeout:?}")),
+    }
+}
+
+async fn listen(mut pubsub: redis::aio::PubSub, feeds: &Feeds) {
+    use futures_util::StreamExt;
+    let mut messages = pubsub.on_message();
+    while let Some(message) = messages.next().await {
+        let Ok(id) = message.get_payload::<String>() else {
+            continue;
+        };
+        if let Ok(mut feeds) = feeds.lock() {
+            feeds.retain(|_, feed| feed.receiver_count() > 0);
+            if let Some(feed) = feeds.get(&id) {
+                feed.send_modify(|revision| *revision += 1);
+            }
+        }
+    }
+}
+
+impl TaskStore for RedisTaskStore {
+    fn create(&self, record: TaskRecord) -> StoreFuture<'_, Result<(), StoreError>> {
+        Box::pin(async move {
+            let now = self.now_ms();
+            let index = self.shared.key(&["tasks"]);
+            let _: i64 = self
+                .shared
+                .run(
+                    "ZREMRANGEBYSCORE tasks",
+                    redis::cmd("ZREMRANGEBYSCORE")
+                        .arg(&index)
+                        .arg("-inf")
+                        .arg(now),
+                )
+                .await
+                .map_err(backend)?;
+            let live: usize = self
+                .shared
+                .run("ZCARD tasks", redis::cmd("ZCARD").arg(&index))
+                .await
+                .map_err(backend)?;
+            let limit = self.shared.config.max_tasks;
+            if live >= limit {
+                return Err(StoreError::Full { limit });
+            }
+            let expires_at = self.expires_at(&record);
+            let text = to_text(&record)?;
+            let set: Option<String> = self
+                .shared
+                .run(
+                    "SET task",
+                    redis::cmd("SET")
+                        .arg(self.task_key(&record.id))
+                        .arg(text)
+                        .arg("NX")
+                        .arg("PXAT")
+                        .arg(expires_at),
+                )
+                .await
+                .map_err(backend)?;
+            if set.is_none() {
+                return Err(StoreError::Backend(format!(
+                    "task id {} is taken",
+                    record.id
+                )));
+            }
+            let _: i64 = self
+                .shared
+                .run(
+                    "ZADD tasks",
+                    redis::cmd("ZADD")
+                        .arg(&index)
+                        .arg(expires_at)
+                        .arg(&record.id),
+                )
+                .await
+                .map_err(backend)?;
+            self.index_lease(&record).await
+        })
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Result<Option<TaskRecord>, StoreError>> {
+        Box::pin(async move { Ok(self.read(id).await?.map(|(_, record)| record)) })
+    }
+
+    fn set_status_message<'a>(
+        &'a self,
+        id: &'a str,
+        message: Option<String>,
+    ) -> StoreFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            self.update(id, |r, _| {
+                if r.terminal.is_some() {
+                    return Err(StoreError::Finished);
+                }
+                let changed = r.status_message != message;
+                r.status_message = message.clone();
+                Ok(((), changed))
+            })
+            .await
+        })
+    }
+
+    fn add_input_requests<'a>(
+        &'a self,
+        id: &'a str,
+        requests: InputRequests,
+    ) -> StoreFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            self.update(id, |r, _| {
+                if r.terminal.is_some() {
+                    return Err(StoreError::Finished);
+                }
+                if let Some(k) = requests.keys().find(|k| r.used_keys.contains(*k)) {
+                    return Err(StoreError::KeyReused(k.clone()));
+                }
+                r.used_keys.extend(requests.keys().cloned());
+                r.outstanding.extend(requests.clone());
+                Ok(((), true))
+            })
+            .await
+        })
+    }
+
+    fn resolve_inputs<'a>(
+        &'a self,
+        id: &'a str,
+        responses: BTreeMap<String, Value>,
+    ) -> StoreFuture<'a, Result<Vec<String>, StoreError>> {
+        Box::pin(async move {
+            self.update(id, |r, _| {
+                let mut delivered = Vec::new();
+                for (key, value) in &responses {
+                    if r.outstanding.remove(key).is_some() {
+                        r.answers.insert(key.clone(), value.clone());
+                        delivered.push(key.clone());
+                    }
+                }
+                let changed = !delivered.is_empty();
+                Ok((delivered, changed))
+            })
+            .await
+        })
+    }
+
+    fn take_answer<'a>(
+        &'a self,
+        id: &'a str,
+        key: &'a str,
+    ) -> StoreFuture<'a, Result<Option<Value>, StoreError>> {
+        Box::pin(async move {
+            // Taking changes the record (the answer leaves it), but wakes nobody.
+            let mut taken = None;
+            self.update(id, |r, _| {
+                taken = r.answers.remove(key);
+                Ok(((), taken.is_some()))
+            })
+            .await?;
+            Ok(taken)
+        })
+    }
+
+    fn request_cancel<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            self.update(id, |r, _| {
+                let changed = r.terminal.is_none() && !r.cancel_requested;
+                if changed {
+                    r.cancel_requested = true;
+                }
+                Ok(((), changed))
+            })
+            .await
+        })
+    }
+
+    fn finish<'a>(
+        &'a self,
+        id: &'a str,
+        terminal: Terminal,
+    ) -> StoreFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            self.update(id, |r, _| {
+                if r.terminal.is_some() {
+                    return Ok((false, false));
+                }
+                r.terminal = Some(terminal.clone());
+                r.outstanding.clear();
+                r.answers.clear();
+                r.lease = None;
+                Ok((true, true))
+            })
+            .await
+        })
+    }
+
+    fn claim<'a>(
+        &'a self,
+        id: &'a str,
+        worker: &'a str,
+        until_ms: u64,
+    ) -> StoreFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            self.update(id, |r, now| {
+                if r.terminal.is_some() {
+                    return Ok((false, false));
+                }
+                let free = match &r.lease {
+                    None => true,
+                    Some(l) => l.worker == worker || l.until_ms <= now,
+                };
+                if free {
+                    r.lease = Some(Lease {
+                        worker: worker.to_owned(),
+                        until_ms,
+                    });
+                }
+                Ok((free, false))
+            })
+            .await
+        })
+    }
+
+    fn expire(&self, now_ms: u64) -> StoreFuture<'_, Result<Vec<String>, StoreError>> {
+        Box::pin(async move {
+            // Tasks past their TTL: their keys expired in Redis; drop them from the index.
+            let index = self.shared.key(&["tasks"]);
+            let removed: Vec<String> = self
+                .shared
+                .run(
+                    "ZRANGEBYSCORE tasks",
+                    redis::cmd("ZRANGEBYSCORE")
+                        .arg(&index)
+                        .arg("-inf")
+                        .arg(now_ms)
+                        .arg("LIMIT")
+                        .arg(0)
+                        .arg(1_000),
+                )
+                .await
+                .map_err(backend)?;
+            if !removed.is_empty() {
+                let mut zrem = redis::cmd("ZREM");
+                zrem.arg(&index).arg(&removed);
+                let _: i64 = self
+                    .shared
+                    .run("ZREM tasks", &zrem)
+                    .await
+                    .map_err(backend)?;
+            }
+            // Unfinished tasks whose worker stopped renewing its lease end failed.
+            let lapsed: Vec<String> = self
+                .shared
+                .run(
+                    "ZRANGEBYSCORE task-leases",
+                    redis::cmd("ZRANGEBYSCORE")
+                        .arg(self.shared.key(&["task-leases"]))
+                        .arg("-inf")
+                        .arg(now_ms)
+                        .arg("LIMIT")
+                        .arg(0)
+                        .arg(1_000),
+                )
+                .await
+                .map_err(backend)?;
+            for id in lapsed {
+                let outcome = self
+                    .update(&id, |r, now| {
+                        if r.terminal.is_none()
+                            && r.lease.as_ref().is_some_and(|l| l.until_ms <= now)
+                        {
+                            r.terminal = Some(Terminal::Failed(ErrorObject::internal(
+                                "The worker running this task was lost",
+                            )));
+                            r.status_message = Some("The worker running this task was lost".into());
+                            r.outstanding.clear();
+                            r.lease = None;
+                            return Ok(((), true));
+                        }
+                        Ok(((), false))
+                    })
+                    .await;
+                if let Err(StoreError::NotFound) = outcome {
+                    let mut zrem = redis::cmd("ZREM");
+                    zrem.arg(self.shared.key(&["task-leases"])).arg(&id);
+                    let _: i64 = self
+                        .shared
+                        .run("ZREM task-leases", &zrem)
+                        .await
+                        .map_err(backend)?;
+                } else {
+                    outcome?;
+                }
+            }
+            Ok(removed)
+        })
+    }
+
+    fn watch(&self, id: &str) -> Option<watch::Receiver<u64>> {
+        self.ensure_subscriber();
+        let mut feeds = self.feeds.lock().ok()?;
+        Some(
+            feeds
+                .entry(id.to_owned())
+                .or_insert_with(|| watch::Sender::new(0))
+                .subscribe(),
+        )
+    }
+}

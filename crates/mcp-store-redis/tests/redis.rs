@@ -1,0 +1,497 @@
+//! The Redis stores against a real `redis-server` that each test starts on a free loopback
+//! port (Debian package `redis-server`; `.ci/run` installs it): the seen-store, the SSE
+//! history, the task store (two "instances" = two connections sharing one Redis, a change on
+//! one waking the other's watcher, a dead worker's task failed when its lease lapses), two task
+//! engines finishing one task between them, and Redis going away (errors, not hangs).
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_server_core::events::{EventStore, EventStoreError};
+use mcp_server_core::mcp::{ElicitationResult, McpServer, ToolDef};
+use mcp_server_core::tasks::{
+    Lease, StoreError, TaskConfig, TaskRecord, TaskStore, TaskSupport, Terminal,
+};
+use mcp_server_core::{MemoryConnection, Service, TransportContext};
+use mcp_state_seal::SeenStore;
+use mcp_store_redis::{RedisConfig, RedisStores};
+use mcp_types::JsonRpcMessage;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// A `redis-server` of this test, on loopback, without persistence; killed on drop.
+struct Redis {
+    child: Child,
+    port: u16,
+}
+
+impl Redis {
+    fn start() -> Redis {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        Self::start_on(port)
+    }
+
+    fn start_on(port: u16) -> Redis {
+        let mut child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("redis-server is not installed (apt-get install redis-server)");
+        for _ in 0..500 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Redis { child, port };
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("redis-server did not listen on port {port}");
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    fn stop(mut self) -> u16 {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.port
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn stores(redis: &Redis, prefix: &str) -> RedisStores {
+    RedisStores::connect(RedisConfig::new(redis.url()).prefix(prefix))
+        .await
+        .unwrap()
+}
+
+fn now_ms() -> u64 {
+    mcp_server_core::tasks::system_now_ms()
+}
+
+fn record(id: &str, ttl_ms: Option<u64>) -> TaskRecord {
+    let now = now_ms();
+    TaskRecord {
+        id: id.into(),
+        owner: Some("alice".into()),
+        client_capabilities: Default::default(),
+        status_message: None,
+        created_at_ms: now,
+        last_updated_at_ms: now,
+        ttl_ms,
+        poll_interval_ms: Some(100),
+        outstanding: Default::default(),
+        answers: Default::default(),
+        used_keys: Default::default(),
+        cancel_requested: false,
+        terminal: None,
+        lease: None,
+    }
+}
+
+fn note(n: u64) -> JsonRpcMessage {
+    JsonRpcMessage::from_value(
+        &json!({"jsonrpc": "2.0", "method": "notifications/progress",
+        "params": {"progressToken": "t", "progress": n}}),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_state_is_used_once_across_instances_and_refused_when_redis_is_gone() {
+    let redis = Redis::start();
+    let a = stores(&redis, "fleet").await.seen_store();
+    let b = stores(&redis, "fleet").await.seen_store();
+    let other_fleet = stores(&redis, "other").await.seen_store();
+    let expires = (now_ms() / 1000 + 600) as f64;
+    assert!(a.first_use("jti-1", expires).await);
+    assert!(
+        !b.first_use("jti-1", expires).await,
+        "replayed on another instance"
+    );
+    assert!(!a.first_use("jti-1", expires).await);
+    assert!(
+        other_fleet.first_use("jti-1", expires).await,
+        "prefixes are separate"
+    );
+    drop(redis);
+    // Fail closed, and within the deadline rather than hanging.
+    let refused = tokio::time::timeout(Duration::from_secs(30), a.first_use("jti-2", expires))
+        .await
+        .expect("the seen-store hung with Redis gone");
+    assert!(!refused);
+}
+
+#[tokio::test]
+async fn sse_history_replays_after_an_id_ends_and_expires() {
+    let redis = Redis::start();
+    let store = stores(&redis, "t").await.event_store();
+    for n in 1..=3 {
+        assert_eq!(store.append("s1", "p1", &note(n)).await.unwrap(), n);
+    }
+    let replay = store
+        .read_after("s1", "p1", 1, Duration::ZERO)
+        .await
+        .unwrap();
+    let numbers: Vec<u64> = replay.events.iter().map(|(n, _)| *n).collect();
+    assert_eq!(numbers, [2, 3]);
+    assert_eq!(replay.events[1].1.to_string(), note(3).to_string());
+    assert!(!replay.finished);
+    // A reader at the end is woken by the next event (polling under its wait).
+    let reader = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            store
+                .read_after("s1", "p1", 3, Duration::from_secs(20))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    store.append("s1", "p1", &note(4)).await.unwrap();
+    let woke = reader.await.unwrap().unwrap();
+    assert_eq!(woke.events.len(), 1);
+    assert_eq!(woke.events[0].0, 4);
+    store.finish("s1", "p1").await.unwrap();
+    let end = store
+        .read_after("s1", "p1", 4, Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert!(end.events.is_empty() && end.finished);
+    assert!(matches!(
+        store.read_after("s1", "p9", 0, Duration::ZERO).await,
+        Err(EventStoreError::Gone)
+    ));
+    assert!(matches!(
+        store.read_after("s1", "p1", 7, Duration::ZERO).await,
+        Err(EventStoreError::Gone)
+    ));
+    store.expire("s1").await.unwrap();
+    assert!(matches!(
+        store.read_after("s1", "p1", 0, Duration::ZERO).await,
+        Err(EventStoreError::Gone)
+    ));
+}
+
+#[tokio::test]
+async fn sse_history_keeps_a_bounded_tail_with_a_ttl() {
+    let redis = Redis::start();
+    let config = RedisConfig::new(redis.url())
+        .prefix("cap")
+        .max_events_per_stream(2)
+        .event_retention(Duration::from_secs(60));
+    let store = RedisStores::connect(config).await.unwrap().event_store();
+    for n in 1..=5 {
+        store.append("s", "g", &note(n)).await.unwrap();
+    }
+    assert!(matches!(
+        store.read_after("s", "g", 2, Duration::ZERO).await,
+        Err(EventStoreError::Gone)
+    ));
+    let tail = store.read_after("s", "g", 3, Duration::ZERO).await.unwrap();
+    let numbers: Vec<u64> = tail.events.iter().map(|(n, _)| *n).collect();
+    assert_eq!(numbers, [4, 5]);
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    for key in ["cap:ev:s:g", "cap:evn:s:g", "cap:evs:s"] {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(key)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        assert!(ttl > 0 && ttl <= 60_000, "{key}: {ttl}");
+    }
+}
+
+#[tokio::test]
+async fn a_change_on_one_instance_wakes_the_watcher_on_another() {
+    let redis = Redis::start();
+    let a = stores(&redis, "w").await.task_store();
+    let b = stores(&redis, "w").await.task_store();
+    a.create(record("t1", Some(600_000))).await.unwrap();
+    let mut feed = a.watch("t1").unwrap();
+    // Let the subscriber connect before the change is published.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut requests = mcp_types::mrtr::InputRequests::new();
+    requests.insert(
+        "q1".into(),
+        serde_json::from_value(json!({"method": "elicitation/create", "params": {
+            "message": "Word?", "requestedSchema": {"type": "object", "properties": {}}}}))
+        .unwrap(),
+    );
+    a.add_input_requests("t1", requests).await.unwrap();
+    let delivered = b
+        .resolve_inputs(
+            "t1",
+            [("q1".to_owned(), json!({"action": "accept", "content": {}}))].into(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(delivered, ["q1"]);
+    tokio::time::timeout(Duration::from_secs(10), feed.changed())
+        .await
+        .expect("the other instance's change did not wake the watcher")
+        .unwrap();
+    assert_eq!(
+        a.take_answer("t1", "q1").await.unwrap(),
+        Some(json!({"action": "accept", "content": {}}))
+    );
+    b.request_cancel("t1").await.unwrap();
+    assert!(a.get("t1").await.unwrap().unwrap().cancel_requested);
+    assert!(b.finish("t1", Terminal::Cancelled).await.unwrap());
+    assert!(
+        !a.finish("t1", Terminal::Cancelled).await.unwrap(),
+        "first writer wins"
+    );
+    assert!(matches!(
+        a.set_status_message("t1", Some("late".into())).await,
+        Err(StoreError::Finished)
+    ));
+}
+
+#[tokio::test]
+async fn a_task_whose_worker_died_fails_when_its_lease_lapses() {
+    let redis = Redis::start();
+    let a = stores(&redis, "l").await.task_store();
+    let b = stores(&redis, "l").await.task_store();
+    a.create(record("t2", Some(600_000))).await.unwrap();
+    let until = now_ms() + 200;
+    assert!(a.claim("t2", "worker-a", until).await.unwrap());
+    assert!(
+        !b.claim("t2", "worker-b", until + 10_000).await.unwrap(),
+        "the lease holds"
+    );
+    assert_eq!(
+        a.get("t2").await.unwrap().unwrap().lease,
+        Some(Lease {
+            worker: "worker-a".into(),
+            until_ms: until
+        })
+    );
+    // worker-a stops renewing (its process died); another instance's sweep fails the task.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    b.expire(now_ms()).await.unwrap();
+    let failed = b.get("t2").await.unwrap().unwrap();
+    match &failed.terminal {
+        Some(Terminal::Failed(e)) => {
+            assert_eq!(e.message, "The worker running this task was lost")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(failed.lease, None);
+}
+
+#[tokio::test]
+async fn the_fleet_wide_cap_refuses_a_task_and_every_task_key_has_a_ttl() {
+    let redis = Redis::start();
+    let config = RedisConfig::new(redis.url()).prefix("cap").max_tasks(2);
+    let store = RedisStores::connect(config).await.unwrap().task_store();
+    store.create(record("c1", Some(60_000))).await.unwrap();
+    store.create(record("c2", None)).await.unwrap();
+    assert_eq!(
+        store.create(record("c3", Some(60_000))).await,
+        Err(StoreError::Full { limit: 2 })
+    );
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    for (key, most) in [("cap:task:c1", 60_000), ("cap:task:c2", 86_400_000)] {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(key)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        assert!(ttl > 0 && ttl <= most, "{key}: {ttl}");
+    }
+}
+
+#[tokio::test]
+async fn losing_redis_gives_errors_within_the_deadline_and_reconnects_after() {
+    let redis = Redis::start();
+    let config = RedisConfig::new(redis.url())
+        .prefix("loss")
+        .command_timeout(Duration::from_millis(500));
+    let stores = RedisStores::connect(config).await.unwrap();
+    let tasks = stores.task_store();
+    let events = stores.event_store();
+    tasks.create(record("r1", Some(600_000))).await.unwrap();
+    let port = redis.stop();
+    let failed = tokio::time::timeout(Duration::from_secs(30), tasks.get("r1"))
+        .await
+        .expect("a task read hung with Redis gone");
+    match failed {
+        Err(StoreError::Backend(why)) => assert!(why.starts_with("Redis GET task: "), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    let failed = tokio::time::timeout(Duration::from_secs(30), events.append("s", "p1", &note(1)))
+        .await
+        .expect("an SSE append hung with Redis gone");
+    match failed {
+        Err(EventStoreError::Unavailable(why)) => assert!(why.starts_with("Redis "), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    // Redis is back (empty: no persistence); the same stores work again.
+    let _redis = Redis::start_on(port);
+    let mut back = None;
+    for _ in 0..100 {
+        match tasks.create(record("r2", Some(600_000))).await {
+            Ok(()) => {
+                back = Some(());
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+    back.expect("the store did not reconnect");
+    assert!(tasks.get("r2").await.unwrap().is_some());
+
+    // Connecting to nothing is a clear error at start-up.
+    let nothing = RedisStores::connect(
+        RedisConfig::new(format!("redis://127.0.0.1:{}/", free_port()))
+            .command_timeout(Duration::from_millis(500))
+            .reconnect_attempts(0),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(
+        nothing.starts_with("cannot connect to Redis: ")
+            || nothing.starts_with("Redis did not accept"),
+        "{nothing}"
+    );
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[derive(Clone, Deserialize, JsonSchema)]
+struct Word {
+    word: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct NoArgs {}
+
+/// An instance of a fleet: a tool that runs as a task and asks one question.
+fn instance(store: Arc<dyn TaskStore>) -> Service {
+    let ask = ToolDef::new("ask")
+        .arguments::<NoArgs>()
+        .task(TaskSupport::Required)
+        .handler(|ctx, _: NoArgs| async move {
+            match ctx.elicit::<Word>("Which word?").await {
+                Ok(ElicitationResult::Accepted(w)) => Ok(format!("got {}", w.word)),
+                Ok(_) => Err("declined".to_owned()),
+                Err(e) => Err(e.message),
+            }
+        });
+    McpServer::new("fleet")
+        .tool(ask)
+        .tasks(
+            TaskConfig::new()
+                .shared_store(store)
+                .poll_interval(Duration::from_millis(50)),
+        )
+        .into_service()
+        .unwrap()
+}
+
+async fn modern(conn: &mut MemoryConnection, id: u64, method: &str, mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}
+    });
+    let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    assert!(conn.send_raw(request.to_string().into_bytes()));
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(10), conn.recv())
+            .await
+            .expect("no answer within 10 s")
+            .expect("closed")
+            .to_value();
+        if message.get("method").is_none() && message["id"] == json!(id) {
+            return message;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_task_started_on_one_instance_is_answered_and_finished_through_another() {
+    let redis = Redis::start();
+    let a = instance(Arc::new(stores(&redis, "engine").await.task_store()));
+    let b = instance(Arc::new(stores(&redis, "engine").await.task_store()));
+    let mut on_a = MemoryConnection::connect(&a, TransportContext::default());
+    let mut on_b = MemoryConnection::connect(&b, TransportContext::default());
+    let created = modern(
+        &mut on_a,
+        1,
+        "tools/call",
+        json!({"name": "ask", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let mut asked = None;
+    for n in 0..200 {
+        let got = modern(&mut on_b, 10 + n, "tasks/get", json!({"taskId": id})).await;
+        if got["result"]["status"] == "input_required" {
+            asked = Some(got);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let asked = asked.expect("instance B never saw the task's question");
+    assert_eq!(
+        asked["result"]["inputRequests"]["q1"]["params"]["message"],
+        "Which word?"
+    );
+    let updated = modern(
+        &mut on_b,
+        500,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"q1": {"action": "accept", "content": {"word": "fleet"}}}}),
+    )
+    .await;
+    assert!(updated.get("error").is_none(), "{updated}");
+    let mut done = None;
+    for n in 0..200 {
+        let got = modern(&mut on_b, 600 + n, "tasks/get", json!({"taskId": id})).await;
+        if got["result"]["status"] == "completed" {
+            done = Some(got);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let done = done.expect("the worker on A never finished after B's update");
+    assert_eq!(
+        done["result"]["result"]["content"][0]["text"], "got fleet",
+        "{done}"
+    );
+}
