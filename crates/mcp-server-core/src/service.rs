@@ -185,6 +185,16 @@ impl Service {
         self.inner.notifier.clone()
     }
 
+    /// How many task bodies (Tasks extension) run in this process now: a draining transport
+    /// waits for them (bounded), since a body cannot move to another instance.
+    pub fn running_tasks(&self) -> usize {
+        self.inner
+            .server
+            .tasks
+            .as_ref()
+            .map_or(0, crate::tasks::TaskEngine::running)
+    }
+
     /// Ends every `subscriptions/listen` stream with its result. In-flight calls finish.
     pub fn shutdown(&self) {
         self.inner.notifier.send(ChangeEvent::Shutdown);

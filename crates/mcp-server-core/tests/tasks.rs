@@ -200,11 +200,25 @@ async fn cancelling_a_running_task_reaches_its_body_and_a_finished_one_is_acked(
         "ctx.progress() set the status message"
     );
 
+    // The body runs in this process: a draining transport waits for it.
+    assert_eq!(service.running_tasks(), 1);
+
     let ack = task_request(&mut client, "tasks/cancel", json!({"taskId": id})).await;
     assert_eq!(ack["result"], json!({"resultType": "complete"}));
     assert_eq!(rx.recv().await, Some("the body saw its cancellation"));
     let cancelled = poll_until(&mut client, &id, |v| status(v) == "cancelled").await;
     assert!(cancelled["result"].get("result").is_none());
+    for _ in 0..500 {
+        if service.running_tasks() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        service.running_tasks(),
+        0,
+        "the ended body is no longer counted"
+    );
 
     // Cancelling again, now that it is terminal: the same empty ack, and it stays cancelled.
     let again = task_request(&mut client, "tasks/cancel", json!({"taskId": id})).await;

@@ -96,6 +96,7 @@ struct Inner {
     /// `true` once [`McpHttpService::serve_with_shutdown`] began to drain.
     draining: tokio::sync::watch::Sender<bool>,
     events: Arc<dyn EventStore>,
+    session_id_prefix: String,
 }
 
 /// The MCP endpoint as a hyper and `tower` service: mount it in axum (`route_service`) or
@@ -158,6 +159,7 @@ impl McpHttpService {
                 readiness_path: Some(DEFAULT_READINESS_PATH.to_owned()),
                 draining: tokio::sync::watch::Sender::new(false),
                 events: Arc::new(MemoryEventStore::new()),
+                session_id_prefix: String::new(),
             }),
         }
     }
@@ -182,6 +184,7 @@ impl McpHttpService {
             readiness_path: arc.readiness_path.clone(),
             draining: tokio::sync::watch::Sender::new(false),
             events: arc.events.clone(),
+            session_id_prefix: arc.session_id_prefix.clone(),
         });
         f(&mut inner);
         inner.in_flight = Arc::new(Semaphore::new(inner.max_in_flight));
@@ -255,6 +258,19 @@ impl McpHttpService {
         self.map(|i| i.readiness_path = path)
     }
 
+    /// Starts every 2025-11-25 session id with `prefix` (then 32 random hex digits), so that a
+    /// load balancer can send a session's requests to the instance that holds it by the id
+    /// alone (`examples/fleet/nginx.conf` maps `i1-` to the first instance, and so on).
+    /// Only visible ASCII other than space is kept of `prefix` (at most 32 bytes).
+    pub fn session_id_prefix(self, prefix: &str) -> Self {
+        let prefix: String = prefix
+            .chars()
+            .filter(|c| c.is_ascii_graphic())
+            .take(32)
+            .collect();
+        self.map(|i| i.session_id_prefix = prefix)
+    }
+
     /// Where the SSE events of 2025-11-25 sessions are kept for clients that reconnect with
     /// `Last-Event-ID` (default: a [`MemoryEventStore`] with its default limits). Every event
     /// of a session's POST and GET streams carries an id; a POST stream opens with a priming
@@ -302,9 +318,10 @@ impl McpHttpService {
     ///
     /// 1. the listener closes (new connections are refused, so a load balancer sends them to
     ///    another instance) and the readiness path answers `503 draining`;
-    /// 2. for up to [`drain_grace`](Self::drain_grace), or until every connection has closed,
-    ///    requests already in flight are answered and requests arriving on open keep-alive
-    ///    connections are still served, each response marked `Connection: close`;
+    /// 2. for up to [`drain_grace`](Self::drain_grace), or until every connection has closed
+    ///    and no task body (Tasks extension) runs in this process, requests already in
+    ///    flight are answered and requests arriving on open keep-alive connections are still
+    ///    served, each response marked `Connection: close`;
     /// 3. `subscriptions/listen` streams and legacy sessions end, idle connections close, and
     ///    requests still in flight get up to [`SHUTDOWN_GRACE`] (30 s) to answer.
     ///
@@ -386,16 +403,22 @@ impl McpHttpService {
             grace = ?self.inner.drain_grace,
             "draining: no longer accepting connections"
         );
-        // Every connection taken back means none is open; the grace bounds the wait.
-        let all_closed = connections.acquire_many(u32::try_from(max).unwrap_or(u32::MAX));
-        if tokio::time::timeout(self.inner.drain_grace, all_closed)
-            .await
-            .is_err()
-        {
-            tracing::info!(
-                connections = open(),
-                "drain grace over: closing the remaining connections"
-            );
+        // Done when no connection is open and no task body runs here (a body cannot move
+        // to another instance); the grace bounds the wait.
+        let deadline = tokio::time::Instant::now() + self.inner.drain_grace;
+        loop {
+            if open() == 0 && self.inner.service.running_tasks() == 0 {
+                break;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                tracing::info!(
+                    connections = open(),
+                    tasks = self.inner.service.running_tasks(),
+                    "drain grace over: closing the remaining connections"
+                );
+                break;
+            }
+            tokio::time::sleep(DRAIN_POLL).await;
         }
         self.inner.service.shutdown();
         self.inner.close_sessions();
@@ -475,6 +498,9 @@ pub async fn shutdown_signal() {
 
 /// The `error_description` of every token a verifier refuses, whatever its reason.
 pub(crate) const VERIFIER_REFUSAL: &str = "the access token is not valid";
+
+/// How often a draining server looks whether its connections and tasks are done.
+const DRAIN_POLL: Duration = Duration::from_millis(20);
 
 const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(50);
 const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
@@ -1104,6 +1130,11 @@ impl Inner {
             }
         }
         let id = new_session_id();
+        let id = if id.is_empty() {
+            id
+        } else {
+            format!("{}{id}", self.session_id_prefix)
+        };
         if id.is_empty() {
             return error(
                 Some(request.id),

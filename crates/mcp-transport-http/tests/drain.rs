@@ -347,3 +347,36 @@ async fn a_session_get_stream_ends_when_the_drain_begins() {
     drop(get_stream);
     server.finished().await;
 }
+
+#[tokio::test]
+async fn session_ids_start_with_the_configured_prefix() {
+    let endpoint = McpHttpService::new(service(Arc::default(), Arc::new(Semaphore::new(0))))
+        .session_id_prefix("i2- \u{e9}");
+    let mut server = start(endpoint).await;
+    let port = server.port;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}})
+    .to_string();
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    stream
+        .write_all(
+            format!(
+                "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\n\
+                 accept: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{init}",
+                init.len()
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let answer = read_answer(&mut stream).await;
+    let id = answer.header("mcp-session-id").unwrap();
+    // Space and non-ASCII are dropped from the prefix; 32 hex digits follow.
+    let rest = id.strip_prefix("i2-").unwrap_or_else(|| panic!("{id}"));
+    assert_eq!(rest.len(), 32, "{id}");
+    assert!(rest.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+    drop(stream);
+    server.begin_drain().await;
+    server.finished().await;
+}

@@ -178,6 +178,24 @@ pub(crate) struct TaskEngine {
 struct EngineInner {
     config: TaskConfig,
     worker: String,
+    /// Task bodies running in this process.
+    running: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// Counts a running task body until dropped.
+struct Running(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Running {
+    fn start(count: &Arc<std::sync::atomic::AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Running(count.clone())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl fmt::Debug for TaskEngine {
@@ -256,12 +274,21 @@ impl TaskEngine {
     pub(crate) fn new(config: TaskConfig) -> Self {
         let worker = random_id().unwrap_or_else(|_| "worker".into());
         TaskEngine {
-            inner: Arc::new(EngineInner { config, worker }),
+            inner: Arc::new(EngineInner {
+                config,
+                worker,
+                running: Arc::default(),
+            }),
         }
     }
 
     fn store(&self) -> &dyn TaskStore {
         &*self.inner.config.store
+    }
+
+    /// How many task bodies run in this process now.
+    pub(crate) fn running(&self) -> usize {
+        self.inner.running.load(Ordering::Relaxed)
     }
 
     fn config(&self) -> &TaskConfig {
@@ -650,7 +677,11 @@ impl RequestContext {
         ctx.input_responses = None;
         ctx.sink = crate::sink::Sink::detached();
         let work: BoxFuture<HandlerResult<CallToolResult>> = Box::pin(body(ctx));
-        tokio::spawn(run(engine, id, token, work));
+        let running = Running::start(&engine.inner.running);
+        tokio::spawn(async move {
+            run(engine, id, token, work).await;
+            drop(running);
+        });
         if let Ok(mut slot) = launch.created.lock() {
             *slot = Some(created);
         }
