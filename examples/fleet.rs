@@ -1,14 +1,26 @@
-//! fleet: instances that share their request-state keys, so any instance finishes a round
-//! another one started. Run two and point a client at both:
+//! fleet: instances that share their request-state keys (and, with Redis, their tasks and
+//! replay guard), so any instance finishes a round or a task another one started. Run three
+//! behind nginx (`examples/fleet/nginx.conf`, `docs/scale-out.md`):
 //!
 //! ```sh
 //! export MCP_STATE_KEYS="$(openssl rand -base64 32)"
+//! export MCP_REDIS_URL=redis://127.0.0.1:6379/   # optional: tasks and replay guard shared
 //! cargo run --example fleet -- --http 127.0.0.1:8001 &
 //! cargo run --example fleet -- --http 127.0.0.1:8002 &
+//! cargo run --example fleet -- --http 127.0.0.1:8003 &
 //! ```
 //!
-//! To rotate, deploy `MCP_STATE_KEYS=OLD,NEW`, then `NEW,OLD`, then (after ten minutes) `NEW`.
+//! To rotate, deploy `MCP_STATE_KEYS=OLD,NEW`, then `NEW,OLD`, then (after ten minutes) `NEW`,
+//! each by a rolling restart: SIGTERM drains an instance (see `docs/scale-out.md`).
+//! `MCP_DRAIN_GRACE_MS` sets the drain grace (default 5000); `MCP_INSTANCE=i1` starts this
+//! instance's legacy session ids with `i1-`, which nginx pins them by.
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp::redis::{RedisConfig, RedisStores};
+use mcp::tasks::TaskStore;
+use mcp_examples::cli::Listen;
 use mcp_examples::fleet;
 
 #[tokio::main]
@@ -19,6 +31,40 @@ async fn main() -> Result<(), mcp::ServeError> {
             fleet::KEYS_VAR
         )
     })?;
-    let security = fleet::security_from(&keys)?;
-    mcp_examples::cli::run(fleet::server(security)).await
+    let mut security = fleet::security_from(&keys)?;
+    let mut tasks: Option<Arc<dyn TaskStore>> = None;
+    if let Ok(url) = std::env::var("MCP_REDIS_URL") {
+        let prefix = std::env::var("MCP_REDIS_PREFIX").unwrap_or_else(|_| "fleet".into());
+        let stores = RedisStores::connect(RedisConfig::new(url).prefix(prefix))
+            .await
+            .map_err(|e| format!("MCP_REDIS_URL: {e}"))?;
+        security = security.replay_guard(stores.seen_store());
+        tasks = Some(Arc::new(stores.task_store()));
+    }
+    let grace = match std::env::var("MCP_DRAIN_GRACE_MS") {
+        Ok(ms) => Duration::from_millis(
+            ms.parse()
+                .map_err(|e| format!("MCP_DRAIN_GRACE_MS={ms}: {e}"))?,
+        ),
+        Err(_) => mcp::http::DEFAULT_DRAIN_GRACE,
+    };
+    let server = fleet::server(security, tasks);
+    match Listen::from_env() {
+        Listen::Stdio => mcp::stdio::serve(server).await,
+        Listen::Http(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr).await?;
+            eprintln!("serving MCP at http://{}/mcp", listener.local_addr()?);
+            // `MCP_INSTANCE=i1` makes session ids `i1-…`: nginx pins legacy sessions by it.
+            let prefix = std::env::var("MCP_INSTANCE")
+                .map(|name| format!("{name}-"))
+                .unwrap_or_default();
+            mcp::http::endpoint(server)?
+                .drain_grace(grace)
+                .session_id_prefix(&prefix)
+                .serve_with_shutdown(listener, "/mcp", mcp::http::shutdown_signal())
+                .await?;
+            eprintln!("drained; exiting");
+            Ok(())
+        }
+    }
 }

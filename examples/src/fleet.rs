@@ -7,7 +7,13 @@
 //! 2. `[NEW, OLD]`: seal with NEW, still accept rounds sealed with OLD;
 //! 3. `[NEW]`: after the state's lifetime (ten minutes by default), drop OLD.
 
-use mcp::{Accepted, McpServer, RequestStateSecurity, Resolution};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp::tasks::{TaskConfig, TaskStore, TaskSupport};
+use mcp::{
+    Accepted, Context, ElicitationResult, McpServer, RequestStateSecurity, Resolution, ToolDef,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -42,16 +48,100 @@ pub async fn restart(
     }
 }
 
+/// The window a deployment goes out in.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+pub struct Window {
+    /// When: `now` or `tonight`.
+    pub when: String,
+}
+
+/// First round of `deploy`: which window.
+#[mcp::resolver]
+pub async fn pick_window(service: &str) -> Resolution<Window> {
+    Resolution::elicit(format!("When should {service} be deployed?"))
+}
+
+/// Second round of `deploy`, asked once the window is known.
+#[mcp::resolver]
+pub async fn confirm_deploy(
+    service: &str,
+    #[resolve(pick_window)] window: Accepted<Window>,
+) -> Resolution<Confirm> {
+    Resolution::elicit(format!("Deploy {service} {}?", window.0.when))
+}
+
+/// Deploy a service: two questions, one after the other (three rounds on 2026-07-28).
+#[mcp::tool]
+pub async fn deploy(
+    /// The service to deploy.
+    service: String,
+    #[resolve(pick_window)] window: Accepted<Window>,
+    #[resolve(confirm_deploy)] confirm: Accepted<Confirm>,
+) -> String {
+    if confirm.0.ok {
+        format!("Deploying {service} {}.", window.0.when)
+    } else {
+        format!("{service} is not deployed.")
+    }
+}
+
+/// Answers at once, on any instance.
+#[mcp::tool]
+pub async fn status(
+    /// The service to report on.
+    service: String,
+) -> String {
+    format!("{service} is healthy.")
+}
+
+/// The arguments of `migrate`.
+#[derive(Deserialize, JsonSchema)]
+pub struct Migrate {
+    /// The database to migrate.
+    pub database: String,
+}
+
+/// A task that asks for confirmation from inside (the Tasks extension): created on one
+/// instance, followed and answered through any instance when the task store is shared.
+pub fn migrate() -> ToolDef {
+    ToolDef::new("migrate")
+        .description("Migrate a database, after confirmation, as a task.")
+        .arguments::<Migrate>()
+        .task(TaskSupport::Optional)
+        .handler(|ctx: Context, m: Migrate| async move {
+            let question = format!("Migrate {} now?", m.database);
+            match ctx.elicit::<Confirm>(question).await {
+                Ok(ElicitationResult::Accepted(Confirm { ok: true })) => {
+                    Ok(format!("Migrated {}.", m.database))
+                }
+                Ok(_) => Ok(format!("{} left as it is.", m.database)),
+                Err(e) => Err(e.message),
+            }
+        })
+}
+
 /// Parses the ring from the text of [`KEYS_VAR`].
 pub fn security_from(keys: &str) -> Result<RequestStateSecurity, String> {
     let secrets: Vec<&str> = keys.split(',').map(str::trim).collect();
     RequestStateSecurity::keys(secrets).map_err(|e| format!("{KEYS_VAR}: {e}"))
 }
 
-/// The fleet server over the shared ring.
-pub fn server(security: RequestStateSecurity) -> McpServer {
+/// The fleet server over the shared ring, its tasks in `tasks` (a store every instance
+/// shares, such as Redis) or, without one, in this process.
+pub fn server(security: RequestStateSecurity, tasks: Option<Arc<dyn TaskStore>>) -> McpServer {
+    // A short lease: a task whose instance died is failed ("worker lost") within seconds.
+    let mut config = TaskConfig::new()
+        .poll_interval(Duration::from_millis(100))
+        .lease(Duration::from_secs(3));
+    if let Some(store) = tasks {
+        config = config.shared_store(store);
+    }
     McpServer::new("fleet")
         .tool(restart)
+        .tool(deploy)
+        .tool(status)
+        .tool(migrate())
+        .tasks(config)
         .request_state_security(security)
 }
 

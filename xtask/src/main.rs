@@ -13,6 +13,8 @@
 //! - `attack`: hostile peers against the example servers (see `attack.rs`).
 //! - `fuzz`: every fuzz target of `fuzz/` (nightly, cargo-fuzz) on its committed corpus, N
 //!   seconds each (see `fuzz.rs`).
+//! - `fleet`: three `fleet` instances behind nginx on Redis under a bounded load, through a key
+//!   rotation by rolling restarts and a SIGKILL (see `fleet.rs`).
 //! - `bench`: our server side by side with rmcp, a hyper floor and the Python SDK; writes
 //!   `target/bench/report.md` (see `bench.rs` and docs/performance.md).
 
@@ -23,6 +25,7 @@ use std::process::{Command, ExitCode};
 mod attack;
 mod bench;
 mod conformance;
+mod fleet;
 mod fuzz;
 mod interop;
 mod layers;
@@ -43,9 +46,10 @@ fn main() -> ExitCode {
         Some("attack") => attack::attack(&args[1..]),
         Some("attack-worker") => attack::worker_main(&args[1..]),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
+        Some("fleet") => fleet::fleet(&args[1..]),
         Some("python-env") => python_env().map(|py| println!("{}", py.display())),
         _ => Err(format!(
-            "usage: cargo xtask <layers|test|ci|conformance|interop|bench|attack|fuzz|python-env>\n  \
+            "usage: cargo xtask <layers|test|ci|conformance|interop|bench|attack|fuzz|fleet|python-env>\n  \
              layers      check the crate layering of DESIGN.md and that no file points outside the tree\n  \
              test        run every test (sets up the Python interop venv first)\n  \
              ci          fmt, clippy, cargo-deny, test, conformance, interop, attack --quick\n  \
@@ -56,6 +60,10 @@ fn main() -> ExitCode {
              bench       side-by-side benchmarks vs rmcp, a hyper floor, the Python SDK [--quick]\n  \
              attack      hostile peers against the example servers, with a legitimate client beside [--quick]\n  \
              fuzz        every fuzz target (nightly, cargo-fuzz) [--seconds N] [--ci] [TARGET...]\n  \
+             fleet       3 fleet instances behind nginx on Redis, a load through a key rotation and
+              \
+             a SIGKILL (installs nginx and redis-server when missing) [--flows N] [--concurrency C]
+  \
              python-env  create target/py with {PYTHON_MCP} and print its python"
         )),
     };

@@ -1,0 +1,1099 @@
+//! `cargo xtask fleet`: three `fleet` instances behind nginx on a shared Redis, on loopback,
+//! under a bounded load, through a three-phase key rotation by rolling restarts (SIGTERM, so
+//! each instance drains) and one SIGKILL.
+//!
+//! The load generator is plain blocking HTTP/1.1 over keep-alive connections to nginx, one
+//! thread per concurrent flow. It never retries a failed leg: a fleet that drops a request
+//! shows up as a failed or lost flow, not as a slower one. Flow kinds:
+//!
+//! - `plain`: one 2026-07-28 `tools/call` that answers at once;
+//! - `mrtr-2`: `restart`, one question (`input_required`, then the retry with the answer and
+//!   the sealed `requestState`, which any instance may receive);
+//! - `mrtr-3`: `deploy`, two questions one after the other (three rounds);
+//! - `task`: `migrate` as a task (Tasks extension): `tasks/get` until it asks, `tasks/update`
+//!   with the answer, `tasks/get` until it completes, all through nginx (any instance);
+//! - `legacy`: a 2025-11-25 session: `initialize`, `tools/call status`, `DELETE`;
+//! - `sse-resume`: a 2025-11-25 session whose `restart` call elicits on the POST's SSE stream;
+//!   the stream is cut after the question, the answer POSTed, and the result read from a GET
+//!   with `Last-Event-ID`.
+//!
+//! Outcomes: completed; failed with a clean error (an HTTP error status or a JSON-RPC error,
+//! with its reason); lost (no answer within the deadline, a broken connection, or a wrong
+//! answer). Exit status: non-zero on any lost flow, and on any failed 2026-07-28 flow except a
+//! task whose worker was on the killed instance (which must fail cleanly: "worker lost").
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::{cargo, run, workspace_root};
+
+const KINDS: [&str; 6] = ["plain", "mrtr-2", "mrtr-3", "task", "legacy", "sse-resume"];
+/// A leg that gets no answer in this long is lost (hung).
+const LEG_DEADLINE: Duration = Duration::from_secs(30);
+/// How long a task flow polls before calling it lost.
+const TASK_DEADLINE: Duration = Duration::from_secs(60);
+const KEY_A: &str = "fleet-xtask-key-one-0123456789abcdef0123456789";
+const KEY_B: &str = "fleet-xtask-key-two-0123456789abcdef0123456789";
+
+struct Options {
+    flows: usize,
+    concurrency: usize,
+    release: bool,
+}
+
+fn options(args: &[String]) -> Result<Options, String> {
+    let mut o = Options {
+        flows: 10_000,
+        concurrency: 32,
+        release: false,
+    };
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let mut number = |name: &str| -> Result<usize, String> {
+            args.next()
+                .and_then(|v| v.parse().ok())
+                .filter(|n| *n > 0)
+                .ok_or(format!("{name} needs a positive number"))
+        };
+        match arg.as_str() {
+            "--flows" => o.flows = number("--flows")?,
+            "--concurrency" => o.concurrency = number("--concurrency")?.min(256),
+            "--release" => o.release = true,
+            other => {
+                return Err(format!(
+                    "unknown argument `{other}`; usage: cargo xtask fleet [--flows N] [--concurrency C] [--release]"
+                ));
+            }
+        }
+    }
+    Ok(o)
+}
+
+fn free_port() -> Result<u16, String> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("no free port: {e}"))
+}
+
+fn ensure_installed(binary: &str, package: &str) -> Result<PathBuf, String> {
+    let find = || {
+        ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"]
+            .iter()
+            .map(|d| Path::new(d).join(binary))
+            .find(|p| p.is_file())
+    };
+    if let Some(path) = find() {
+        return Ok(path);
+    }
+    eprintln!("xtask: {binary} is missing; apt-get install {package}");
+    let _ = Command::new("apt-get").args(["update", "-qq"]).status();
+    run(Command::new("apt-get")
+        .args(["install", "-y", "-qq", package])
+        .env("DEBIAN_FRONTEND", "noninteractive"))?;
+    find().ok_or(format!(
+        "{binary} is still missing after installing {package}"
+    ))
+}
+
+fn wait_for_port(port: u16, what: &str) -> Result<(), String> {
+    for _ in 0..1000 {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Err(format!("{what} did not listen on port {port}"))
+}
+
+/// One instance of the fleet, restartable with another key ring.
+struct Instance {
+    name: String,
+    port: u16,
+    child: Option<Child>,
+}
+
+struct Fleet {
+    binary: PathBuf,
+    dir: PathBuf,
+    redis_url: String,
+    instances: Vec<Instance>,
+}
+
+impl Fleet {
+    fn start(&mut self, i: usize, keys: &str) -> Result<(), String> {
+        let instance = &mut self.instances[i];
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join(format!("{}.log", instance.name)))
+            .map_err(|e| e.to_string())?;
+        let child = Command::new(&self.binary)
+            .args(["--http", &format!("127.0.0.1:{}", instance.port)])
+            .env("MCP_STATE_KEYS", keys)
+            .env("MCP_REDIS_URL", &self.redis_url)
+            .env("MCP_INSTANCE", &instance.name)
+            .env("MCP_DRAIN_GRACE_MS", "5000")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("{}: {e}", self.binary.display()))?;
+        instance.child = Some(child);
+        wait_ready(instance.port)
+    }
+
+    /// SIGTERM, then wait for the drain to finish and the process to exit.
+    fn stop(&mut self, i: usize) -> Result<Duration, String> {
+        let started = Instant::now();
+        if let Some(mut child) = self.instances[i].child.take() {
+            signal(&child, "TERM")?;
+            let _ = child.wait();
+        }
+        Ok(started.elapsed())
+    }
+
+    fn kill(&mut self, i: usize) -> Result<(), String> {
+        if let Some(mut child) = self.instances[i].child.take() {
+            signal(&child, "KILL")?;
+            let _ = child.wait();
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for instance in &mut self.instances {
+            if let Some(mut child) = instance.child.take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+}
+
+fn signal(child: &Child, name: &str) -> Result<(), String> {
+    let status = Command::new("kill")
+        .args([&format!("-{name}"), &child.id().to_string()])
+        .status()
+        .map_err(|e| format!("kill: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("kill -{name} {} failed", child.id()))
+    }
+}
+
+/// Waits until the instance's readiness endpoint answers 200.
+fn wait_ready(port: u16) -> Result<(), String> {
+    for _ in 0..1000 {
+        if let Ok(mut conn) = Conn::open(port)
+            && let Ok(r) = conn.send("GET", "/ready", &[], "")
+            && r.status == 200
+        {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Err(format!("the instance on port {port} never became ready"))
+}
+
+/// A killed-on-drop child process (Redis, nginx).
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
+    let o = options(args)?;
+    let started = Instant::now();
+    let redis_server = ensure_installed("redis-server", "redis-server")?;
+    let nginx = ensure_installed("nginx", "nginx")?;
+    let mut build = cargo();
+    build.args([
+        "build",
+        "--locked",
+        "-p",
+        "mcp-examples",
+        "--example",
+        "fleet",
+    ]);
+    if o.release {
+        build.arg("--release");
+    }
+    run(&mut build)?;
+    let root = workspace_root();
+    let binary = root
+        .join("target")
+        .join(if o.release { "release" } else { "debug" })
+        .join("examples/fleet");
+    let dir = root.join("target/fleet");
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(dir.join("tmp")).map_err(|e| e.to_string())?;
+
+    let redis_port = free_port()?;
+    let _redis = Guard(
+        Command::new(&redis_server)
+            .args([
+                "--port",
+                &redis_port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("redis-server: {e}"))?,
+    );
+    wait_for_port(redis_port, "redis-server")?;
+
+    let mut fleet = Fleet {
+        binary,
+        dir: dir.clone(),
+        redis_url: format!("redis://127.0.0.1:{redis_port}/"),
+        instances: Vec::new(),
+    };
+    for n in 1..=3 {
+        fleet.instances.push(Instance {
+            name: format!("i{n}"),
+            port: free_port()?,
+            child: None,
+        });
+    }
+    for i in 0..3 {
+        fleet.start(i, KEY_A)?;
+    }
+
+    let nginx_port = free_port()?;
+    let template = fs::read_to_string(root.join("examples/fleet/nginx.conf"))
+        .map_err(|e| format!("examples/fleet/nginx.conf: {e}"))?;
+    let mut conf = template.replace(
+        "listen 127.0.0.1:8080;",
+        &format!("listen 127.0.0.1:{nginx_port};"),
+    );
+    for (n, instance) in fleet.instances.iter().enumerate() {
+        conf = conf.replace(
+            &format!("127.0.0.1:800{}", n + 1),
+            &format!("127.0.0.1:{}", instance.port),
+        );
+    }
+    fs::write(dir.join("nginx.conf"), conf).map_err(|e| e.to_string())?;
+    let _nginx = Guard(
+        Command::new(&nginx)
+            .arg("-p")
+            .arg(&dir)
+            .arg("-c")
+            .arg(dir.join("nginx.conf"))
+            .args(["-g", "daemon off;"])
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(dir.join("nginx.log")).map_err(|e| e.to_string())?)
+            .spawn()
+            .map_err(|e| format!("nginx: {e}"))?,
+    );
+    wait_for_port(nginx_port, "nginx")?;
+    eprintln!(
+        "xtask: fleet up: redis :{redis_port}, instances {:?}, nginx :{nginx_port}; {} flows, {} at once",
+        fleet.instances.iter().map(|i| i.port).collect::<Vec<_>>(),
+        o.flows,
+        o.concurrency
+    );
+
+    // The load.
+    let next = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicUsize::new(0));
+    let results: Arc<Mutex<Vec<Outcome>>> = Arc::default();
+    let killed_at: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let load_start = Instant::now();
+    // Flows go on past N until the schedule is done, so every event happens under load.
+    let finished = Arc::new(AtomicBool::new(false));
+    let mut workers = Vec::new();
+    for _ in 0..o.concurrency {
+        let next = next.clone();
+        let done = done.clone();
+        let results = results.clone();
+        let flows = o.flows;
+        let finished = finished.clone();
+        workers.push(std::thread::spawn(move || {
+            let mut conn: Option<Conn> = None;
+            loop {
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                if n >= flows && finished.load(Ordering::Relaxed) {
+                    return;
+                }
+                let kind = KINDS[n % KINDS.len()];
+                let start = Instant::now();
+                let result = run_flow(kind, n, nginx_port, &mut conn);
+                let outcome = Outcome {
+                    kind,
+                    result,
+                    took: start.elapsed(),
+                    started: start,
+                };
+                if let Ok(mut r) = results.lock() {
+                    r.push(outcome);
+                }
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+
+    // The schedule: three rotation phases by rolling restarts, then one SIGKILL.
+    let mut events = Vec::new();
+    let at = |fraction: f64| (o.flows as f64 * fraction) as usize;
+    let wait_until = |n: usize| {
+        while done.load(Ordering::Relaxed) < n {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let mut schedule_error = None;
+    let phases = [
+        (0.10, format!("{KEY_A},{KEY_B}"), "phase 1: [OLD, NEW]"),
+        (0.30, format!("{KEY_B},{KEY_A}"), "phase 2: [NEW, OLD]"),
+        (0.50, KEY_B.to_owned(), "phase 3: [NEW]"),
+    ];
+    for (fraction, keys, label) in &phases {
+        wait_until(at(*fraction));
+        for i in 0..3 {
+            let drained = match fleet.stop(i) {
+                Ok(d) => d,
+                Err(e) => {
+                    schedule_error = Some(e);
+                    break;
+                }
+            };
+            if let Err(e) = fleet.start(i, keys) {
+                schedule_error = Some(e);
+                break;
+            }
+            events.push(format!(
+                "{label}: i{} restarted (drain {} ms) at flow {}",
+                i + 1,
+                drained.as_millis(),
+                done.load(Ordering::Relaxed)
+            ));
+        }
+    }
+    if schedule_error.is_none() {
+        wait_until(at(0.70));
+        let killed = 1;
+        let _ = fleet.kill(killed);
+        if let Ok(mut k) = killed_at.lock() {
+            *k = Some(Instant::now());
+        }
+        events.push(format!(
+            "SIGKILL i{} at flow {}",
+            killed + 1,
+            done.load(Ordering::Relaxed)
+        ));
+        std::thread::sleep(Duration::from_secs(1));
+        match fleet.start(killed, KEY_B) {
+            Ok(()) => events.push(format!(
+                "i{} restarted at flow {}",
+                killed + 1,
+                done.load(Ordering::Relaxed)
+            )),
+            Err(e) => schedule_error = Some(e),
+        }
+    }
+    finished.store(true, Ordering::Relaxed);
+    for worker in workers {
+        let _ = worker.join();
+    }
+    let load_took = load_start.elapsed();
+
+    let results = results
+        .lock()
+        .map(|mut r| std::mem::take(&mut *r))
+        .unwrap_or_default();
+    let killed_at = killed_at.lock().ok().and_then(|k| *k);
+    for event in &events {
+        println!("  {event}");
+    }
+    let verdict = report(&results, killed_at, load_took);
+    let nginx_log = fs::read_to_string(dir.join("nginx.log")).unwrap_or_default();
+    let refused = nginx_log.matches("connect() failed (111").count();
+    let resent = nginx_log
+        .lines()
+        .filter(|l| l.contains("while reading response header from upstream"))
+        .count();
+    println!(
+        "  nginx: {refused} connection(s) refused by a restarting instance (passed to the next), \
+         {resent} request(s) cut by an instance's death (re-sent to the next: non_idempotent)"
+    );
+    println!(
+        "fleet: {} flows in {:.1} s (whole run {:.1} s)",
+        results.len(),
+        load_took.as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
+    if let Some(e) = schedule_error {
+        return Err(format!("the rotation/crash schedule failed: {e}"));
+    }
+    verdict
+}
+
+struct Outcome {
+    kind: &'static str,
+    result: Result<(), Failure>,
+    took: Duration,
+    started: Instant,
+}
+
+#[derive(Debug)]
+enum Failure {
+    /// A clean refusal: the reason.
+    Clean(String),
+    /// Hung, broken or wrong.
+    Lost(String),
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> String {
+    if sorted.is_empty() {
+        return "-".into();
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    format!("{:.1}", sorted[i].as_secs_f64() * 1000.0)
+}
+
+fn report(results: &[Outcome], killed_at: Option<Instant>, _took: Duration) -> Result<(), String> {
+    println!();
+    println!("| flow | completed | failed (clean) | lost | p50 ms | p99 ms |");
+    println!("|---|---|---|---|---|---|");
+    let mut problems = Vec::new();
+    let mut reasons: BTreeMap<(&str, String), usize> = BTreeMap::new();
+    let mut retrying = 0usize;
+    for kind in KINDS {
+        let of_kind: Vec<&Outcome> = results.iter().filter(|o| o.kind == kind).collect();
+        let completed = of_kind.iter().filter(|o| o.result.is_ok()).count();
+        let mut clean = 0;
+        let mut lost = 0;
+        for o in &of_kind {
+            match &o.result {
+                Ok(()) => {}
+                Err(Failure::Clean(why)) => {
+                    clean += 1;
+                    *reasons.entry((kind, format!("failed: {why}"))).or_default() += 1;
+                    // Flows a retrying client would have completed: a 502/503 before an answer.
+                    if why.starts_with("HTTP 502") || why.starts_with("HTTP 503") {
+                        retrying += 1;
+                    }
+                    let modern = !matches!(kind, "legacy" | "sse-resume");
+                    let crash_task = kind == "task"
+                        && why.contains("worker running this task was lost")
+                        && killed_at.is_some_and(|k| o.started <= k);
+                    if modern && !crash_task {
+                        problems.push(format!("{kind}: {why}"));
+                    }
+                }
+                Err(Failure::Lost(why)) => {
+                    lost += 1;
+                    *reasons.entry((kind, format!("lost: {why}"))).or_default() += 1;
+                    problems.push(format!("{kind} lost: {why}"));
+                }
+            }
+        }
+        let mut times: Vec<Duration> = of_kind
+            .iter()
+            .filter(|o| o.result.is_ok())
+            .map(|o| o.took)
+            .collect();
+        times.sort();
+        println!(
+            "| {kind} | {completed} | {clean} | {lost} | {} | {} |",
+            percentile(&times, 0.5),
+            percentile(&times, 0.99)
+        );
+    }
+    println!();
+    for ((kind, why), n) in &reasons {
+        println!("  {kind}: {n} × {why}");
+    }
+    println!("  a client retrying once on 502/503 would have completed {retrying} more flow(s)");
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        problems.sort();
+        problems.dedup();
+        Err(format!(
+            "{} problem kind(s): {}",
+            problems.len(),
+            problems.into_iter().take(10).collect::<Vec<_>>().join("; ")
+        ))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The flows.
+
+fn meta(caps: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps,
+        "io.modelcontextprotocol/clientInfo": {"name": "xtask-fleet", "version": "1"}
+    })
+}
+
+fn tasks_caps() -> Value {
+    json!({"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}})
+}
+
+/// One 2026-07-28 request through nginx on the worker's keep-alive connection. A broken
+/// connection is not retried: the leg is lost, and the next leg opens a new connection.
+fn modern(
+    conn: &mut Option<Conn>,
+    port: u16,
+    id: usize,
+    method: &str,
+    name: &str,
+    params: Value,
+) -> Result<Value, Failure> {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+    let headers = [
+        ("content-type", "application/json"),
+        ("accept", "application/json"),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", method),
+        ("mcp-name", name),
+    ];
+    let response = send_on(conn, port, "POST", &headers, &body)?;
+    json_answer(&response)
+}
+
+fn send_on(
+    conn: &mut Option<Conn>,
+    port: u16,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Result<Response, Failure> {
+    if conn.is_none() {
+        *conn = Some(Conn::open(port).map_err(|e| Failure::Lost(format!("connect: {e}")))?);
+    }
+    let Some(c) = conn.as_mut() else {
+        return Err(Failure::Lost("no connection".into()));
+    };
+    match c.send(method, "/mcp", headers, body) {
+        Ok(response) => {
+            if response.close {
+                *conn = None;
+            }
+            Ok(response)
+        }
+        Err(e) => {
+            *conn = None;
+            Err(Failure::Lost(e))
+        }
+    }
+}
+
+fn json_answer(response: &Response) -> Result<Value, Failure> {
+    let text = String::from_utf8_lossy(&response.body);
+    let value: Option<Value> = serde_json::from_str(&text).ok();
+    if response.status != 200 {
+        let detail = value
+            .as_ref()
+            .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+            .unwrap_or_else(|| text.chars().take(80).collect());
+        return Err(Failure::Clean(format!(
+            "HTTP {} {}",
+            response.status,
+            detail.trim()
+        )));
+    }
+    let Some(value) = value else {
+        return Err(Failure::Lost(format!(
+            "not JSON: {}",
+            text.chars().take(80).collect::<String>()
+        )));
+    };
+    if let Some(message) = value["error"]["message"].as_str() {
+        return Err(Failure::Clean(format!(
+            "JSON-RPC {} {message}",
+            value["error"]["code"]
+        )));
+    }
+    Ok(value)
+}
+
+fn text_of(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or("")
+}
+
+fn expect_text(result: &Value, expected: &str) -> Result<(), Failure> {
+    if text_of(result) == expected {
+        Ok(())
+    } else {
+        Err(Failure::Lost(format!("wrong answer: {result}")))
+    }
+}
+
+fn run_flow(kind: &str, n: usize, port: u16, conn: &mut Option<Conn>) -> Result<(), Failure> {
+    let service = format!("svc{n}");
+    match kind {
+        "plain" => {
+            let r = modern(
+                conn,
+                port,
+                1,
+                "tools/call",
+                "status",
+                json!({"name": "status", "arguments": {"service": service}, "_meta": meta(json!({}))}),
+            )?;
+            expect_text(&r["result"], &format!("{service} is healthy."))
+        }
+        "mrtr-2" => {
+            let args = json!({"service": service});
+            let round = |extra: Value, id: usize, conn: &mut Option<Conn>| {
+                let mut params = json!({"name": "restart", "arguments": args, "_meta": meta(json!({"elicitation": {}}))});
+                if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+                    p.extend(e.clone());
+                }
+                modern(conn, port, id, "tools/call", "restart", params)
+            };
+            let first = round(json!({}), 1, conn)?;
+            let state = input_required(&first, "confirm_restart")?;
+            let second = round(
+                json!({"requestState": state, "inputResponses": {"confirm_restart": {"action": "accept", "content": {"ok": true}}}}),
+                2,
+                conn,
+            )?;
+            expect_text(&second["result"], &format!("Restarted {service}."))
+        }
+        "mrtr-3" => {
+            let args = json!({"service": service});
+            let round = |extra: Value, id: usize, conn: &mut Option<Conn>| {
+                let mut params = json!({"name": "deploy", "arguments": args, "_meta": meta(json!({"elicitation": {}}))});
+                if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+                    p.extend(e.clone());
+                }
+                modern(conn, port, id, "tools/call", "deploy", params)
+            };
+            let first = round(json!({}), 1, conn)?;
+            let state = input_required(&first, "pick_window")?;
+            let window = json!({"pick_window": {"action": "accept", "content": {"when": "now"}}});
+            let second = round(
+                json!({"requestState": state, "inputResponses": window}),
+                2,
+                conn,
+            )?;
+            let state = input_required(&second, "confirm_deploy")?;
+            let third = round(
+                json!({"requestState": state, "inputResponses": {"confirm_deploy": {"action": "accept", "content": {"ok": true}}}}),
+                3,
+                conn,
+            )?;
+            expect_text(&third["result"], &format!("Deploying {service} now."))
+        }
+        "task" => task_flow(&service, port, conn),
+        "legacy" => legacy_flow(&service, port),
+        "sse-resume" => sse_resume_flow(&service, port),
+        other => Err(Failure::Lost(format!("unknown flow {other}"))),
+    }
+}
+
+/// The `requestState` of an `input_required` result asking `key`.
+fn input_required(answer: &Value, key: &str) -> Result<Value, Failure> {
+    let result = &answer["result"];
+    if result["resultType"] != "input_required" || result["inputRequests"].get(key).is_none() {
+        return Err(Failure::Lost(format!(
+            "expected a question {key}: {answer}"
+        )));
+    }
+    Ok(result["requestState"].clone())
+}
+
+fn task_flow(service: &str, port: u16, conn: &mut Option<Conn>) -> Result<(), Failure> {
+    let created = modern(
+        conn,
+        port,
+        1,
+        "tools/call",
+        "migrate",
+        json!({"name": "migrate", "arguments": {"database": service}, "_meta": meta(tasks_caps())}),
+    )?;
+    if created["result"]["resultType"] != "task" {
+        return Err(Failure::Lost(format!("not a task: {created}")));
+    }
+    let id = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    let deadline = Instant::now() + TASK_DEADLINE;
+    let mut answered = false;
+    let mut n = 2;
+    loop {
+        if Instant::now() > deadline {
+            return Err(Failure::Lost(format!(
+                "task still not done after {TASK_DEADLINE:?}"
+            )));
+        }
+        n += 1;
+        let got = modern(
+            conn,
+            port,
+            n,
+            "tasks/get",
+            &id,
+            json!({"taskId": id, "_meta": meta(tasks_caps())}),
+        )?;
+        let result = &got["result"];
+        match result["status"].as_str().unwrap_or("") {
+            "input_required" if !answered => {
+                n += 1;
+                modern(
+                    conn,
+                    port,
+                    n,
+                    "tasks/update",
+                    &id,
+                    json!({"taskId": id, "inputResponses": {"q1": {"action": "accept", "content": {"ok": true}}}, "_meta": meta(tasks_caps())}),
+                )?;
+                answered = true;
+            }
+            "completed" => {
+                return expect_text(&result["result"], &format!("Migrated {service}."));
+            }
+            "failed" => {
+                let why = result["statusMessage"]
+                    .as_str()
+                    .or(result["error"]["message"].as_str())
+                    .unwrap_or("failed")
+                    .to_owned();
+                return Err(Failure::Clean(format!("task failed: {why}")));
+            }
+            "cancelled" => return Err(Failure::Lost("task cancelled".into())),
+            _ => {}
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn legacy_init(port: u16) -> Result<(Conn, String), Failure> {
+    let mut conn = Conn::open(port).map_err(|e| Failure::Lost(format!("connect: {e}")))?;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "xtask-fleet", "version": "1"}}})
+    .to_string();
+    let response = conn
+        .send(
+            "POST",
+            "/mcp",
+            &[
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+            ],
+            &init,
+        )
+        .map_err(Failure::Lost)?;
+    json_answer(&response)?;
+    let session = response
+        .header("mcp-session-id")
+        .ok_or(Failure::Lost("initialize without Mcp-Session-Id".into()))?
+        .to_owned();
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let r = conn
+        .send("POST", "/mcp", &legacy_headers(&session), &note)
+        .map_err(Failure::Lost)?;
+    if r.status != 202 {
+        return Err(Failure::Clean(format!(
+            "HTTP {} to notifications/initialized",
+            r.status
+        )));
+    }
+    Ok((conn, session))
+}
+
+fn legacy_headers(session: &str) -> Vec<(&'static str, &str)> {
+    vec![
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2025-11-25"),
+        ("mcp-session-id", session),
+    ]
+}
+
+fn legacy_flow(service: &str, port: u16) -> Result<(), Failure> {
+    let (mut conn, session) = legacy_init(port)?;
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "status", "arguments": {"service": service}}}).to_string();
+    let mut headers = legacy_headers(&session);
+    headers[1] = ("accept", "application/json");
+    let r = conn
+        .send("POST", "/mcp", &headers, &call)
+        .map_err(Failure::Lost)?;
+    let answer = json_answer(&r)?;
+    expect_text(&answer["result"], &format!("{service} is healthy."))?;
+    let r = conn
+        .send("DELETE", "/mcp", &legacy_headers(&session), "")
+        .map_err(Failure::Lost)?;
+    if r.status != 200 {
+        return Err(Failure::Clean(format!("HTTP {} to DELETE", r.status)));
+    }
+    Ok(())
+}
+
+fn sse_resume_flow(service: &str, port: u16) -> Result<(), Failure> {
+    let (mut conn, session) = legacy_init(port)?;
+    // The call: its SSE stream carries the question; cut it right after.
+    let mut stream = Conn::open(port).map_err(|e| Failure::Lost(format!("connect: {e}")))?;
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "restart", "arguments": {"service": service}}}).to_string();
+    let events = stream
+        .sse_until("POST", &legacy_headers(&session), &call, |e| {
+            e.get("method").and_then(Value::as_str) == Some("elicitation/create")
+        })
+        .map_err(|e| match e {
+            SseError::Status(status, body) => {
+                Failure::Clean(format!("HTTP {status} {}", body.trim()))
+            }
+            SseError::Io(e) => Failure::Lost(e),
+        })?;
+    drop(stream);
+    let (last_id, question) = events
+        .last()
+        .cloned()
+        .ok_or(Failure::Lost("no question on the stream".into()))?;
+    let answer = json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"ok": true}}}).to_string();
+    let r = conn
+        .send("POST", "/mcp", &legacy_headers(&session), &answer)
+        .map_err(Failure::Lost)?;
+    if r.status != 202 {
+        return Err(Failure::Clean(format!(
+            "HTTP {} to the elicitation answer",
+            r.status
+        )));
+    }
+    let mut resume = Conn::open(port).map_err(|e| Failure::Lost(format!("connect: {e}")))?;
+    let mut headers = legacy_headers(&session);
+    headers.push(("last-event-id", &last_id));
+    let events = resume
+        .sse_until("GET", &headers, "", |e| e.get("id") == Some(&json!(2)))
+        .map_err(|e| match e {
+            SseError::Status(status, body) => {
+                Failure::Clean(format!("HTTP {status} on resume {}", body.trim()))
+            }
+            SseError::Io(e) => Failure::Lost(format!("resume: {e}")),
+        })?;
+    let (_, result) = events.last().ok_or(Failure::Lost(
+        "the resumed stream ended without the answer".into(),
+    ))?;
+    expect_text(&result["result"], &format!("Restarted {service}."))
+}
+
+// ---------------------------------------------------------------------------------------------
+// A minimal blocking HTTP/1.1 client: keep-alive, content-length and chunked bodies.
+
+struct Response {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    close: bool,
+}
+
+impl Response {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+enum SseError {
+    Status(u16, String),
+    Io(String),
+}
+
+struct Conn {
+    reader: BufReader<TcpStream>,
+    port: u16,
+}
+
+impl Conn {
+    fn open(port: u16) -> Result<Conn, String> {
+        let stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+        stream
+            .set_read_timeout(Some(LEG_DEADLINE))
+            .map_err(|e| e.to_string())?;
+        let _ = stream.set_nodelay(true);
+        Ok(Conn {
+            reader: BufReader::new(stream),
+            port,
+        })
+    }
+
+    fn write_request(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Result<(), String> {
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nhost: 127.0.0.1:{}\r\n",
+            self.port
+        );
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str(&format!("content-length: {}\r\n\r\n", body.len()));
+        let stream = self.reader.get_mut();
+        stream
+            .write_all(head.as_bytes())
+            .and_then(|()| stream.write_all(body.as_bytes()))
+            .map_err(|e| format!("write: {e}"))
+    }
+
+    fn read_head(&mut self) -> Result<(u16, Vec<(String, String)>), String> {
+        let mut line = String::new();
+        let n = self
+            .reader
+            .read_line(&mut line)
+            .map_err(|e| format!("read: {e}"))?;
+        if n == 0 {
+            return Err("the connection closed before an answer".into());
+        }
+        let status = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .ok_or(format!("not an HTTP status line: {line:?}"))?;
+        let mut headers = Vec::new();
+        loop {
+            line.clear();
+            self.reader
+                .read_line(&mut line)
+                .map_err(|e| format!("read: {e}"))?;
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            if let Some((n, v)) = l.split_once(':') {
+                headers.push((n.trim().to_ascii_lowercase(), v.trim().to_owned()));
+            }
+        }
+        Ok((status, headers))
+    }
+
+    /// One chunk of a chunked body; `None` at its end.
+    fn read_chunk(&mut self) -> Result<Option<Vec<u8>>, String> {
+        let mut line = String::new();
+        self.reader
+            .read_line(&mut line)
+            .map_err(|e| format!("read: {e}"))?;
+        let size = usize::from_str_radix(line.trim(), 16)
+            .map_err(|_| format!("bad chunk size {line:?}"))?;
+        let mut chunk = vec![0u8; size + 2];
+        self.reader
+            .read_exact(&mut chunk)
+            .map_err(|e| format!("read: {e}"))?;
+        chunk.truncate(size);
+        Ok((size > 0).then_some(chunk))
+    }
+
+    fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Result<Response, String> {
+        self.write_request(method, path, headers, body)?;
+        let (status, headers) = self.read_head()?;
+        let get = |name: &str| {
+            headers
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+        };
+        let mut body = Vec::new();
+        if get("transfer-encoding").is_some_and(|t| t.contains("chunked")) {
+            while let Some(chunk) = self.read_chunk()? {
+                body.extend_from_slice(&chunk);
+            }
+        } else if let Some(length) = get("content-length").and_then(|l| l.parse::<usize>().ok()) {
+            body = vec![0u8; length];
+            self.reader
+                .read_exact(&mut body)
+                .map_err(|e| format!("read: {e}"))?;
+        }
+        let close = get("connection").is_some_and(|c| c.eq_ignore_ascii_case("close"));
+        Ok(Response {
+            status,
+            headers,
+            body,
+            close,
+        })
+    }
+
+    /// Reads an SSE answer until an event's message satisfies `stop`; returns the events
+    /// (event id, message) read.
+    fn sse_until(
+        &mut self,
+        method: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+        stop: impl Fn(&Value) -> bool,
+    ) -> Result<Vec<(String, Value)>, SseError> {
+        self.write_request(method, "/mcp", headers, body)
+            .map_err(SseError::Io)?;
+        let (status, head) = self.read_head().map_err(SseError::Io)?;
+        let is_sse = head
+            .iter()
+            .any(|(n, v)| n == "content-type" && v.starts_with("text/event-stream"));
+        if status != 200 || !is_sse {
+            let mut text = String::new();
+            let _ = self
+                .reader
+                .get_mut()
+                .set_read_timeout(Some(Duration::from_millis(200)));
+            let _ = self.reader.read_to_string(&mut text);
+            return Err(SseError::Status(status, text.chars().take(80).collect()));
+        }
+        let mut pending = String::new();
+        let mut events = Vec::new();
+        loop {
+            let Some(chunk) = self.read_chunk().map_err(SseError::Io)? else {
+                return Ok(events);
+            };
+            pending.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = pending.find("\n\n") {
+                let event: String = pending.drain(..end + 2).collect();
+                let mut id = String::new();
+                let mut data = String::new();
+                for line in event.lines() {
+                    if let Some(v) = line.strip_prefix("id: ") {
+                        id = v.to_owned();
+                    } else if let Some(v) = line.strip_prefix("data: ") {
+                        data.push_str(v);
+                    }
+                }
+                if data.trim().is_empty() {
+                    continue;
+                }
+                let message: Value = serde_json::from_str(&data)
+                    .map_err(|e| SseError::Io(format!("bad SSE data: {e}")))?;
+                let done = stop(&message);
+                events.push((id, message));
+                if done {
+                    return Ok(events);
+                }
+            }
+        }
+    }
+}
