@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_server_core::events::{EventStore, EventStoreError};
-use mcp_server_core::mcp::{ElicitationResult, McpServer, ToolDef};
+use mcp_server_core::registry::{ElicitationResult, McpServer, ToolDef};
 use mcp_server_core::tasks::{
     Lease, StoreError, TaskConfig, TaskRecord, TaskStore, TaskSupport, Terminal,
 };

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_server_core::Service;
-use mcp_server_core::mcp::{McpServer, ToolDef};
+use mcp_server_core::registry::{McpServer, ToolDef};
 use mcp_transport_http::McpHttpService;
 use mcp_types::JsonObject;
 use serde_json::json;

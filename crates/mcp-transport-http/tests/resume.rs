@@ -12,7 +12,7 @@ use hyper::{Request, StatusCode};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
 use mcp_server_core::Service;
-use mcp_server_core::mcp::{McpServer, ToolDef};
+use mcp_server_core::registry::{McpServer, ToolDef};
 use mcp_transport_http::McpHttpService;
 use mcp_types::JsonObject;
 use serde_json::json;
