@@ -230,9 +230,17 @@ fn notifying_tools() -> Vec<ToolDef> {
             }),
         ToolDef::new("test_reconnection")
             .description(
-                "Answers after a pause (SSE resumption is not implemented by this SDK's server)",
+                "Logs a line, then answers after a pause: on 2025-11-25 the answer is an SSE \
+                 stream with a priming event (id, retry) and ids a client resumes from",
             )
-            .handler(|_ctx, _: NoArgs| async move {
+            .handler(|ctx, _: NoArgs| async move {
+                // A message before the answer makes it a stream (an immediate answer is JSON).
+                ctx.log(
+                    LoggingLevel::Info,
+                    Some("conformance"),
+                    json!("reconnection test started"),
+                )
+                .await;
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 "Reconnection test completed"
             }),
