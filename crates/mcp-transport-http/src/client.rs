@@ -118,6 +118,11 @@ struct State {
     /// The standalone GET stream of a 2025-11-25 session (server-initiated messages).
     listener: Mutex<Option<AbortHandle>>,
     limits: Limits,
+    /// The `initialize` this transport sent, replayed to start a new session when the server
+    /// lost the old one (404 on its `Mcp-Session-Id`).
+    initialize: Mutex<Option<Bytes>>,
+    /// One session recovery at a time.
+    recovering: tokio::sync::Mutex<()>,
 }
 
 impl State {
@@ -131,6 +136,8 @@ impl State {
             failures: Mutex::new(VecDeque::new()),
             listener: Mutex::new(None),
             limits,
+            initialize: Mutex::new(None),
+            recovering: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -525,6 +532,101 @@ impl HttpTransport {
         opened
     }
 }
+
+/// Starts a new 2025-11-25 session in place of `lost`: the `initialize` this transport sent
+/// first, again, then `notifications/initialized`. Requests that saw the same 404 wait for
+/// one recovery; a session already replaced is not replaced twice.
+async fn recover_session(
+    client: &crate::net::HttpClient,
+    url: &Uri,
+    state: &State,
+    extra_headers: &HeaderMap,
+    auth: &Auth,
+    lost: &str,
+) -> Result<(), String> {
+    let _one = state.recovering.lock().await;
+    let current = state.session_id.lock().ok().and_then(|s| s.clone());
+    if current.as_deref() != Some(lost) {
+        return if current.is_some() {
+            Ok(())
+        } else {
+            Err("the previous recovery failed".into())
+        };
+    }
+    if let Ok(mut s) = state.session_id.lock() {
+        *s = None;
+    }
+    let initialize = state
+        .initialize
+        .lock()
+        .ok()
+        .and_then(|i| i.clone())
+        .ok_or("no initialize was sent on this transport")?;
+    let post = |body: Bytes, session: Option<&str>| {
+        let mut builder = Request::builder()
+            .method(Method::POST)
+            .uri(url.clone())
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, "application/json, text/event-stream");
+        if let Some(session) = session {
+            builder = builder.header(headers::SESSION_ID, session);
+            if let Some(version) = state.legacy_version.lock().ok().and_then(|v| v.clone()) {
+                builder = builder.header(headers::PROTOCOL_VERSION, version);
+            }
+        }
+        for (name, value) in extra_headers {
+            builder = builder.header(name, value);
+        }
+        for (name, value) in auth.headers(auth.token().as_deref(), "POST", &url.to_string()) {
+            builder = builder.header(name, value);
+        }
+        builder
+            .body(Full::new(body))
+            .map_err(|e| format!("could not build the request: {e}"))
+    };
+    let answer = tokio::time::timeout(RECOVERY_TIMEOUT, client.request(post(initialize, None)?))
+        .await
+        .map_err(|_| format!("initialize got no answer within {RECOVERY_TIMEOUT:?}"))?
+        .map_err(|e| format!("initialize failed: {}", crate::net::describe(&e)))?;
+    if !answer.status().is_success() {
+        return Err(format!("initialize was answered HTTP {}", answer.status()));
+    }
+    let fresh = answer
+        .headers()
+        .get(headers::SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .ok_or("the new initialize carried no Mcp-Session-Id")?;
+    drop(answer);
+    let initialized =
+        Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let done = tokio::time::timeout(
+        RECOVERY_TIMEOUT,
+        client.request(post(initialized, Some(&fresh))?),
+    )
+    .await
+    .map_err(|_| format!("notifications/initialized got no answer within {RECOVERY_TIMEOUT:?}"))?
+    .map_err(|e| {
+        format!(
+            "notifications/initialized failed: {}",
+            crate::net::describe(&e)
+        )
+    })?;
+    if !done.status().is_success() {
+        return Err(format!(
+            "notifications/initialized was answered HTTP {}",
+            done.status()
+        ));
+    }
+    if let Ok(mut s) = state.session_id.lock() {
+        *s = Some(fresh);
+    }
+    tracing::info!("the server lost the session; a new one was started");
+    Ok(())
+}
+
+/// How long each request of a session recovery may take.
+const RECOVERY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A GET for a 2025-11-25 session's SSE stream (the standalone one, or a POST's stream being
 /// resumed after `last_event_id`).
@@ -922,6 +1024,12 @@ impl Transport for HttpTransport {
                 base_headers.push((name.clone(), value.clone()));
             }
             let payload = Bytes::from(message.to_string());
+            if matches!(&message, JsonRpcMessage::Request(r) if r.method == methods::INITIALIZE)
+                && let Ok(mut initialize) = self.state.initialize.lock()
+            {
+                *initialize = Some(payload.clone());
+            }
+            let sent_session = session.clone();
             let auth = self.auth.clone();
             let client = self.client.clone();
             let state = self.state.clone();
@@ -1006,6 +1114,36 @@ impl Transport for HttpTransport {
                         }
                     };
                     let status = response.status();
+                    // The server no longer knows the session (it expired, or its instance
+                    // restarted): start a new one, as the spec asks, and report this request
+                    // lost rather than guess whether to send it again.
+                    if status == StatusCode::NOT_FOUND
+                        && method_name != methods::INITIALIZE
+                        && let Some(lost) = sent_session.as_deref()
+                    {
+                        let why = match recover_session(
+                            &client,
+                            &url,
+                            &state,
+                            &extra_headers,
+                            &auth,
+                            lost,
+                        )
+                        .await
+                        {
+                            Ok(()) => {
+                                "the server lost this client's session (404 Session not found): \
+                                       this request was not processed; a new session was started, \
+                                       send it again"
+                                    .to_owned()
+                            }
+                            Err(e) => format!(
+                                "the server lost this client's session (404 Session not found) \
+                                 and a new session could not be started: {e}"
+                            ),
+                        };
+                        return fail(why);
+                    }
                     if method_name == methods::INITIALIZE
                         && let Some(session) = response
                             .headers()
