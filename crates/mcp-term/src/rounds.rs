@@ -1,6 +1,8 @@
 //! Driving a call to its end: on 2026-07-28 every `InputRequiredResult` round is traced,
 //! answered through the [`Responder`] and retried; on 2025-11-25 the live requests reach the
-//! same responder through the client's callbacks. A question nobody can answer stops the flow
+//! same responder through the client's callbacks; a `tools/call` the server makes a task (the
+//! Tasks extension) is polled with `tasks/get`, its `input_required` questions answered through
+//! the same responder and sent with `tasks/update`. A question nobody can answer stops the flow
 //! with a pending file that `mcp-term resume` finishes from another process.
 
 use std::collections::BTreeMap;
@@ -8,8 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp::Outcome;
-use mcp::client::{BACKOFF_CAP, BACKOFF_START, CallOptions, Client, ClientError};
+use mcp::client::{
+    BACKOFF_CAP, BACKOFF_START, CallOptions, Client, ClientError, DEFAULT_POLL_INTERVAL,
+    MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, TaskHandle, ToolLeg,
+};
 use mcp::types::InputRequiredResult;
+use mcp::types::ext::tasks::{Task, TaskPayload};
 use mcp::types::mrtr::{InputResponse, InputResponses};
 use ring::digest;
 use serde::{Deserialize, Serialize};
@@ -84,6 +90,9 @@ pub struct RoundTrace {
     /// A round with state and no requests (retried after a short wait).
     #[serde(rename = "stateOnly")]
     pub state_only: bool,
+    /// The questions of a task in `input_required` (answered with `tasks/update`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub task: bool,
 }
 
 impl RoundTrace {
@@ -100,6 +109,7 @@ impl RoundTrace {
                 .as_ref()
                 .map(|s| sha256_hex(s.as_bytes())),
             state_only: requests.is_empty(),
+            task: false,
         }
     }
 
@@ -114,6 +124,11 @@ impl RoundTrace {
             .iter()
             .map(|k| crate::prompt::sanitize(k))
             .collect();
+        let state = if self.task {
+            "task input_required".to_owned()
+        } else {
+            state
+        };
         format!(
             "round {}: keys [{}] methods [{}] {state}{}",
             self.round,
@@ -155,9 +170,24 @@ pub struct Pending {
     /// Answers already given in this round, sent again on resume.
     #[serde(default)]
     pub answered: InputResponses,
-    /// The server's `InputRequiredResult`, as received (its `requestState` verbatim).
+    /// The server's `InputRequiredResult`, as received (its `requestState` verbatim); for a
+    /// task, its outstanding `inputRequests` (a task has no state to echo).
     #[serde(rename = "inputRequired")]
     pub input_required: InputRequiredResult,
+    /// The task waiting for these answers, as last seen: `resume` answers it with
+    /// `tasks/update` instead of retrying the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<Task>,
+}
+
+/// What one leg of a 2026-07-28 call returned.
+enum Leg {
+    /// The result, as JSON.
+    Done(Value),
+    /// A round to answer.
+    Round(InputRequiredResult),
+    /// A task to follow.
+    Task(TaskHandle),
 }
 
 /// How a call ended.
@@ -221,19 +251,26 @@ impl Driver {
         }
     }
 
-    async fn leg(&self, call: &Call, options: CallOptions) -> Result<Outcome<Value>, ClientError> {
-        fn json<T: Serialize>(o: Outcome<T>) -> Outcome<Value> {
+    async fn leg(&self, call: &Call, options: CallOptions) -> Result<Leg, ClientError> {
+        fn json<T: Serialize>(o: Outcome<T>) -> Leg {
             match o {
-                Outcome::Complete(r) => {
-                    Outcome::Complete(serde_json::to_value(r).unwrap_or(Value::Null))
-                }
-                Outcome::InputRequired(i) => Outcome::InputRequired(i),
+                Outcome::Complete(r) => Leg::Done(serde_json::to_value(r).unwrap_or(Value::Null)),
+                Outcome::InputRequired(i) => Leg::Round(i),
             }
         }
         let session = self.client.session();
         Ok(match call {
             Call::Tool { name, arguments } => {
-                json(session.call_tool(name, arguments.clone(), options).await?)
+                match session
+                    .call_tool_leg(name, arguments.clone(), options)
+                    .await?
+                {
+                    ToolLeg::Complete(r) => {
+                        Leg::Done(serde_json::to_value(r).unwrap_or(Value::Null))
+                    }
+                    ToolLeg::InputRequired(i) => Leg::Round(i),
+                    ToolLeg::Task(handle) => Leg::Task(handle),
+                }
             }
             Call::Prompt { name, arguments } => {
                 json(session.get_prompt(name, arguments.clone(), options).await?)
@@ -259,8 +296,11 @@ impl Driver {
                 timeout: self.timeout,
             };
             let result = match self.leg(call, options).await {
-                Ok(Outcome::Complete(v)) => return Finished::Done(v),
-                Ok(Outcome::InputRequired(r)) => r,
+                Ok(Leg::Done(v)) => return Finished::Done(v),
+                Ok(Leg::Round(r)) => r,
+                Ok(Leg::Task(handle)) => {
+                    return self.task(call, handle, round, InputResponses::new()).await;
+                }
                 Err(e) => return Finished::Client(e),
             };
             round += 1;
@@ -295,6 +335,20 @@ impl Driver {
         call: &Call,
         round: u32,
         result: &InputRequiredResult,
+        answered: InputResponses,
+    ) -> Result<InputResponses, Finished> {
+        self.answer_questions(call, call.label(), round, result, answered)
+            .await
+    }
+
+    /// Answers every request of `result` not already in `answered`; `during` is what the form
+    /// header says the question is part of.
+    async fn answer_questions(
+        &self,
+        call: &Call,
+        during: String,
+        round: u32,
+        result: &InputRequiredResult,
         mut answered: InputResponses,
     ) -> Result<InputResponses, Finished> {
         let mut unanswered = Vec::new();
@@ -317,7 +371,7 @@ impl Driver {
             let asking = Asking {
                 server: server.clone(),
                 era: era.clone(),
-                during: call.label(),
+                during: during.clone(),
                 round,
                 max_rounds: self.max_rounds,
                 key: key.clone(),
@@ -349,7 +403,116 @@ impl Driver {
             unanswered,
             answered,
             input_required: result.clone(),
+            task: None,
         })))
+    }
+
+    /// Follows a task to its end: polls `tasks/get` at the server's interval (clamped to the
+    /// client's limits), answers each new batch of `inputRequests` through the responder (one
+    /// round each, counted against `--max-rounds`) and sends them with `tasks/update`. A
+    /// question nobody answers stops with a pending file naming the task, which stays on the
+    /// server for `resume`; a refusal, a usage mistake or too many rounds cancel the task.
+    /// `carry` holds answers an earlier process already gave (`resume`).
+    pub async fn task(
+        &self,
+        call: &Call,
+        handle: TaskHandle,
+        mut round: u32,
+        mut carry: InputResponses,
+    ) -> Finished {
+        let started = tokio::time::Instant::now();
+        let ttl = handle.created().ttl_ms.map(Duration::from_millis);
+        let clamp = |ms: Option<u64>| {
+            ms.map(Duration::from_millis)
+                .unwrap_or(DEFAULT_POLL_INTERVAL)
+                .clamp(MIN_POLL_INTERVAL, MAX_POLL_INTERVAL)
+        };
+        let mut interval = clamp(handle.created().poll_interval_ms);
+        let mut answered_keys = std::collections::BTreeSet::new();
+        let mut last_seen = None;
+        let during = format!("{} (a task)", call.label());
+        let stop = |f: Finished| {
+            let handle = handle.clone();
+            async move {
+                let _ = handle.cancel().await;
+                f
+            }
+        };
+        loop {
+            let detailed = match handle.status().await {
+                Ok(t) => t,
+                Err(e) => return Finished::Client(e),
+            };
+            let seen = (detailed.task.status, detailed.task.status_message.clone());
+            if last_seen.as_ref() != Some(&seen) {
+                let message = seen
+                    .1
+                    .as_deref()
+                    .map(|m| format!(": {}", crate::prompt::sanitize(m)))
+                    .unwrap_or_default();
+                eprintln!("task {}{message}", seen.0.as_str());
+                last_seen = Some(seen);
+            }
+            if let Some(ms) = detailed.task.poll_interval_ms {
+                interval = clamp(Some(ms));
+            }
+            match detailed.payload {
+                TaskPayload::Completed(result) => return Finished::Done(Value::Object(result)),
+                TaskPayload::Failed(error) => return Finished::Client(ClientError::Server(error)),
+                TaskPayload::Cancelled => return Finished::Client(ClientError::Cancelled),
+                TaskPayload::Working => {}
+                TaskPayload::InputRequired(requests) => {
+                    let fresh: BTreeMap<_, _> = requests
+                        .into_iter()
+                        .filter(|(k, _)| !answered_keys.contains(k))
+                        .collect();
+                    if !fresh.is_empty() {
+                        round += 1;
+                        let keys: Vec<String> = fresh.keys().cloned().collect();
+                        self.record(RoundTrace {
+                            round,
+                            keys: keys.clone(),
+                            methods: fresh.values().map(|r| r.method().to_owned()).collect(),
+                            state_bytes: None,
+                            state_sha256: None,
+                            state_only: false,
+                            task: true,
+                        });
+                        if round > self.max_rounds {
+                            return stop(Finished::MaxRounds(self.max_rounds)).await;
+                        }
+                        let questions = InputRequiredResult::new(fresh, None);
+                        let given = std::mem::take(&mut carry);
+                        match self
+                            .answer_questions(call, during.clone(), round, &questions, given)
+                            .await
+                        {
+                            Ok(responses) => {
+                                if let Err(e) = handle.answer(responses).await {
+                                    return Finished::Client(e);
+                                }
+                                answered_keys.extend(keys);
+                                continue;
+                            }
+                            Err(Finished::Pending(mut p)) => {
+                                p.task = Some(detailed.task);
+                                return Finished::Pending(p);
+                            }
+                            Err(f) => return stop(f).await,
+                        }
+                    }
+                }
+            }
+            if let Some(ttl) = ttl
+                && started.elapsed() > ttl
+            {
+                return Finished::Client(ClientError::Timeout {
+                    method: "tasks/get".into(),
+                    after: ttl,
+                });
+            }
+            tokio::time::sleep(interval).await;
+        }
     }
 
     /// Runs a 2025-11-25 call: the client's callbacks answer live requests; a question nobody
@@ -419,6 +582,7 @@ impl Driver {
             state_bytes: None,
             state_sha256: None,
             state_only: false,
+            task: false,
         });
         let stop = |f: Finished| {
             let _ = stuck.send(f);
@@ -515,6 +679,7 @@ mod tests {
                 BTreeMap::from([("r".to_owned(), request)]),
                 Some(state.into()),
             ),
+            task: None,
         };
         let text = serde_json::to_string(&pending).unwrap();
         assert!(text.contains(r#""method":"tools/call""#), "{text}");
