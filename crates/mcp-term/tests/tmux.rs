@@ -270,3 +270,89 @@ fn a_person_answers_a_sampling_request() {
     let screen = pane.wait_for("EXIT=");
     assert!(screen.contains("LLM response: Paris\nEXIT=0"), "{screen}");
 }
+
+#[test]
+fn a_person_answers_the_question_of_a_task_with_one_answer_asked_again() {
+    let cmd = format!(
+        "{} call run_build project=orders -- {}; echo EXIT=$?; sleep 600",
+        env!("CARGO_BIN_EXE_mcp-term"),
+        example("builds").display()
+    );
+    let pane = Pane::start("task", &cmd);
+    let screen = pane.wait_for("[a]nswer, [d]ecline, [c]ancel?");
+    assert!(
+        screen.contains(
+            "── builds asks (tools/call run_build (a task), round 1 of 10, 2026-07-28) ──"
+        ),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("  orders built and passed its tests. Deploy it now?"),
+        "{screen}"
+    );
+    assert!(screen.contains("task input_required"), "{screen}");
+    pane.send("a");
+    pane.wait_for("deploy* (y/n):");
+    pane.send("perhaps");
+    pane.wait_for("! answer yes or no; try again");
+    pane.send("y");
+    pane.wait_for("[s]ubmit, [e]dit NAME, [d]ecline, [c]ancel?");
+    pane.send("s");
+    let screen = pane.wait_for("EXIT=");
+    assert!(screen.contains("    deploy = yes\n"), "{screen}");
+    assert!(
+        screen.contains("orders built and deployed.\nEXIT=0"),
+        "{screen}"
+    );
+    println!("{}", screen.trim_end());
+}
+
+/// The README shows `mcp-term` against the Bistro with the terminal text it prints: the same
+/// command (the binaries themselves instead of `cargo run`), the same keys, the same screen.
+#[test]
+fn the_readme_shows_the_true_terminal_text() {
+    let readme = include_str!("../../../README.md");
+    let section = &readme[readme
+        .find("## `mcp-term`")
+        .expect("the README has an mcp-term section")..];
+    let command = section
+        .lines()
+        .find(|l| l.starts_with("cargo run -q -p mcp-term -- "))
+        .expect("the README shows the command");
+    let args = command
+        .trim_start_matches("cargo run -q -p mcp-term -- ")
+        .split(" -- ")
+        .next()
+        .unwrap();
+    assert_eq!(
+        command.split(" -- ").nth(2),
+        Some("cargo run -q --example bistro"),
+        "{command}"
+    );
+    let start = section
+        .find("```text\n")
+        .expect("the README shows the screen")
+        + 8;
+    let shown = &section[start..start + section[start..].find("```").unwrap()];
+
+    let cmd = format!(
+        "{} {args} -- {}; echo EXIT=$?; sleep 600",
+        env!("CARGO_BIN_EXE_mcp-term"),
+        example("bistro").display()
+    );
+    let pane = Pane::start("readme", &cmd);
+    pane.wait_for("[a]nswer, [d]ecline, [c]ancel?");
+    pane.send("a");
+    pane.wait_for("accept_alternative* (y/n):");
+    pane.send("maybe");
+    pane.wait_for("! answer yes or no; try again");
+    pane.send("y");
+    pane.wait_for("date [2025-12-26]:");
+    pane.send("2025-12-27");
+    pane.wait_for("[s]ubmit, [e]dit NAME, [d]ecline, [c]ancel?");
+    pane.send("s");
+    let screen = pane.wait_for("EXIT=");
+    let printed = &screen[..screen.find("EXIT=").unwrap()];
+    assert_eq!(printed, shown);
+    assert!(screen.contains("EXIT=0"), "{screen}");
+}
