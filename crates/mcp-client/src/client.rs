@@ -378,6 +378,48 @@ struct Inner {
 }
 
 /// A connected MCP client. Cheap to clone; every clone shares the connection.
+///
+/// It negotiates the era itself (2026-07-28 when the server speaks it, else a 2025-11-25
+/// session) and answers the server's questions through its callbacks, so `call_tool` returns
+/// the final result whichever way the server asked:
+///
+/// ```
+/// use mcp_client::{Client, MemoryTransport};
+/// use mcp_server_core::registry::{ElicitationResult, McpServer, Resolution, Resolver, ToolDef};
+/// use mcp_server_core::types::elicitation::{ElicitResult, ElicitValue};
+/// use serde_json::{Value, json};
+///
+/// #[derive(Clone, serde::Deserialize, schemars::JsonSchema)]
+/// struct Confirm {
+///     ok: bool,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let confirm = Resolver::new("confirm", |_input| async { Resolution::<Confirm>::elicit("Really delete?") });
+/// let delete = ToolDef::new("delete")
+///     .resolve::<ElicitationResult<Confirm>>("confirm", confirm)
+///     .handler_resolved(|_ctx, _args: Value, mut resolved| async move {
+///         Ok::<_, String>(match resolved.take::<ElicitationResult<Confirm>>("confirm")? {
+///             ElicitationResult::Accepted(Confirm { ok: true }) => "deleted",
+///             _ => "kept",
+///         })
+///     });
+/// let service = McpServer::new("Files").tool(delete).into_service()?;
+///
+/// let client = Client::builder()
+///     .elicitation(|_info, params| async move {
+///         assert_eq!(params.message(), "Really delete?");
+///         Ok(ElicitResult::accept([("ok".to_owned(), ElicitValue::Bool(true))].into()))
+///     })
+///     .connect(MemoryTransport::new(&service))
+///     .await?;
+/// let result = client.call_tool("delete", json!({})).await?;
+/// assert_eq!(result.content[0].as_text(), Some("deleted"));
+/// assert_eq!(client.negotiated().unwrap().protocol_version, "2026-07-28");
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_client::memory::MemoryTransport;
+use mcp_client::MemoryTransport;
 use mcp_client::{CallOptions, Client, ClientError, TaskCall, ToolLeg};
 use mcp_server_core::Service;
-use mcp_server_core::mcp::{
+use mcp_server_core::registry::{
     ElicitationResult, McpServer, Resolution, Resolver, ToolDef, ToolReply,
 };
 use mcp_server_core::tasks::{TaskConfig, TaskSupport};
@@ -67,7 +67,7 @@ fn server() -> Service {
     let greet = ToolDef::new("greet")
         .arguments::<NoArgs>()
         .task(TaskSupport::Required)
-        .resolve::<mcp_server_core::mcp::Accepted<Name>>(
+        .resolve::<mcp_server_core::registry::Accepted<Name>>(
             "who",
             Resolver::new("who", |_| async {
                 Resolution::<Name>::elicit("Who are you?")
@@ -75,7 +75,7 @@ fn server() -> Service {
         )
         .handler_resolved(|_ctx, _: NoArgs, mut r| async move {
             let name = r
-                .take::<mcp_server_core::mcp::Accepted<Name>>("who")?
+                .take::<mcp_server_core::registry::Accepted<Name>>("who")?
                 .0
                 .name;
             Ok::<_, String>(format!("Hello, {name}!"))
