@@ -625,6 +625,7 @@ impl Driver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcp::client::{CallOptions, ToolLeg};
     use mcp::types::mrtr::InputRequest;
 
     #[test]
@@ -689,5 +690,112 @@ mod tests {
         );
         let back: Pending = serde_json::from_str(&text).unwrap();
         assert_eq!(back, pending);
+    }
+
+    fn driver(client: Client, answers: &[&str]) -> Driver {
+        let cli = answers
+            .iter()
+            .map(|a| crate::answers::CliAnswer::parse(a).unwrap())
+            .collect();
+        let responder = Responder::new(
+            crate::answers::Sources { cli, file: None },
+            crate::responder::Policy::Fail,
+            false,
+        );
+        Driver {
+            client,
+            responder: Arc::new(responder),
+            max_rounds: 10,
+            trace: false,
+            server: "builds".into(),
+            target: None,
+            rounds: std::sync::Mutex::new(Vec::new()),
+            ndjson: false,
+            timeout: None,
+            live_rounds: Default::default(),
+            during: Default::default(),
+            stuck: tokio::sync::mpsc::unbounded_channel().0,
+        }
+    }
+
+    /// `run_build` on the Builds server in this process, as a task the test holds too.
+    async fn build_task() -> (Client, TaskHandle, Call) {
+        use mcp::ClientBuilderExt;
+        let service = mcp_examples::builds::server().into_service().unwrap();
+        // The callback declares the form capability; the driver answers, never the callback.
+        let client = Client::builder()
+            .tasks(true)
+            .elicitation(|_info, _params| async {
+                Err(mcp::types::ErrorObject::internal(
+                    "not asked through the callback",
+                ))
+            })
+            .elicitation_modes(true, false)
+            .in_memory(&service)
+            .await
+            .unwrap();
+        let arguments = json!({"project": "orders"});
+        let leg = client
+            .session()
+            .call_tool_leg("run_build", arguments.clone(), CallOptions::default())
+            .await
+            .unwrap();
+        let ToolLeg::Task(handle) = leg else {
+            panic!("run_build is a task: {leg:?}")
+        };
+        let call = Call::Tool {
+            name: "run_build".into(),
+            arguments,
+        };
+        (client, handle, call)
+    }
+
+    /// The task's status once it ended (the loop is a guard against a hang, not a timing check).
+    async fn ended(handle: &TaskHandle) -> mcp::types::ext::tasks::TaskStatus {
+        for _ in 0..1000 {
+            let status = handle.status().await.unwrap().task.status;
+            if status.is_terminal() {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the task never ended");
+    }
+
+    #[tokio::test]
+    async fn a_wrong_answer_to_a_task_cancels_it_and_an_unanswered_one_leaves_it_waiting() {
+        let (client, handle, call) = build_task().await;
+        let d = driver(client, &["deploy=perhaps"]);
+        match d
+            .task(&call, handle.clone(), 0, InputResponses::new())
+            .await
+        {
+            Finished::Usage(why) => assert_eq!(why, "--answer deploy: answer yes or no"),
+            other => panic!("expected a usage error, got {other:?}"),
+        }
+        assert_eq!(
+            ended(&handle).await,
+            mcp::types::ext::tasks::TaskStatus::Cancelled
+        );
+        assert!(d.rounds.lock().unwrap()[0].task, "traced as a task round");
+
+        let (client, handle, call) = build_task().await;
+        let d = driver(client, &[]);
+        let Finished::Pending(p) = d
+            .task(&call, handle.clone(), 0, InputResponses::new())
+            .await
+        else {
+            panic!("nobody answers: pending");
+        };
+        assert_eq!(
+            p.task.as_ref().map(|t| t.task_id.as_str()),
+            Some(handle.id())
+        );
+        assert_eq!(p.input_required.request_state, None);
+        assert_eq!(
+            handle.status().await.unwrap().task.status,
+            mcp::types::ext::tasks::TaskStatus::InputRequired,
+            "the task waits for resume"
+        );
     }
 }
