@@ -282,7 +282,7 @@ fn main() {
     let exit = runtime.block_on(async {
         tokio::select! {
             exit = run(cli, command) => exit,
-            _ = tokio::signal::ctrl_c() => Err(fail(code::INTERRUPTED, "interrupted", "interrupted (Ctrl-C); nothing more was sent")),
+            _ = tokio::signal::ctrl_c() => Err(fail(code::INTERRUPTED, "interrupted", interrupted().await)),
         }
     });
     let code = match exit {
@@ -298,6 +298,18 @@ fn main() {
     };
     runtime.shutdown_timeout(Duration::from_millis(200));
     std::process::exit(code);
+}
+
+/// After Ctrl-C: a task being followed is cancelled (within 5 s), so it does not run on.
+async fn interrupted() -> String {
+    let Some(task) = mcp_term::rounds::running_task() else {
+        return "interrupted (Ctrl-C); nothing more was sent".into();
+    };
+    match tokio::time::timeout(Duration::from_secs(5), task.cancel()).await {
+        Ok(Ok(())) => "interrupted (Ctrl-C); the task was cancelled".into(),
+        Ok(Err(e)) => format!("interrupted (Ctrl-C); cancelling the task failed: {e}"),
+        Err(_) => "interrupted (Ctrl-C); the server did not acknowledge the task's cancellation within 5 s".into(),
+    }
 }
 
 fn split_target(

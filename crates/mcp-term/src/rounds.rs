@@ -180,6 +180,20 @@ pub struct Pending {
     pub task: Option<Task>,
 }
 
+/// The task being followed, for Ctrl-C to cancel (one call per process).
+static RUNNING: std::sync::Mutex<Option<TaskHandle>> = std::sync::Mutex::new(None);
+
+fn set_running(task: Option<TaskHandle>) {
+    if let Ok(mut running) = RUNNING.lock() {
+        *running = task;
+    }
+}
+
+/// The task this process is following right now, if any: what an interrupted run cancels.
+pub fn running_task() -> Option<TaskHandle> {
+    RUNNING.lock().ok().and_then(|r| r.clone())
+}
+
 /// What one leg of a 2026-07-28 call returned.
 enum Leg {
     /// The result, as JSON.
@@ -414,6 +428,19 @@ impl Driver {
     /// server for `resume`; a refusal, a usage mistake or too many rounds cancel the task.
     /// `carry` holds answers an earlier process already gave (`resume`).
     pub async fn task(
+        &self,
+        call: &Call,
+        handle: TaskHandle,
+        round: u32,
+        carry: InputResponses,
+    ) -> Finished {
+        set_running(Some(handle.clone()));
+        let finished = self.follow(call, handle, round, carry).await;
+        set_running(None);
+        finished
+    }
+
+    async fn follow(
         &self,
         call: &Call,
         handle: TaskHandle,

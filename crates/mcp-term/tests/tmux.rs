@@ -356,3 +356,80 @@ fn the_readme_shows_the_true_terminal_text() {
     assert_eq!(printed, shown);
     assert!(screen.contains("EXIT=0"), "{screen}");
 }
+
+#[test]
+fn ctrl_c_in_a_tasks_form_cancels_the_task() {
+    struct Stop(std::process::Child);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let _server = Stop(
+        Command::new(example("builds"))
+            .args(["--http", &format!("127.0.0.1:{port}")])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "Builds never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let term = env!("CARGO_BIN_EXE_mcp-term");
+    // A first run without a terminal leaves the task waiting and its pending file.
+    let first = Command::new(term)
+        .args(["call", "run_build", "project=orders", &url])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(first.status.code(), Some(10));
+    let dir = std::env::temp_dir().join(format!("mcp-term-tmux-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pending = dir.join("pending.json");
+    std::fs::write(&pending, &first.stdout).unwrap();
+
+    // A person resumes it on a terminal and presses Ctrl-C in the form: the task is cancelled.
+    let cmd = format!(
+        "{term} resume {}; echo EXIT=$?; sleep 600",
+        pending.display()
+    );
+    let pane = Pane::start("task-interrupt", &cmd);
+    pane.wait_for("[a]nswer, [d]ecline, [c]ancel?");
+    let status = pane
+        .tmux()
+        .args(["send-keys", "-t", &pane.name, "C-c"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let screen = pane.wait_for("EXIT=");
+    assert!(screen.contains("EXIT=130"), "{screen}");
+    assert!(
+        screen.contains("mcp-term: interrupted (Ctrl-C); the task was cancelled\n"),
+        "{screen}"
+    );
+
+    // So a later resume finds it cancelled instead of answering it.
+    let answers = dir.join("yes.json");
+    std::fs::write(&answers, r#"{"deploy": true}"#).unwrap();
+    let later = Command::new(term)
+        .args(["resume", pending.to_str().unwrap(), "--answers"])
+        .arg(&answers)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&later.stderr);
+    assert_eq!(later.status.code(), Some(5), "{stderr}");
+    assert!(stderr.contains("task cancelled"), "{stderr}");
+    assert!(later.stdout.is_empty());
+}
