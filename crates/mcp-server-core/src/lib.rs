@@ -26,6 +26,13 @@ mod notify;
 pub mod param_headers;
 mod peer;
 pub mod registry;
+
+/// Internals exposed for the fuzz targets in `fuzz/` (feature `fuzzing`; not a stable API).
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::registry::fuzzing::*;
+}
 mod server;
 mod service;
 mod sink;

@@ -55,6 +55,28 @@ mod resolve;
 mod resource;
 mod tool;
 
+#[cfg(feature = "fuzzing")]
+pub(crate) mod fuzzing {
+    use std::collections::BTreeMap;
+
+    use mcp_types::elicitation::ElicitationSchema;
+    use serde_json::Value;
+
+    /// Parses `template` and matches `uri` against it: the variables, `None` when it does not
+    /// match, or the parse error.
+    pub fn uri_template_matches(
+        template: &str,
+        uri: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, String> {
+        Ok(super::resource::UriTemplate::parse(template)?.matches(uri))
+    }
+
+    /// Renders a JSON Schema root as an elicitation form schema, as a model's schema is.
+    pub fn render_elicitation_schema(root: &Value) -> Result<ElicitationSchema, String> {
+        super::elicit::render(root).map_err(|e| e.0)
+    }
+}
+
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
