@@ -44,7 +44,7 @@ use crate::error::ClientError;
 use crate::transport::Transport;
 
 pub(crate) mod tasks;
-pub use tasks::{TaskCall, TaskHandle};
+pub use tasks::{TaskCall, TaskHandle, ToolLeg};
 
 /// The stateless versions this client speaks, newest first.
 pub const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
@@ -1157,6 +1157,25 @@ impl Client {
         self.drive(methods::RESOURCES_READ, params, options).await
     }
 
+    /// Sends one leg of a call and returns the answer undecoded (a result, a round or a task).
+    async fn send_leg<P>(
+        &self,
+        method: &str,
+        params: &mut P,
+        options: &CallOptions,
+    ) -> Result<Box<RawValue>, ClientError>
+    where
+        P: Serialize + HasMetaMut,
+    {
+        let progress = options
+            .progress
+            .then(|| RequestId::Number(self.inner.next_id.load(Ordering::Relaxed) + 1));
+        params.set_meta(self.meta(progress));
+        let raw = mcp_types::jsonrpc::to_raw(&*params)
+            .map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
+        self.request(method, Some(raw), options.timeout).await
+    }
+
     /// Sends one leg of a call that may answer `input_required`.
     async fn leg<P, T>(
         &self,
@@ -1168,25 +1187,29 @@ impl Client {
         P: RetryParams + Serialize + HasMetaMut,
         T: DeserializeOwned,
     {
-        let progress = options
-            .progress
-            .then(|| RequestId::Number(self.inner.next_id.load(Ordering::Relaxed) + 1));
-        params.set_meta(self.meta(progress));
-        let raw = mcp_types::jsonrpc::to_raw(&*params)
-            .map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
-        let mut answer = self.request(method, Some(raw), options.timeout).await?;
+        let mut answer = self.send_leg(method, params, options).await?;
         // Without the extension declared, a task is an unrecognized resultType (below).
         if self.declares_tasks() && mcp_types::ext::tasks::is_task_result(&answer) {
             answer = self.follow_task(method, &answer, options).await?;
         }
-        Outcome::from_raw(&answer).map_err(|e| match e {
-            OutcomeError::UnrecognizedResultType(t) => ClientError::UnrecognizedResultType(t),
-            OutcomeError::Malformed(e) => {
-                ClientError::InvalidResponse(format!("'{method}' result: {e}"))
-            }
-        })
+        decode_outcome(method, &answer)
     }
+}
 
+/// A leg's answer as a complete result or a round.
+fn decode_outcome<T: DeserializeOwned>(
+    method: &str,
+    answer: &RawValue,
+) -> Result<Outcome<T>, ClientError> {
+    Outcome::from_raw(answer).map_err(|e| match e {
+        OutcomeError::UnrecognizedResultType(t) => ClientError::UnrecognizedResultType(t),
+        OutcomeError::Malformed(e) => {
+            ClientError::InvalidResponse(format!("'{method}' result: {e}"))
+        }
+    })
+}
+
+impl Client {
     /// The automatic loop: answer every round, retry with a new id, the same params, the
     /// answers under the same keys and the state echoed byte for byte.
     async fn drive<P, T>(
