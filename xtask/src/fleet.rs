@@ -41,6 +41,9 @@ const KINDS: [&str; 6] = ["plain", "mrtr-2", "mrtr-3", "task", "legacy", "sse-re
 const LEG_DEADLINE: Duration = Duration::from_secs(30);
 /// How long a task flow polls before calling it lost.
 const TASK_DEADLINE: Duration = Duration::from_secs(60);
+/// A task that failed "worker lost" and started this long before the SIGKILL or less ran on
+/// the killed instance; any other such failure fails the run.
+const CRASH_WINDOW: Duration = Duration::from_secs(5);
 const KEY_A: &str = "fleet-xtask-key-one-0123456789abcdef0123456789";
 const KEY_B: &str = "fleet-xtask-key-two-0123456789abcdef0123456789";
 
@@ -479,6 +482,7 @@ fn report(results: &[Outcome], killed_at: Option<Instant>, _took: Duration) -> R
     let mut problems = Vec::new();
     let mut reasons: BTreeMap<(&str, String), usize> = BTreeMap::new();
     let mut retrying = 0usize;
+    let mut worker_lost: Vec<String> = Vec::new();
     for kind in KINDS {
         let of_kind: Vec<&Outcome> = results.iter().filter(|o| o.kind == kind).collect();
         let completed = of_kind.iter().filter(|o| o.result.is_ok()).count();
@@ -495,9 +499,29 @@ fn report(results: &[Outcome], killed_at: Option<Instant>, _took: Duration) -> R
                         retrying += 1;
                     }
                     let modern = !matches!(kind, "legacy" | "sse-resume");
+                    // A task whose body ran on the killed instance: it started shortly before
+                    // the kill (a task flow takes well under a second) and failed "worker lost".
                     let crash_task = kind == "task"
                         && why.contains("worker running this task was lost")
-                        && killed_at.is_some_and(|k| o.started <= k);
+                        && killed_at.is_some_and(|k| {
+                            o.started <= k && k.duration_since(o.started) < CRASH_WINDOW
+                        });
+                    if kind == "task" && why.contains("worker running this task was lost") {
+                        let relative = killed_at.map_or(String::from("no kill"), |k| {
+                            if o.started <= k {
+                                format!(
+                                    "started {} ms before the kill",
+                                    k.duration_since(o.started).as_millis()
+                                )
+                            } else {
+                                format!(
+                                    "started {} ms after the kill",
+                                    o.started.duration_since(k).as_millis()
+                                )
+                            }
+                        });
+                        worker_lost.push(relative);
+                    }
                     if modern && !crash_task {
                         problems.push(format!("{kind}: {why}"));
                     }
@@ -524,6 +548,9 @@ fn report(results: &[Outcome], killed_at: Option<Instant>, _took: Duration) -> R
     println!();
     for ((kind, why), n) in &reasons {
         println!("  {kind}: {n} × {why}");
+    }
+    if !worker_lost.is_empty() {
+        println!("  tasks failed 'worker lost': {}", worker_lost.join(", "));
     }
     println!("  a client retrying once on 502/503 would have completed {retrying} more flow(s)");
     if problems.is_empty() {
