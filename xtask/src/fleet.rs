@@ -44,6 +44,8 @@ const TASK_DEADLINE: Duration = Duration::from_secs(60);
 /// A task that failed "worker lost" and started this long before the SIGKILL or less ran on
 /// the killed instance; any other such failure fails the run.
 const CRASH_WINDOW: Duration = Duration::from_secs(5);
+/// How long after phase 2 is rolled out phase 3 starts (see the schedule).
+const PHASE3_GAP: Duration = Duration::from_secs(5);
 const KEY_A: &str = "fleet-xtask-key-one-0123456789abcdef0123456789";
 const KEY_B: &str = "fleet-xtask-key-two-0123456789abcdef0123456789";
 
@@ -211,11 +213,20 @@ fn wait_ready(port: u16) -> Result<(), String> {
     Err(format!("the instance on port {port} never became ready"))
 }
 
-/// A killed-on-drop child process (Redis, nginx).
+/// A child process stopped on drop (Redis, nginx): SIGTERM first, so that nginx's master
+/// stops its workers (a SIGKILLed master leaves them running), SIGKILL after 5 s.
 struct Guard(Child);
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        if signal(&self.0, "TERM").is_ok() {
+            for _ in 0..500 {
+                if let Ok(Some(_)) = self.0.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -371,8 +382,15 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
         (0.30, format!("{KEY_B},{KEY_A}"), "phase 2: [NEW, OLD]"),
         (0.50, KEY_B.to_owned(), "phase 3: [NEW]"),
     ];
-    for (fraction, keys, label) in &phases {
+    for (n, (fraction, keys, label)) in phases.iter().enumerate() {
         wait_until(at(*fraction));
+        if n == 2 {
+            // Phase 3 drops OLD: only once no state sealed with it can still come back. The
+            // protocol's wait is the state lifetime (10 min); here, every flow sealed under
+            // OLD ended long before this (flows take milliseconds, legs at most LEG_DEADLINE
+            // before counting as lost), so a few seconds stand in for it.
+            std::thread::sleep(PHASE3_GAP);
+        }
         for i in 0..3 {
             let drained = match fleet.stop(i) {
                 Ok(d) => d,
