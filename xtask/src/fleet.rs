@@ -459,7 +459,8 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
         .count();
     println!(
         "  nginx: {refused} connection(s) refused by a restarting instance (passed to the next), \
-         {resent} request(s) cut by an instance's death (re-sent to the next: non_idempotent)"
+         {resent} request(s) cut after they were sent (by the SIGKILL, or reset in a draining \
+         listener's accept queue), re-sent to the next (non_idempotent)"
     );
     println!(
         "fleet: {} flows in {:.1} s (whole run {:.1} s)",
