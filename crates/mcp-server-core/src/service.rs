@@ -1364,6 +1364,8 @@ where
         .as_ref()
         .filter(|_| era == Era::Modern);
     let mut principal: Option<Result<Option<Principal>, ()>> = None;
+    // The replay guard's claim on the incoming state, marked done once the handler answered.
+    let mut claim = None;
     if era == Era::Modern {
         if let (Some(boundary), Some(parts)) = (boundary, binding.as_ref()) {
             let source = PrincipalSource::new(parts.method, transport.principal.as_ref());
@@ -1383,10 +1385,13 @@ where
                     return Err(invalid_request_state());
                 };
                 match boundary
-                    .unseal_once(&parts.binding(), token, who.as_ref())
+                    .unseal_claim(&parts.binding(), token, who.as_ref())
                     .await
                 {
-                    Ok(plaintext) => params.set_request_state(Some(plaintext)),
+                    Ok((plaintext, used)) => {
+                        params.set_request_state(Some(plaintext));
+                        claim = used;
+                    }
                     Err(e) => {
                         tracing::debug!(method = parts.method, reason = %e.reason(), "requestState rejected");
                         return Err(invalid_request_state());
@@ -1408,7 +1413,13 @@ where
         params.set_request_state(None);
     }
     let caps = ctx.client_capabilities.clone();
-    match handler(ctx, params).await? {
+    let outcome = handler(ctx, params).await;
+    // The request produced its answer (a result or an error): its state is done, so no other
+    // instance may take it over even if this one dies now.
+    if let Some(claim) = claim {
+        claim.finish().await;
+    }
+    match outcome? {
         Outcome::Complete(result) => finish(inner, era, result),
         Outcome::InputRequired(_) if era == Era::Legacy => {
             tracing::warn!("a handler returned input_required on a 2025-11-25 session");

@@ -472,3 +472,71 @@ async fn a_request_contexts_debug_shows_no_state_and_legacy_handlers_get_no_raw_
     let answer = legacy.request("tools/call", params).await;
     assert_eq!(answer["result"]["content"][0]["text"], "raw state: None");
 }
+
+/// A seen-store that logs what the server core asks of it, beside the handler's own entries.
+struct LoggingStore(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl mcp_server_core::seal::SeenStore for LoggingStore {
+    fn first_use<'a>(&'a self, _jti: &'a str, _exp: f64) -> mcp_server_core::seal::SeenFuture<'a> {
+        self.0.lock().unwrap().push("claim".into());
+        Box::pin(async { true })
+    }
+
+    fn finished<'a>(
+        &'a self,
+        _jti: &'a str,
+        _exp: f64,
+    ) -> mcp_server_core::seal::FinishedFuture<'a> {
+        self.0.lock().unwrap().push("finished".into());
+        Box::pin(async {})
+    }
+}
+
+#[tokio::test]
+async fn a_claimed_state_is_marked_done_after_the_handler_answered_result_or_error() {
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let security = RequestStateSecurity::keys([KEY])
+        .unwrap()
+        .replay_guard(LoggingStore(log.clone()));
+    let handler_log = log.clone();
+    let service = Server::new("Guarded")
+        .request_state_security(security)
+        .unwrap()
+        .on_call_tool(move |ctx, params| {
+            let log = handler_log.clone();
+            async move {
+                let Some(state) = ctx.request_state() else {
+                    return Ok(Outcome::InputRequired(InputRequiredResult::new(
+                        BTreeMap::new(),
+                        Some("round-1".into()),
+                    )));
+                };
+                log.lock().unwrap().push(format!("handler {state}"));
+                if params.name == "fails" {
+                    return Err(mcp_types::ErrorObject::invalid_params("no such region"));
+                }
+                Ok(Outcome::Complete(CallToolResult::text("done")))
+            }
+        })
+        .into_service();
+    let mut c = TestClient::new(&service);
+    for (name, expect) in [("works", "result"), ("fails", "error")] {
+        log.lock().unwrap().clear();
+        let params = json!({"name": name, "arguments": {}});
+        let first = c.modern("tools/call", params.clone(), json!({})).await;
+        assert_eq!(
+            *log.lock().unwrap(),
+            Vec::<String>::new(),
+            "no state, no claim"
+        );
+        let mut retry = params;
+        retry["requestState"] = first["result"]["requestState"].clone();
+        let answer = c.modern("tools/call", retry, json!({})).await;
+        assert!(answer.get(expect).is_some(), "{answer}");
+        assert_eq!(
+            *log.lock().unwrap(),
+            ["claim", "handler round-1", "finished"],
+            "{name}"
+        );
+    }
+}

@@ -17,7 +17,7 @@ use crate::codec::Codec;
 use crate::error::{BindPrincipalError, InvalidRequestState, RejectReason, SealError};
 use crate::keyring::KeyRing;
 use crate::principal::{Principal, PrincipalBinding, PrincipalSource};
-use crate::replay::SeenStore;
+use crate::replay::{SeenStore, UseClaim};
 
 /// The codec behind a policy. The built-in ring is kept as its concrete type so
 /// the envelope is written straight into the buffer that is encrypted in place.
@@ -182,7 +182,9 @@ impl SealingBoundary {
 
     /// [`unseal`](Self::unseal), then, with the replay guard on, the seen-store: a state is
     /// accepted once, and a state without a `jti` (minted with the guard off, or by the
-    /// Python SDK) is refused. With the guard off this is exactly `unseal`.
+    /// Python SDK) is refused. With the guard off this is exactly `unseal`. The use is marked
+    /// done at once; a server that can say when the request finished uses
+    /// [`unseal_claim`](Self::unseal_claim) instead.
     ///
     /// # Errors
     ///
@@ -193,16 +195,40 @@ impl SealingBoundary {
         token: &str,
         principal: Option<&Principal>,
     ) -> Result<String, InvalidRequestState> {
-        let verified = self.verify_at(SystemTime::now(), binding, token, principal)?;
-        if let Some(store) = &self.replay {
-            let Some(jti) = verified.jti.as_deref() else {
-                return Err(InvalidRequestState::new(RejectReason::Replayed));
-            };
-            if !store.first_use(jti, verified.exp).await {
-                return Err(InvalidRequestState::new(RejectReason::Replayed));
-            }
+        let (state, claim) = self.unseal_claim(binding, token, principal).await?;
+        if let Some(claim) = claim {
+            claim.finish().await;
         }
-        Ok(verified.state)
+        Ok(state)
+    }
+
+    /// [`unseal_once`](Self::unseal_once), leaving the use *claimed*: with the replay guard on
+    /// it also returns the claim, which the caller [finishes](UseClaim::finish) once the
+    /// request produced its answer (a result or an error). Until then a fleet's seen-store may
+    /// hand the state to another instance if this one dies (see
+    /// [`SeenStore::first_use`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`unseal_once`](Self::unseal_once).
+    pub async fn unseal_claim(
+        &self,
+        binding: &RequestBinding<'_>,
+        token: &str,
+        principal: Option<&Principal>,
+    ) -> Result<(String, Option<UseClaim>), InvalidRequestState> {
+        let verified = self.verify_at(SystemTime::now(), binding, token, principal)?;
+        let Some(store) = &self.replay else {
+            return Ok((verified.state, None));
+        };
+        let Some(jti) = verified.jti.as_deref() else {
+            return Err(InvalidRequestState::new(RejectReason::Replayed));
+        };
+        if !store.first_use(jti, verified.exp).await {
+            return Err(InvalidRequestState::new(RejectReason::Replayed));
+        }
+        let claim = UseClaim::new(store.clone(), jti.to_owned(), verified.exp);
+        Ok((verified.state, Some(claim)))
     }
 
     /// Verifies `token` for the request `binding`, run as `principal`, and returns

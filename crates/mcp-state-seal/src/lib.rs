@@ -80,7 +80,9 @@ pub use policy::{DEFAULT_TTL, RequestStateSecurity};
 pub use principal::{Principal, PrincipalSource};
 pub use pyjson::compact_json;
 pub use question::QuestionDigest;
-pub use replay::{DEFAULT_SEEN_CAPACITY, MemorySeenStore, SeenFuture, SeenStore};
+pub use replay::{
+    DEFAULT_SEEN_CAPACITY, FinishedFuture, MemorySeenStore, SeenFuture, SeenStore, UseClaim,
+};
 
 /// Fills `bytes` from the operating system's secure random source (for callers that need
 /// unguessable identifiers, such as session ids, without a dependency of their own).

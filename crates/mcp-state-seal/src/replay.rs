@@ -1,21 +1,75 @@
 //! The opt-in replay guard: with it on, every sealed state carries a unique `jti` claim, and a
 //! state is accepted once. The seen-store is a trait (async, so it can live in Redis or a
 //! database shared by a fleet); [`MemorySeenStore`] is the single-process default.
+//!
+//! A use is a *claim* by the instance that accepted the state, and becomes *done* when that
+//! request's processing finished ([`SeenStore::finished`]). The distinction matters only in a
+//! fleet: a store shared by several processes may hand the claim of an instance that died
+//! before it finished to another instance (a load balancer re-sending the request), while a
+//! done state, or one claimed by a live instance, stays refused.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// A boxed, sendable future borrowing the store.
 pub type SeenFuture<'a> = Pin<Box<dyn Future<Output = bool> + Send + 'a>>;
 
+/// The future of [`SeenStore::finished`].
+pub type FinishedFuture<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
 /// Remembers which sealed states were already used.
 pub trait SeenStore: Send + Sync {
-    /// Records `jti` (valid until `expires_at`, seconds since the Unix epoch) and answers
-    /// `true` if it was not seen before: the state may be used. `false` refuses the state;
-    /// a store that cannot answer (full, unreachable) must answer `false` too.
+    /// Claims `jti` (valid until `expires_at`, seconds since the Unix epoch) for this process
+    /// and answers `true` if the state may be used: it was never seen, or (in a store shared by
+    /// a fleet) its claim belongs to an instance that died before it finished. `false` refuses
+    /// the state: it is done, or claimed by a live instance (this one included); a store that
+    /// cannot answer (full, unreachable) must answer `false` too.
     fn first_use<'a>(&'a self, jti: &'a str, expires_at: f64) -> SeenFuture<'a>;
+
+    /// Marks the claim of `jti` done: the request that used it produced its answer (a result
+    /// or an error). A done state is never accepted again, whoever asks. The default does
+    /// nothing, for a store whose claims never outlive their owner (one process's memory),
+    /// where a claim is as final as a done mark. A store that cannot record it logs why; the
+    /// claim then stays refused while its owner lives.
+    fn finished<'a>(&'a self, jti: &'a str, expires_at: f64) -> FinishedFuture<'a> {
+        let _ = (jti, expires_at);
+        Box::pin(async {})
+    }
+}
+
+/// This process's claim on one state, from
+/// [`SealingBoundary::unseal_claim`](crate::SealingBoundary::unseal_claim): call
+/// [`finish`](Self::finish) once the request that used the state produced its answer. A claim
+/// dropped unfinished (the request was cancelled) stays claimed while this process lives.
+#[must_use = "a claim is marked done by `finish` once the request produced its answer"]
+pub struct UseClaim {
+    store: Arc<dyn SeenStore>,
+    jti: String,
+    expires_at: f64,
+}
+
+impl fmt::Debug for UseClaim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UseClaim").finish_non_exhaustive()
+    }
+}
+
+impl UseClaim {
+    pub(crate) fn new(store: Arc<dyn SeenStore>, jti: String, expires_at: f64) -> Self {
+        UseClaim {
+            store,
+            jti,
+            expires_at,
+        }
+    }
+
+    /// Marks the state done in the seen-store ([`SeenStore::finished`]).
+    pub async fn finish(self) {
+        self.store.finished(&self.jti, self.expires_at).await;
+    }
 }
 
 /// The most token ids a [`MemorySeenStore`] keeps unless configured.
@@ -23,6 +77,8 @@ pub const DEFAULT_SEEN_CAPACITY: usize = 100_000;
 
 /// A seen-store in this process's memory, bounded: expired ids are forgotten, and when the
 /// store is full of unexpired ids new states are refused (fail closed) until some expire.
+/// In one process a claim cannot outlive its owner, so a claimed id is refused like a done
+/// one, and [`finished`](SeenStore::finished) has nothing to record.
 #[derive(Debug)]
 pub struct MemorySeenStore {
     seen: Mutex<HashMap<String, f64>>,

@@ -16,6 +16,12 @@
 //!   ([`RedisConfig::reconnect_attempts`]), and beyond that each operation fails with an
 //!   error naming Redis, never hangs. The seen-store fails closed (a state is refused when
 //!   Redis cannot answer).
+//! - **Replay guard across a crash**: a used state is *claimed* by the instance processing it
+//!   and *done* once that request answered. Each instance refreshes a liveness key
+//!   (`{prefix}:alive:{id}`, [`RedisConfig::liveness_ttl`]); a state whose claimer's liveness
+//!   lapsed before it finished may be taken over once by another instance (a load balancer
+//!   re-sending the request), so a state is processed at least once when an instance dies,
+//!   and never twice for a replay while its instance lives.
 
 #![forbid(unsafe_code)]
 
@@ -45,6 +51,13 @@ pub const DEFAULT_MAX_TASKS: usize = 100_000;
 pub const DEFAULT_MAX_EVENTS_PER_STREAM: usize = 1_000;
 /// How long an SSE stream's history is kept after its last event unless configured.
 pub const DEFAULT_EVENT_RETENTION: Duration = Duration::from_secs(30 * 60);
+/// How long an instance's liveness key outlives its last heartbeat unless configured.
+pub const DEFAULT_LIVENESS_TTL: Duration = Duration::from_millis(1500);
+/// How often an instance refreshes its liveness key unless configured.
+pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_millis(300);
+/// How long a second use of a state claimed by another instance waits for that instance's
+/// liveness to lapse unless configured.
+pub const DEFAULT_TAKEOVER_WAIT: Duration = Duration::from_millis(2000);
 
 /// Where Redis is and how the stores use it.
 #[derive(Clone)]
@@ -57,6 +70,9 @@ pub struct RedisConfig {
     max_tasks: usize,
     max_events_per_stream: usize,
     event_retention: Duration,
+    liveness_ttl: Duration,
+    heartbeat_interval: Duration,
+    takeover_wait: Duration,
 }
 
 impl fmt::Debug for RedisConfig {
@@ -82,6 +98,9 @@ impl RedisConfig {
             max_tasks: DEFAULT_MAX_TASKS,
             max_events_per_stream: DEFAULT_MAX_EVENTS_PER_STREAM,
             event_retention: DEFAULT_EVENT_RETENTION,
+            liveness_ttl: DEFAULT_LIVENESS_TTL,
+            heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
+            takeover_wait: DEFAULT_TAKEOVER_WAIT,
         }
     }
 
@@ -130,6 +149,32 @@ impl RedisConfig {
         self.event_retention = retention;
         self
     }
+
+    /// How long an instance counts as alive after its last heartbeat (default
+    /// [`DEFAULT_LIVENESS_TTL`], at least 100 ms). A state this instance claimed can be taken
+    /// over by another instance only once this has passed without a heartbeat, so it must
+    /// exceed the heartbeat interval by a wide margin (a Redis or scheduler hiccup longer than
+    /// the difference makes a live instance look dead).
+    pub fn liveness_ttl(mut self, ttl: Duration) -> Self {
+        self.liveness_ttl = ttl.max(Duration::from_millis(100));
+        self
+    }
+
+    /// How often the liveness key is refreshed (default [`DEFAULT_HEARTBEAT_INTERVAL`], at
+    /// least 10 ms); each refresh must answer within this interval.
+    pub fn heartbeat_interval(mut self, every: Duration) -> Self {
+        self.heartbeat_interval = every.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How long a second use of a state that another instance claimed and did not finish waits
+    /// for that instance's liveness to lapse (default [`DEFAULT_TAKEOVER_WAIT`]); when the
+    /// owner is still alive then, the state is refused as a replay. Set it a little above the
+    /// liveness TTL, and below the load balancer's read timeout.
+    pub fn takeover_wait(mut self, wait: Duration) -> Self {
+        self.takeover_wait = wait;
+        self
+    }
 }
 
 /// Why the stores could not start.
@@ -167,19 +212,22 @@ impl Shared {
         what: &str,
         cmd: &redis::Cmd,
     ) -> Result<T, String> {
+        self.run_within(what, cmd, self.config.command_timeout)
+            .await
+    }
+
+    /// Runs `cmd` under the deadline `within`.
+    pub(crate) async fn run_within<T: redis::FromRedisValue>(
+        &self,
+        what: &str,
+        cmd: &redis::Cmd,
+        within: Duration,
+    ) -> Result<T, String> {
         let mut connection = self.manager.clone();
-        match tokio::time::timeout(
-            self.config.command_timeout,
-            cmd.query_async(&mut connection),
-        )
-        .await
-        {
+        match tokio::time::timeout(within, cmd.query_async(&mut connection)).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => Err(format!("Redis {what}: {e}")),
-            Err(_) => Err(format!(
-                "Redis {what}: no answer within {:?}",
-                self.config.command_timeout
-            )),
+            Err(_) => Err(format!("Redis {what}: no answer within {within:?}")),
         }
     }
 
@@ -269,7 +317,8 @@ impl RedisStores {
         RedisEventStore::new(self.shared.clone())
     }
 
-    /// The replay guard's seen-store.
+    /// The replay guard's seen-store: one per process (it is the instance whose liveness a
+    /// claim records, and runs its heartbeat).
     pub fn seen_store(&self) -> RedisSeenStore {
         RedisSeenStore::new(self.shared.clone())
     }

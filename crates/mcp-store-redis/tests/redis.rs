@@ -146,6 +146,119 @@ async fn a_state_is_used_once_across_instances_and_refused_when_redis_is_gone() 
     assert!(!refused);
 }
 
+/// Whether the liveness key of `owner` is still in Redis.
+async fn alive(redis: &Redis, prefix: &str, owner: &str) -> bool {
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let n: i64 = redis::cmd("EXISTS")
+        .arg(format!("{prefix}:alive:{owner}"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    n == 1
+}
+
+#[tokio::test]
+async fn a_done_state_is_refused_on_another_instance_even_after_its_owner_died() {
+    let redis = Redis::start();
+    let a = stores(&redis, "fleet").await.seen_store();
+    let b = stores(&redis, "fleet").await.seen_store();
+    let expires = (now_ms() / 1000 + 600) as f64;
+    assert!(a.first_use("jti-done", expires).await);
+    a.finished("jti-done", expires).await;
+    let owner = a.owner().to_owned();
+    drop(a);
+    for _ in 0..100 {
+        if !alive(&redis, "fleet", &owner).await {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        !alive(&redis, "fleet", &owner).await,
+        "the liveness key never lapsed"
+    );
+    assert!(
+        !b.first_use("jti-done", expires).await,
+        "a finished state was taken over after its owner died"
+    );
+}
+
+#[tokio::test]
+async fn a_state_claimed_by_a_live_owner_is_refused_on_another_instance() {
+    let redis = Redis::start();
+    let a = stores(&redis, "fleet").await.seen_store();
+    let b = stores(&redis, "fleet").await.seen_store();
+    let expires = (now_ms() / 1000 + 600) as f64;
+    assert!(a.first_use("jti-live", expires).await);
+    // b waits out its takeover wait (2 s) while a's heartbeat keeps it alive, then refuses.
+    assert!(
+        !b.first_use("jti-live", expires).await,
+        "taken over from a live owner"
+    );
+    assert!(alive(&redis, "fleet", a.owner()).await);
+    assert!(
+        !a.first_use("jti-live", expires).await,
+        "replayed on its owner"
+    );
+    // Once a finished it, the state is refused whoever asks.
+    a.finished("jti-live", expires).await;
+    assert!(!b.first_use("jti-live", expires).await);
+}
+
+#[tokio::test]
+async fn a_state_whose_owner_died_unfinished_is_taken_over_once() {
+    let redis = Redis::start();
+    let a = stores(&redis, "fleet").await.seen_store();
+    let b = stores(&redis, "fleet").await.seen_store();
+    let c = stores(&redis, "fleet").await.seen_store();
+    let expires = (now_ms() / 1000 + 600) as f64;
+    assert!(a.first_use("jti-crash", expires).await);
+    // a dies before it answered: its heartbeat stops, its liveness lapses within 1.5 s, which
+    // b's wait for the re-sent request covers.
+    drop(a);
+    assert!(
+        b.first_use("jti-crash", expires).await,
+        "the re-sent request of a dead instance was refused"
+    );
+    assert!(!b.first_use("jti-crash", expires).await, "accepted twice");
+    assert!(
+        !c.first_use("jti-crash", expires).await,
+        "taken over from b, which is alive"
+    );
+    b.finished("jti-crash", expires).await;
+    drop(b);
+    assert!(!c.first_use("jti-crash", expires).await);
+}
+
+#[tokio::test]
+async fn seen_keys_and_liveness_keys_expire() {
+    let redis = Redis::start();
+    let a = stores(&redis, "fleet").await.seen_store();
+    let expires = (now_ms() / 1000 + 600) as f64;
+    assert!(a.first_use("jti-ttl", expires).await);
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    for key in [
+        "fleet:seen:jti-ttl".to_owned(),
+        format!("fleet:alive:{}", a.owner()),
+    ] {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert!(ttl > 0, "{key} has no TTL ({ttl})");
+    }
+    a.finished("jti-ttl", expires).await;
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg("fleet:seen:jti-ttl")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(ttl > 0, "a done state lost its TTL ({ttl})");
+}
+
 #[tokio::test]
 async fn sse_history_replays_after_an_id_ends_and_expires() {
     let redis = Redis::start();
