@@ -49,8 +49,8 @@ pub use notify::{ChangeEvent, ChangeNotifier};
 pub use peer::PeerError;
 pub use server::{BoxFuture, DEFAULT_REQUEST_TIMEOUT, HandlerResult, Server};
 pub use service::{
-    LEGACY_VERSIONS, MODERN_VERSIONS, ResponseStream, SUPPORTED_VERSIONS, Service, Session,
-    TransportContext, resource_not_found,
+    Delivery, LEGACY_VERSIONS, MODERN_VERSIONS, ResponseStream, SUPPORTED_VERSIONS, Service,
+    Session, TransportContext, resource_not_found,
 };
 pub use stamp::CacheHints;
 

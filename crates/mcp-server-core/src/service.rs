@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use mcp_state_seal::{
     INVALID_REQUEST_STATE_DATA_REASON, INVALID_REQUEST_STATE_MESSAGE, Principal, PrincipalSource,
-    RequestBinding,
+    RequestBinding, UseClaim,
 };
 use mcp_types::capabilities::{ClientCapabilities, ServerCapabilities};
 use mcp_types::common::{EmptyResult, RequestParams};
@@ -70,6 +70,10 @@ pub struct TransportContext {
     pub principal: Option<Principal>,
     /// Anything else a deployment's principal binding needs (e.g. the HTTP request parts).
     pub context: Option<Arc<dyn Any + Send + Sync>>,
+    /// Where the replay guard's claim on this request's `requestState` waits until the
+    /// transport delivered the answer (see [`Delivery`]). `None`: the claim is marked done
+    /// as soon as the handler answered.
+    pub delivery: Option<Arc<Delivery>>,
 }
 
 impl fmt::Debug for TransportContext {
@@ -77,7 +81,56 @@ impl fmt::Debug for TransportContext {
         f.debug_struct("TransportContext")
             .field("principal", &self.principal)
             .field("context", &self.context.is_some())
+            .field("delivery", &self.delivery.is_some())
             .finish()
+    }
+}
+
+/// The replay guard's claims of one request whose handler answered, held by the transport
+/// until the answer left (an HTTP body written): only then is the state marked done. An
+/// instance that dies between the two leaves the claim to be taken over by the instance a load
+/// balancer re-sends the request to, instead of that one refusing it as a replay.
+#[derive(Default)]
+pub struct Delivery {
+    claims: Mutex<Vec<UseClaim>>,
+}
+
+impl fmt::Debug for Delivery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Delivery").finish_non_exhaustive()
+    }
+}
+
+impl Delivery {
+    /// An empty holder, for one request.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn hold(&self, claim: UseClaim) -> Result<(), UseClaim> {
+        match self.claims.lock() {
+            Ok(mut claims) => {
+                claims.push(claim);
+                Ok(())
+            }
+            Err(_) => Err(claim),
+        }
+    }
+
+    /// Whether a claim waits here.
+    pub fn is_empty(&self) -> bool {
+        self.claims.lock().map_or(true, |claims| claims.is_empty())
+    }
+
+    /// Marks every claim held here done: the answer was delivered (or its connection is gone).
+    pub async fn finish(&self) {
+        let claims = match self.claims.lock() {
+            Ok(mut claims) => std::mem::take(&mut *claims),
+            Err(_) => return,
+        };
+        for claim in claims {
+            claim.finish().await;
+        }
     }
 }
 
@@ -1414,10 +1467,17 @@ where
     }
     let caps = ctx.client_capabilities.clone();
     let outcome = handler(ctx, params).await;
-    // The request produced its answer (a result or an error): its state is done, so no other
-    // instance may take it over even if this one dies now.
+    // The request produced its answer (a result or an error): its state is done once the
+    // transport delivered it (or now, without a transport that says so), so no other
+    // instance may take it over after that.
     if let Some(claim) = claim {
-        claim.finish().await;
+        let unheld = match transport.delivery.as_deref() {
+            Some(delivery) => delivery.hold(claim).err(),
+            None => Some(claim),
+        };
+        if let Some(claim) = unheld {
+            claim.finish().await;
+        }
     }
     match outcome? {
         Outcome::Complete(result) => finish(inner, era, result),

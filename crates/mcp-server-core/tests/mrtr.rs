@@ -492,14 +492,15 @@ impl mcp_server_core::seal::SeenStore for LoggingStore {
     }
 }
 
-#[tokio::test]
-async fn a_claimed_state_is_marked_done_after_the_handler_answered_result_or_error() {
-    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+type Log = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// A server whose tool asks one round, then answers `done`, or an error for the tool `fails`.
+fn guarded(log: &Log) -> mcp_server_core::Service {
     let security = RequestStateSecurity::keys([KEY])
         .unwrap()
         .replay_guard(LoggingStore(log.clone()));
     let handler_log = log.clone();
-    let service = Server::new("Guarded")
+    Server::new("Guarded")
         .request_state_security(security)
         .unwrap()
         .on_call_tool(move |ctx, params| {
@@ -518,20 +519,31 @@ async fn a_claimed_state_is_marked_done_after_the_handler_answered_result_or_err
                 Ok(Outcome::Complete(CallToolResult::text("done")))
             }
         })
-        .into_service();
+        .into_service()
+}
+
+/// Both rounds of `name`; answers the second.
+async fn two_rounds(c: &mut TestClient, log: &Log, name: &str) -> Value {
+    let params = json!({"name": name, "arguments": {}});
+    let first = c.modern("tools/call", params.clone(), json!({})).await;
+    assert_eq!(
+        *log.lock().unwrap(),
+        Vec::<String>::new(),
+        "no state, no claim"
+    );
+    let mut retry = params;
+    retry["requestState"] = first["result"]["requestState"].clone();
+    c.modern("tools/call", retry, json!({})).await
+}
+
+#[tokio::test]
+async fn a_claimed_state_is_marked_done_after_the_handler_answered_result_or_error() {
+    let log = Log::default();
+    let service = guarded(&log);
     let mut c = TestClient::new(&service);
     for (name, expect) in [("works", "result"), ("fails", "error")] {
         log.lock().unwrap().clear();
-        let params = json!({"name": name, "arguments": {}});
-        let first = c.modern("tools/call", params.clone(), json!({})).await;
-        assert_eq!(
-            *log.lock().unwrap(),
-            Vec::<String>::new(),
-            "no state, no claim"
-        );
-        let mut retry = params;
-        retry["requestState"] = first["result"]["requestState"].clone();
-        let answer = c.modern("tools/call", retry, json!({})).await;
+        let answer = two_rounds(&mut c, &log, name).await;
         assert!(answer.get(expect).is_some(), "{answer}");
         assert_eq!(
             *log.lock().unwrap(),
@@ -539,4 +551,26 @@ async fn a_claimed_state_is_marked_done_after_the_handler_answered_result_or_err
             "{name}"
         );
     }
+}
+
+#[tokio::test]
+async fn with_a_delivery_the_claim_is_marked_done_only_when_the_transport_says_so() {
+    let log = Log::default();
+    let service = guarded(&log);
+    let delivery = std::sync::Arc::new(mcp_server_core::Delivery::new());
+    let transport = mcp_server_core::TransportContext {
+        delivery: Some(delivery.clone()),
+        ..Default::default()
+    };
+    let mut c = TestClient::with_transport(&service, transport);
+    let answer = two_rounds(&mut c, &log, "works").await;
+    assert_eq!(answer["result"]["content"][0]["text"], "done");
+    assert_eq!(*log.lock().unwrap(), ["claim", "handler round-1"]);
+    assert!(!delivery.is_empty());
+    delivery.finish().await;
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["claim", "handler round-1", "finished"]
+    );
+    assert!(delivery.is_empty());
 }

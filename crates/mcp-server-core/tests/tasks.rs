@@ -76,6 +76,7 @@ fn as_principal(client_id: &str) -> TransportContext {
     TransportContext {
         principal: Some(Principal::new(client_id)),
         context: None,
+        delivery: None,
     }
 }
 

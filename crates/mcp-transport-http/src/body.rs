@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use mcp_server_core::ResponseStream;
+use mcp_server_core::{Delivery, ResponseStream};
 use mcp_types::JsonRpcMessage;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
@@ -109,6 +109,20 @@ pub struct McpBody {
     kind: Kind,
     /// A capacity permit (in-flight requests) released when the body is done or dropped.
     permit: Option<OwnedSemaphorePermit>,
+    /// The request's replay-guard claims, marked done when the body is dropped (written, or
+    /// its connection gone).
+    delivery: Option<Arc<Delivery>>,
+}
+
+impl Drop for McpBody {
+    fn drop(&mut self) {
+        if let Some(delivery) = self.delivery.take()
+            && !delivery.is_empty()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move { delivery.finish().await });
+        }
+    }
 }
 
 enum Kind {
@@ -137,6 +151,7 @@ impl McpBody {
         McpBody {
             kind: Kind::Empty,
             permit: None,
+            delivery: None,
         }
     }
 
@@ -145,6 +160,7 @@ impl McpBody {
         McpBody {
             kind: Kind::Full(Some(bytes.into())),
             permit: None,
+            delivery: None,
         }
     }
 
@@ -165,6 +181,12 @@ impl McpBody {
         self
     }
 
+    /// This body, marking the claims in `delivery` done once it is dropped.
+    pub(crate) fn delivering(mut self, delivery: Arc<Delivery>) -> Self {
+        self.delivery = Some(delivery);
+        self
+    }
+
     fn sse_from(first: Option<JsonRpcMessage>, source: Source) -> Self {
         McpBody {
             kind: Kind::Sse {
@@ -173,6 +195,7 @@ impl McpBody {
                 keep_alive: Box::pin(tokio::time::sleep(KEEP_ALIVE)),
             },
             permit: None,
+            delivery: None,
         }
     }
 }

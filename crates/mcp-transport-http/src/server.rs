@@ -21,7 +21,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use mcp_server_core::events::{EventStore, EventStoreError, MemoryEventStore};
 use mcp_server_core::seal::Principal;
 use mcp_server_core::{
-    LEGACY_VERSIONS, MODERN_VERSIONS, ResponseStream, Service, Session, TransportContext,
+    Delivery, LEGACY_VERSIONS, MODERN_VERSIONS, ResponseStream, Service, Session, TransportContext,
 };
 use mcp_types::jsonrpc::{ErrorResponseId, MessageErrorKind};
 use mcp_types::{ErrorCode, ErrorObject, JsonObject, JsonRpcError, JsonRpcMessage, RequestId};
@@ -808,17 +808,20 @@ impl Inner {
         };
         drop(bytes);
         let request_headers = Arc::new(parts.headers);
+        // The replay guard's claim of this request is marked done once its body was written.
+        let delivery = Arc::new(Delivery::new());
         let incoming = Incoming {
             sse: accepts(&request_headers, "text/event-stream"),
             transport: TransportContext {
                 principal,
                 context: Some(request_headers.clone()),
+                delivery: Some(delivery.clone()),
             },
             headers: request_headers,
         };
         self.route(message, incoming, session_id)
             .await
-            .map(|body| body.holding(permit))
+            .map(|body| body.holding(permit).delivering(delivery))
     }
 
     /// DNS-rebinding protection: a browser page elsewhere must not reach a local server. A
