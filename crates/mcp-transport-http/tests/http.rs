@@ -856,3 +856,64 @@ async fn a_server_that_is_not_there_is_a_transport_error_not_a_server_error() {
         other => panic!("expected a transport error, got {other:?}"),
     }
 }
+
+/// A seen-store that accepts every state and logs the claims and their done marks.
+struct LoggingStore(std::sync::Arc<std::sync::Mutex<Vec<&'static str>>>);
+
+impl mcp_server_core::seal::SeenStore for LoggingStore {
+    fn first_use<'a>(&'a self, _jti: &'a str, _exp: f64) -> mcp_server_core::seal::SeenFuture<'a> {
+        self.0.lock().unwrap().push("claim");
+        Box::pin(async { true })
+    }
+
+    fn finished<'a>(
+        &'a self,
+        _jti: &'a str,
+        _exp: f64,
+    ) -> mcp_server_core::seal::FinishedFuture<'a> {
+        self.0.lock().unwrap().push("finished");
+        Box::pin(async {})
+    }
+}
+
+#[tokio::test]
+async fn over_http_a_claimed_state_is_marked_done_once_the_response_was_written() {
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let security = RequestStateSecurity::keys(["replay-key-0123456789abcdef0123456"])
+        .unwrap()
+        .replay_guard(LoggingStore(log.clone()));
+    let server = start(McpHttpService::new(provisioner(Some(security)))).await;
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}});
+    let params = json!({"name": "provision", "arguments": {"name": "orders"}, "_meta": meta});
+    let (_, _, body) = post(
+        &server.url,
+        &modern_headers("tools/call", Some("provision")),
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string(),
+    )
+    .await;
+    let state = body_json(&body)["result"]["requestState"].clone();
+    assert!(log.lock().unwrap().is_empty(), "no state, no claim");
+    let params = json!({"name": "provision", "arguments": {"name": "orders"}, "requestState": state,
+        "inputResponses": {"region": {"action": "accept", "content": {"region": "eu"}}}, "_meta": meta});
+    let (status, _, body) = post(
+        &server.url,
+        &modern_headers("tools/call", Some("provision")),
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}).to_string(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        body_json(&body)["result"]["content"][0]["text"],
+        "Provisioned 'orders' in eu."
+    );
+    // The done mark runs on its own task once the body was dropped: wait for it, bounded.
+    for _ in 0..500 {
+        if log.lock().unwrap().len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(*log.lock().unwrap(), ["claim", "finished"]);
+    server.shutdown().await;
+}
