@@ -400,6 +400,10 @@ fn error(line: usize, message: impl Into<String>) -> FrontmatterError {
     }
 }
 
+/// How deep mappings may nest in a frontmatter [`parse_frontmatter`] reads (a file from a peer
+/// cannot make it recurse without bound).
+pub const MAX_FRONTMATTER_DEPTH: usize = 32;
+
 /// The YAML frontmatter at the top of a `SKILL.md`, as a JSON object.
 ///
 /// The file starts (after an optional byte-order mark) with a `---` line and the frontmatter
@@ -409,7 +413,8 @@ fn error(line: usize, message: impl Into<String>) -> FrontmatterError {
 /// or `+`), comments. Plain scalars are typed as the YAML core schema types them (`null`,
 /// `true`, `12`, `1.5` ...). Anything else (flow collections, anchors and aliases, tags,
 /// complex keys, tabs in indentation, duplicate keys) is refused with the line it is on rather
-/// than read differently from a full YAML parser.
+/// than read differently from a full YAML parser, as is nesting deeper than
+/// [`MAX_FRONTMATTER_DEPTH`].
 pub fn parse_frontmatter(text: &str) -> Result<JsonObject, FrontmatterError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut lines = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l));
@@ -434,7 +439,11 @@ pub fn parse_frontmatter(text: &str) -> Result<JsonObject, FrontmatterError> {
     if !closed {
         return Err(error(0, "no `---` line closes the frontmatter"));
     }
-    let mut parser = Parser { lines: body, at: 0 };
+    let mut parser = Parser {
+        lines: body,
+        at: 0,
+        depth: 0,
+    };
     parser.skip_blank();
     if parser.at == parser.lines.len() {
         return Ok(JsonObject::new());
@@ -463,6 +472,7 @@ struct Line<'a> {
 struct Parser<'a> {
     lines: Vec<Line<'a>>,
     at: usize,
+    depth: usize,
 }
 
 fn is_blank(text: &str) -> bool {
@@ -496,6 +506,20 @@ impl<'a> Parser<'a> {
     }
 
     fn mapping(&mut self, indent: usize) -> Result<JsonObject, FrontmatterError> {
+        self.depth += 1;
+        if self.depth > MAX_FRONTMATTER_DEPTH {
+            let line = self.lines.get(self.at).map_or(0, |l| l.number);
+            return Err(error(
+                line,
+                format!("mappings nest deeper than {MAX_FRONTMATTER_DEPTH} levels"),
+            ));
+        }
+        let map = self.mapping_entries(indent);
+        self.depth -= 1;
+        map
+    }
+
+    fn mapping_entries(&mut self, indent: usize) -> Result<JsonObject, FrontmatterError> {
         let mut map = JsonObject::new();
         while let Some(found) = self.peek_indent()? {
             if found < indent {
@@ -1082,6 +1106,17 @@ mod tests {
         assert_eq!(
             parse_frontmatter("name: a\n").unwrap_err().to_string(),
             "SKILL.md frontmatter, line 1: a SKILL.md must begin with a `---` line opening its YAML frontmatter"
+        );
+        let mut deep = String::from("---\n");
+        for level in 0..10_000 {
+            deep.push_str(&" ".repeat(level));
+            deep.push_str("k:\n");
+        }
+        deep.push_str("---\n");
+        let e = parse_frontmatter(&deep).unwrap_err();
+        assert_eq!(
+            (e.line, e.message.as_str()),
+            (34, "mappings nest deeper than 32 levels")
         );
         assert_eq!(
             parse_frontmatter("---\nname: a\n").unwrap_err().to_string(),
