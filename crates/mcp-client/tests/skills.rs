@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use mcp_client::memory::MemoryTransport;
+use mcp_client::MemoryTransport;
 use mcp_client::{BoxFuture, Client, ClientError, Mode, Transport};
 use mcp_types::JsonRpcMessage;
 use serde_json::{Value, json};
@@ -201,7 +201,7 @@ fn examples_skills() -> PathBuf {
 
 #[tokio::test]
 async fn against_a_skills_dir_server_every_skill_loads_on_both_eras() {
-    let service = mcp_server_core::mcp::McpServer::new("skills")
+    let service = mcp_server_core::registry::McpServer::new("skills")
         .skills_dir(examples_skills())
         .into_service()
         .unwrap();

@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use common::{TestClient, with_meta};
-use mcp_server_core::mcp::{McpServer, SkillsLimits};
+use mcp_server_core::registry::{McpServer, SkillsLimits};
 use serde_json::{Value, json};
 
 const SKILL_MD: &str = "---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\nmetadata:\n  author: acme\n---\n\n# PDF\n\nSee references/FORMS.md.\n";
@@ -376,7 +376,7 @@ async fn a_legacy_session_sees_the_extension_without_modern_fields() {
 async fn without_skills_the_methods_do_not_exist() {
     let service = McpServer::new("plain")
         .resource(
-            mcp_server_core::mcp::ResourceDef::new("test://a", "a")
+            mcp_server_core::registry::ResourceDef::new("test://a", "a")
                 .handler(|_ctx| async { Ok::<_, String>("a".to_owned()) }),
         )
         .into_service()
