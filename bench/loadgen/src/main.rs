@@ -90,7 +90,11 @@ fn parse(args: &[String]) -> Result<(String, Settings), String> {
     Ok((mode.clone(), settings))
 }
 
-#[tokio::main]
+/// One thread, like a one-thread `wrk`: the load generator then takes at most one of the
+/// machine's cores and leaves the rest to the server, the same for every implementation. (A
+/// multi-thread runtime competed with the server for both cores and added cross-thread wake-ups
+/// to every answer, inflating the server CPU it measured.)
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let outcome = match parse(&args) {

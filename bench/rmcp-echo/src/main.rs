@@ -1,7 +1,7 @@
 //! The benchmark's echo server on rmcp.
 //!
 //!     rmcp-echo --http PORT     stateless Streamable HTTP, JSON responses, http://127.0.0.1:PORT/mcp
-//!     rmcp-echo --stdio         newline-delimited JSON-RPC on stdin/stdout
+//!     rmcp-echo --stdio         newline-delimited JSON-RPC on stdin/stdout (`stdio_pipes`)
 //!
 //! Tools: `echo(text) -> text`, and `confirm_echo(text)`, which returns an
 //! `InputRequiredResult` asking for a confirmation (its `requestState` sealed with rmcp's own
@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
+use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::*;
@@ -28,6 +29,11 @@ struct EchoArgs {
 #[derive(Clone)]
 struct Echo {
     codec: Arc<RequestStateCodec>,
+    /// Built once at start-up and shared by every per-request clone (rmcp's documented
+    /// `router = self.tool_router` form). The default, `Self::tool_router()`, rebuilds the router
+    /// and the tools' JSON Schemas on every `tools/call` (twice: the header check looks the tool
+    /// up, then the call routes it).
+    tool_router: Arc<ToolRouter<Echo>>,
 }
 
 #[tool_router]
@@ -86,7 +92,7 @@ impl Echo {
     }
 }
 
-#[tool_handler]
+#[tool_handler(router = self.tool_router)]
 impl ServerHandler for Echo {
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
@@ -100,6 +106,7 @@ fn echo() -> Result<Echo, Box<dyn std::error::Error + Send + Sync>> {
     let codec = RequestStateCodec::try_new(vec![7u8; 32]).map_err(|e| e.to_string())?;
     Ok(Echo {
         codec: Arc::new(codec),
+        tool_router: Arc::new(Echo::tool_router()),
     })
 }
 
@@ -135,7 +142,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             }
         }
         ["--stdio"] | [] => {
-            let running = echo()?.serve(rmcp::transport::stdio()).await?;
+            // rmcp's documented choice when both streams are pipes (a client spawned us): reads
+            // and writes on the reactor, not the blocking pool. `stdio()` hands every message
+            // to another thread.
+            let running = echo()?.serve(rmcp::transport::io::stdio_pipes()).await?;
             running.waiting().await?;
             Ok(())
         }
