@@ -25,7 +25,7 @@ use crate::{Settings, percentile, text_for, wire};
 
 const LEGACY: &str = "2025-11-25";
 
-async fn open(addr: SocketAddr) -> Result<SendRequest<Full<Bytes>>, String> {
+pub(crate) async fn open(addr: SocketAddr) -> Result<SendRequest<Full<Bytes>>, String> {
     let stream = TcpStream::connect(addr)
         .await
         .map_err(|e| format!("connect: {e}"))?;
@@ -40,7 +40,7 @@ async fn open(addr: SocketAddr) -> Result<SendRequest<Full<Bytes>>, String> {
     Ok(sender)
 }
 
-async fn post(
+pub(crate) async fn post(
     sender: &mut SendRequest<Full<Bytes>>,
     addr: SocketAddr,
     headers: &[(&str, &str)],
@@ -146,7 +146,7 @@ fn event_data(event: &[u8]) -> String {
 }
 
 /// A 2025-11-25 session: `initialize`, `notifications/initialized`; returns its id.
-async fn legacy_session(
+pub(crate) async fn legacy_session(
     sender: &mut SendRequest<Full<Bytes>>,
     addr: SocketAddr,
 ) -> Result<String, String> {

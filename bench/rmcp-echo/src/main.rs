@@ -1,6 +1,7 @@
 //! The benchmark's echo server on rmcp.
 //!
 //!     rmcp-echo --http PORT     stateless Streamable HTTP, JSON responses, http://127.0.0.1:PORT/mcp
+//!     rmcp-echo --http-sessions PORT  stateful (LocalSessionManager): legacy sessions, GET streams
 //!     rmcp-echo --stdio         newline-delimited JSON-RPC on stdin/stdout (`stdio_pipes`)
 //!
 //! Tools: `echo(text) -> text`, and `confirm_echo(text)`, which returns an
@@ -15,6 +16,7 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::*;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
@@ -129,6 +131,28 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
                     .with_legacy_session_mode(false)
                     .with_json_response(true)
                     .with_sse_keep_alive(None),
+            );
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+            loop {
+                let (stream, _) = listener.accept().await?;
+                let service = TowerToHyperService::new(service.clone());
+                tokio::spawn(async move {
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        }
+        ["--http-sessions", port] => {
+            // The session memory measurement: rmcp's stateful mode (LocalSessionManager,
+            // legacy sessions with standalone GET streams), its documented configuration for
+            // 2025-11-25 clients.
+            let port: u16 = port.parse()?;
+            let template = echo()?;
+            let service = StreamableHttpService::new(
+                move || Ok(template.clone()),
+                Arc::new(LocalSessionManager::default()),
+                StreamableHttpServerConfig::default(),
             );
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
             loop {
