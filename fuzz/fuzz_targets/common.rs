@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use mcp_server_core::Service;
-use mcp_server_core::mcp::{
+use mcp_server_core::registry::{
     Accepted, McpServer, PromptDef, Resolution, Resolver, ResourceTemplateDef, ToolDef,
 };
 use mcp_types::JsonObject;

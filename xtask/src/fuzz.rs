@@ -14,7 +14,16 @@ use std::process::{Command, Stdio};
 use crate::workspace_root;
 
 /// Every target of fuzz/Cargo.toml, in the order they run.
-pub(crate) const TARGETS: &[&str] = &["jsonrpc", "sse", "seal", "oauth", "service", "http"];
+pub(crate) const TARGETS: &[&str] = &[
+    "jsonrpc",
+    "sse",
+    "seal",
+    "oauth",
+    "service",
+    "http",
+    "uri_template",
+    "elicitation",
+];
 
 pub(crate) fn fuzz(args: &[String]) -> Result<(), String> {
     let mut seconds = 60u64;

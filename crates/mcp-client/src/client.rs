@@ -44,7 +44,7 @@ use crate::error::ClientError;
 use crate::transport::Transport;
 
 pub(crate) mod tasks;
-pub use tasks::{TaskCall, TaskHandle};
+pub use tasks::{TaskCall, TaskHandle, ToolLeg};
 
 /// The stateless versions this client speaks, newest first.
 pub const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
@@ -378,6 +378,48 @@ struct Inner {
 }
 
 /// A connected MCP client. Cheap to clone; every clone shares the connection.
+///
+/// It negotiates the era itself (2026-07-28 when the server speaks it, else a 2025-11-25
+/// session) and answers the server's questions through its callbacks, so `call_tool` returns
+/// the final result whichever way the server asked:
+///
+/// ```
+/// use mcp_client::{Client, MemoryTransport};
+/// use mcp_server_core::registry::{ElicitationResult, McpServer, Resolution, Resolver, ToolDef};
+/// use mcp_server_core::types::elicitation::{ElicitResult, ElicitValue};
+/// use serde_json::{Value, json};
+///
+/// #[derive(Clone, serde::Deserialize, schemars::JsonSchema)]
+/// struct Confirm {
+///     ok: bool,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let confirm = Resolver::new("confirm", |_input| async { Resolution::<Confirm>::elicit("Really delete?") });
+/// let delete = ToolDef::new("delete")
+///     .resolve::<ElicitationResult<Confirm>>("confirm", confirm)
+///     .handler_resolved(|_ctx, _args: Value, mut resolved| async move {
+///         Ok::<_, String>(match resolved.take::<ElicitationResult<Confirm>>("confirm")? {
+///             ElicitationResult::Accepted(Confirm { ok: true }) => "deleted",
+///             _ => "kept",
+///         })
+///     });
+/// let service = McpServer::new("Files").tool(delete).into_service()?;
+///
+/// let client = Client::builder()
+///     .elicitation(|_info, params| async move {
+///         assert_eq!(params.message(), "Really delete?");
+///         Ok(ElicitResult::accept([("ok".to_owned(), ElicitValue::Bool(true))].into()))
+///     })
+///     .connect(MemoryTransport::new(&service))
+///     .await?;
+/// let result = client.call_tool("delete", json!({})).await?;
+/// assert_eq!(result.content[0].as_text(), Some("deleted"));
+/// assert_eq!(client.negotiated().unwrap().protocol_version, "2026-07-28");
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
@@ -1115,6 +1157,25 @@ impl Client {
         self.drive(methods::RESOURCES_READ, params, options).await
     }
 
+    /// Sends one leg of a call and returns the answer undecoded (a result, a round or a task).
+    async fn send_leg<P>(
+        &self,
+        method: &str,
+        params: &mut P,
+        options: &CallOptions,
+    ) -> Result<Box<RawValue>, ClientError>
+    where
+        P: Serialize + HasMetaMut,
+    {
+        let progress = options
+            .progress
+            .then(|| RequestId::Number(self.inner.next_id.load(Ordering::Relaxed) + 1));
+        params.set_meta(self.meta(progress));
+        let raw = mcp_types::jsonrpc::to_raw(&*params)
+            .map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
+        self.request(method, Some(raw), options.timeout).await
+    }
+
     /// Sends one leg of a call that may answer `input_required`.
     async fn leg<P, T>(
         &self,
@@ -1126,25 +1187,29 @@ impl Client {
         P: RetryParams + Serialize + HasMetaMut,
         T: DeserializeOwned,
     {
-        let progress = options
-            .progress
-            .then(|| RequestId::Number(self.inner.next_id.load(Ordering::Relaxed) + 1));
-        params.set_meta(self.meta(progress));
-        let raw = mcp_types::jsonrpc::to_raw(&*params)
-            .map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
-        let mut answer = self.request(method, Some(raw), options.timeout).await?;
+        let mut answer = self.send_leg(method, params, options).await?;
         // Without the extension declared, a task is an unrecognized resultType (below).
         if self.declares_tasks() && mcp_types::ext::tasks::is_task_result(&answer) {
             answer = self.follow_task(method, &answer, options).await?;
         }
-        Outcome::from_raw(&answer).map_err(|e| match e {
-            OutcomeError::UnrecognizedResultType(t) => ClientError::UnrecognizedResultType(t),
-            OutcomeError::Malformed(e) => {
-                ClientError::InvalidResponse(format!("'{method}' result: {e}"))
-            }
-        })
+        decode_outcome(method, &answer)
     }
+}
 
+/// A leg's answer as a complete result or a round.
+fn decode_outcome<T: DeserializeOwned>(
+    method: &str,
+    answer: &RawValue,
+) -> Result<Outcome<T>, ClientError> {
+    Outcome::from_raw(answer).map_err(|e| match e {
+        OutcomeError::UnrecognizedResultType(t) => ClientError::UnrecognizedResultType(t),
+        OutcomeError::Malformed(e) => {
+            ClientError::InvalidResponse(format!("'{method}' result: {e}"))
+        }
+    })
+}
+
+impl Client {
     /// The automatic loop: answer every round, retry with a new id, the same params, the
     /// answers under the same keys and the state echoed byte for byte.
     async fn drive<P, T>(

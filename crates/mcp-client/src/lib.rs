@@ -4,7 +4,7 @@
 //!   detection ([`Mode::Auto`] probes with `server/discover` and falls back to `initialize`),
 //!   and the automatic multi-round-trip loop in `call_tool`, `get_prompt` and `read_resource`.
 //! - [`Session`]: one leg at a time, for applications that drive the loop themselves.
-//! - [`Transport`]: what any transport implements; `memory::MemoryTransport` (feature
+//! - [`Transport`]: what any transport implements; `MemoryTransport` (feature
 //!   `memory`) connects to an in-process server.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -13,7 +13,7 @@ mod callbacks;
 mod client;
 mod error;
 #[cfg(feature = "memory")]
-pub mod memory;
+mod memory;
 #[cfg(feature = "oauth")]
 pub mod oauth;
 mod transport;
@@ -27,7 +27,9 @@ pub use client::{
     BACKOFF_CAP, BACKOFF_START, CallOptions, CallOutcome, Client, ClientBuilder,
     DEFAULT_MAX_INPUT_REQUESTS, DEFAULT_MAX_ROUNDS, DEFAULT_MAX_SERVER_REQUESTS,
     DEFAULT_REQUEST_TIMEOUT, DISCOVER_TIMEOUT, HasMetaMut, LEGACY_VERSIONS, MODERN_VERSIONS, Mode,
-    Negotiated, Session, TaskCall, TaskHandle,
+    Negotiated, Session, TaskCall, TaskHandle, ToolLeg,
 };
 pub use error::ClientError;
+#[cfg(feature = "memory")]
+pub use memory::MemoryTransport;
 pub use transport::{BoxFuture, Transport};

@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use mcp_client::memory::MemoryTransport;
+use mcp_client::MemoryTransport;
 use mcp_client::{Client, ClientError, Mode, RequestInfo};
 use mcp_server_core::Service;
-use mcp_server_core::mcp::{
+use mcp_server_core::registry::{
     Accepted, ElicitationResult, McpServer, PromptDef, Resolution, Resolver, ResourceTemplateDef,
     ToolDef,
 };

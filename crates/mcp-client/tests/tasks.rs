@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_client::memory::MemoryTransport;
-use mcp_client::{Client, ClientError, TaskCall};
+use mcp_client::MemoryTransport;
+use mcp_client::{CallOptions, Client, ClientError, TaskCall, ToolLeg};
 use mcp_server_core::Service;
-use mcp_server_core::mcp::{
+use mcp_server_core::registry::{
     ElicitationResult, McpServer, Resolution, Resolver, ToolDef, ToolReply,
 };
 use mcp_server_core::tasks::{TaskConfig, TaskSupport};
@@ -67,7 +67,7 @@ fn server() -> Service {
     let greet = ToolDef::new("greet")
         .arguments::<NoArgs>()
         .task(TaskSupport::Required)
-        .resolve::<mcp_server_core::mcp::Accepted<Name>>(
+        .resolve::<mcp_server_core::registry::Accepted<Name>>(
             "who",
             Resolver::new("who", |_| async {
                 Resolution::<Name>::elicit("Who are you?")
@@ -75,7 +75,7 @@ fn server() -> Service {
         )
         .handler_resolved(|_ctx, _: NoArgs, mut r| async move {
             let name = r
-                .take::<mcp_server_core::mcp::Accepted<Name>>("who")?
+                .take::<mcp_server_core::registry::Accepted<Name>>("who")?
                 .0
                 .name;
             Ok::<_, String>(format!("Hello, {name}!"))
@@ -216,6 +216,62 @@ async fn without_tasks_a_task_only_tool_is_refused() {
     }
     assert!(matches!(
         client.call_tool_as_task("hang", json!({})).await,
+        Err(ClientError::InvalidRequest(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_leg_hands_the_task_back_and_a_second_client_attaches_to_it() {
+    let service = server();
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let first = client(&service, asked.clone()).await;
+    // The leg neither follows the task nor asks the callbacks: the caller drives it.
+    let ToolLeg::Task(task) = first
+        .session()
+        .call_tool_leg("build", json!({}), CallOptions::default())
+        .await
+        .unwrap()
+    else {
+        panic!("build runs as a task");
+    };
+    let key = loop {
+        if let TaskPayload::InputRequired(requests) = task.status().await.unwrap().payload {
+            break requests.into_keys().next().unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert!(asked.lock().unwrap().is_empty(), "no callback ran");
+
+    // Another client (as another process would) carries on from the task as last seen.
+    let second = client(&service, Arc::new(Mutex::new(Vec::new()))).await;
+    let last_seen = task.status().await.unwrap().task;
+    let attached = second.attach_task(last_seen, None).unwrap();
+    assert_eq!(attached.id(), task.id());
+    let mut answer = InputResponses::new();
+    answer.insert(
+        key,
+        InputResponse::Elicit(accept("go", ElicitValue::Bool(false))),
+    );
+    attached.answer(answer).await.unwrap();
+    let result = attached.wait().await.unwrap();
+    assert_eq!(result.content[0].as_text(), Some("not shipped"));
+
+    // Without the extension the same tool runs inline (and its question has no back-channel
+    // on 2026-07-28), and attaching is refused.
+    let plain = Client::builder()
+        .connect(MemoryTransport::new(&service))
+        .await
+        .unwrap();
+    match plain
+        .session()
+        .call_tool_leg("build", json!({}), CallOptions::default())
+        .await
+    {
+        Err(ClientError::Server(e)) => assert_eq!(e.code.0, -32600),
+        other => panic!("expected the inline body's error, got {other:?}"),
+    }
+    assert!(matches!(
+        plain.attach_task(task.created().clone(), None),
         Err(ClientError::InvalidRequest(_))
     ));
 }

@@ -24,9 +24,11 @@ use mcp_types::{
 use serde_json::{Number, Value};
 
 use crate::cancel::CancellationToken;
-use crate::mcp::elicit::{ElicitModel, ElicitationResult, elicitation_schema, parse_elicit_result};
 use crate::notify::ChangeNotifier;
 use crate::peer::{Peer, PeerError};
+use crate::registry::elicit::{
+    ElicitModel, ElicitationResult, elicitation_schema, parse_elicit_result,
+};
 use crate::sink::Sink;
 
 /// The context of one request, handed to its handler. Cheap to clone.
@@ -293,7 +295,7 @@ impl RequestContext {
     /// Asks the user to fill in `T` as a form, live, on a 2025-11-25 session.
     ///
     /// A 2026-07-28 request has no back-channel: ask with a resolver (`#[resolve]`, or
-    /// [`ToolDef::resolve`](crate::mcp::ToolDef::resolve)) instead, which works on both eras.
+    /// [`ToolDef::resolve`](crate::registry::ToolDef::resolve)) instead, which works on both eras.
     pub async fn elicit<T: ElicitModel>(
         &self,
         message: impl Into<String>,

@@ -21,11 +21,18 @@ mod cancel;
 mod context;
 pub mod gating;
 mod limits;
-pub mod mcp;
 mod memory;
 mod notify;
 pub mod param_headers;
 mod peer;
+pub mod registry;
+
+/// Internals exposed for the fuzz targets in `fuzz/` (feature `fuzzing`; not a stable API).
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::registry::fuzzing::*;
+}
 mod server;
 mod service;
 mod sink;

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use common::TestClient;
 use mcp_server_core::Service;
-use mcp_server_core::mcp::{
+use mcp_server_core::registry::{
     Accepted, BuildError, ElicitationResult, Json, McpServer, PromptDef, Ready, Resolution,
     Resolver, ToolDef, ToolOutcome,
 };

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{TestClient, with_meta};
 use mcp_server_core::Service;
-use mcp_server_core::mcp::{
+use mcp_server_core::registry::{
     Accepted, Context, ElicitationResult, McpServer, PromptDef, Resolution, Resolver,
     ResourceTemplateDef, ToolDef,
 };

@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::TestClient;
-use mcp_server_core::mcp::{McpServer, ToolDef};
+use mcp_server_core::registry::{McpServer, ToolDef};
 use mcp_server_core::{Server, SessionLimits, TransportContext};
 use mcp_types::logging::LoggingLevel;
 use mcp_types::mrtr::Outcome;

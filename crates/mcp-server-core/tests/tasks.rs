@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use common::TestClient;
-use mcp_server_core::mcp::{ElicitationResult, McpServer, ToolDef};
+use mcp_server_core::registry::{ElicitationResult, McpServer, ToolDef};
 use mcp_server_core::seal::Principal;
 use mcp_server_core::tasks::{InMemoryTaskStore, TaskConfig, TaskSupport};
 use mcp_server_core::{Service, TransportContext};

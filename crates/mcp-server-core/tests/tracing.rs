@@ -9,7 +9,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use common::TestClient;
-use mcp_server_core::mcp::{Accepted, McpServer, Resolution, Resolver, ToolDef};
+use mcp_server_core::registry::{Accepted, McpServer, Resolution, Resolver, ToolDef};
 use mcp_server_core::seal::RequestStateSecurity;
 use mcp_types::JsonObject;
 use schemars::JsonSchema;

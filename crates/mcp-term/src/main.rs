@@ -125,6 +125,12 @@ struct Opts {
     /// Seconds each request may take.
     #[arg(long, global = true, default_value_t = 60)]
     timeout: u64,
+    /// Do not declare the Tasks extension (a server then runs long tools inline).
+    #[arg(long, global = true)]
+    no_tasks: bool,
+    /// Also trust the CA certificates in this PEM file for https:// servers (a private CA).
+    #[arg(long, global = true, value_name = "PEM")]
+    ca: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -190,9 +196,15 @@ fn usage(message: impl Into<String>) -> Fail {
 
 fn client_fail(e: ClientError) -> Fail {
     match &e {
-        ClientError::Transport(why)
-            if why.contains("401") || why.to_ascii_lowercase().contains("authoriz") =>
-        {
+        ClientError::Transport(why) if why.contains("invalid peer certificate") => {
+            let hint = if why.contains("UnknownIssuer") {
+                "the server's certificate was refused: no trusted CA signed it (if a private CA did, trust that CA with --ca FILE)"
+            } else {
+                "the server's certificate was refused"
+            };
+            fail(code::TRANSPORT, "tls", format!("{e}; {hint}"))
+        }
+        ClientError::Transport(why) if is_auth_failure(why) => {
             fail(code::AUTH, "auth", e.to_string())
         }
         ClientError::Transport(_) => fail(code::TRANSPORT, "transport", e.to_string()),
@@ -213,6 +225,22 @@ fn client_fail(e: ClientError) -> Fail {
         }
         _ => fail(code::PROTOCOL, "protocol", e.to_string()),
     }
+}
+
+/// Whether a transport failure is an authorization failure: a 401, or one of the OAuth
+/// client's own failures (its messages: discovery, registration, the authorization response,
+/// the token request, a scope never granted).
+fn is_auth_failure(why: &str) -> bool {
+    const OAUTH: [&str; 5] = [
+        "client registration failed",
+        "the token request failed",
+        "the protected resource metadata is for",
+        "the server still requires scope",
+        "the authorization response",
+    ];
+    why.contains("401")
+        || why.to_ascii_lowercase().contains("authoriz")
+        || OAUTH.iter().any(|m| why.contains(m))
 }
 
 /// The target as parsed from the command line.
@@ -254,7 +282,7 @@ fn main() {
     let exit = runtime.block_on(async {
         tokio::select! {
             exit = run(cli, command) => exit,
-            _ = tokio::signal::ctrl_c() => Err(fail(code::INTERRUPTED, "interrupted", "interrupted (Ctrl-C); nothing more was sent")),
+            _ = tokio::signal::ctrl_c() => Err(fail(code::INTERRUPTED, "interrupted", interrupted().await)),
         }
     });
     let code = match exit {
@@ -270,6 +298,18 @@ fn main() {
     };
     runtime.shutdown_timeout(Duration::from_millis(200));
     std::process::exit(code);
+}
+
+/// After Ctrl-C: a task being followed is cancelled (within 5 s), so it does not run on.
+async fn interrupted() -> String {
+    let Some(task) = mcp_term::rounds::running_task() else {
+        return "interrupted (Ctrl-C); nothing more was sent".into();
+    };
+    match tokio::time::timeout(Duration::from_secs(5), task.cancel()).await {
+        Ok(Ok(())) => "interrupted (Ctrl-C); the task was cancelled".into(),
+        Ok(Err(e)) => format!("interrupted (Ctrl-C); cancelling the task failed: {e}"),
+        Err(_) => "interrupted (Ctrl-C); the server did not acknowledge the task's cancellation within 5 s".into(),
+    }
 }
 
 fn split_target(
@@ -514,6 +554,7 @@ async fn connect(
         .mode(mode)
         .request_timeout(Duration::from_secs(opts.timeout))
         .max_rounds(opts.max_rounds)
+        .tasks(!opts.no_tasks)
         .log_level(parse_level(&opts.log_level)?)
         .on_progress(|p| show_progress(&p))
         .on_log(|m| show_log(&m))
@@ -557,6 +598,13 @@ async fn connect(
         ServerSpec::Http { url, headers } => {
             let mut transport = mcp::http::HttpTransport::new(url)
                 .map_err(|e| fail(code::TRANSPORT, "transport", e))?;
+            if let Some(path) = &opts.ca {
+                let pem = std::fs::read(path)
+                    .map_err(|e| usage(format!("--ca {}: {e}", path.display())))?;
+                transport = transport
+                    .add_root_pem(&pem)
+                    .map_err(|e| usage(format!("--ca {}: {e}", path.display())))?;
+            }
             for (k, v) in headers {
                 transport = transport
                     .header(k, v)
@@ -989,6 +1037,21 @@ async fn drive(
     }
     match resume {
         None => driver.modern(call, None, None, 0).await,
+        // A task keeps its own state on the server: poll it, answer what is still open (with
+        // what the earlier process already answered) and follow it to the end.
+        Some(Pending {
+            task: Some(task),
+            round,
+            answered,
+            ..
+        }) => match driver.client.attach_task(task, driver.timeout) {
+            Ok(handle) => {
+                driver
+                    .task(call, handle, round.saturating_sub(1), answered)
+                    .await
+            }
+            Err(e) => Finished::Client(e),
+        },
         Some(p) => {
             // Answer what the earlier process could not, keep what it answered, and retry with
             // the state exactly as the server sent it.

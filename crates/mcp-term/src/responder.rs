@@ -1,7 +1,7 @@
 //! The one entry point for every way a server asks: a legacy live request, a 2026-07-28
-//! `inputRequests` entry, or (when the client grows task support) a task in `input_required`
-//! all become a [`Question`], and [`Responder::answer`] decides with the same sources, form
-//! engine and renderer.
+//! `inputRequests` entry, or a question of a task in `input_required` all become a
+//! [`Question`], and [`Responder::answer`] decides with the same sources, form engine and
+//! renderer.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;

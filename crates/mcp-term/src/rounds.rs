@@ -1,6 +1,8 @@
 //! Driving a call to its end: on 2026-07-28 every `InputRequiredResult` round is traced,
 //! answered through the [`Responder`] and retried; on 2025-11-25 the live requests reach the
-//! same responder through the client's callbacks. A question nobody can answer stops the flow
+//! same responder through the client's callbacks; a `tools/call` the server makes a task (the
+//! Tasks extension) is polled with `tasks/get`, its `input_required` questions answered through
+//! the same responder and sent with `tasks/update`. A question nobody can answer stops the flow
 //! with a pending file that `mcp-term resume` finishes from another process.
 
 use std::collections::BTreeMap;
@@ -8,8 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp::Outcome;
-use mcp::client::{BACKOFF_CAP, BACKOFF_START, CallOptions, Client, ClientError};
+use mcp::client::{
+    BACKOFF_CAP, BACKOFF_START, CallOptions, Client, ClientError, DEFAULT_POLL_INTERVAL,
+    MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, TaskHandle, ToolLeg,
+};
 use mcp::types::InputRequiredResult;
+use mcp::types::ext::tasks::{Task, TaskPayload};
 use mcp::types::mrtr::{InputResponse, InputResponses};
 use ring::digest;
 use serde::{Deserialize, Serialize};
@@ -84,6 +90,9 @@ pub struct RoundTrace {
     /// A round with state and no requests (retried after a short wait).
     #[serde(rename = "stateOnly")]
     pub state_only: bool,
+    /// The questions of a task in `input_required` (answered with `tasks/update`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub task: bool,
 }
 
 impl RoundTrace {
@@ -100,6 +109,7 @@ impl RoundTrace {
                 .as_ref()
                 .map(|s| sha256_hex(s.as_bytes())),
             state_only: requests.is_empty(),
+            task: false,
         }
     }
 
@@ -114,6 +124,11 @@ impl RoundTrace {
             .iter()
             .map(|k| crate::prompt::sanitize(k))
             .collect();
+        let state = if self.task {
+            "task input_required".to_owned()
+        } else {
+            state
+        };
         format!(
             "round {}: keys [{}] methods [{}] {state}{}",
             self.round,
@@ -155,9 +170,38 @@ pub struct Pending {
     /// Answers already given in this round, sent again on resume.
     #[serde(default)]
     pub answered: InputResponses,
-    /// The server's `InputRequiredResult`, as received (its `requestState` verbatim).
+    /// The server's `InputRequiredResult`, as received (its `requestState` verbatim); for a
+    /// task, its outstanding `inputRequests` (a task has no state to echo).
     #[serde(rename = "inputRequired")]
     pub input_required: InputRequiredResult,
+    /// The task waiting for these answers, as last seen: `resume` answers it with
+    /// `tasks/update` instead of retrying the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<Task>,
+}
+
+/// The task being followed, for Ctrl-C to cancel (one call per process).
+static RUNNING: std::sync::Mutex<Option<TaskHandle>> = std::sync::Mutex::new(None);
+
+fn set_running(task: Option<TaskHandle>) {
+    if let Ok(mut running) = RUNNING.lock() {
+        *running = task;
+    }
+}
+
+/// The task this process is following right now, if any: what an interrupted run cancels.
+pub fn running_task() -> Option<TaskHandle> {
+    RUNNING.lock().ok().and_then(|r| r.clone())
+}
+
+/// What one leg of a 2026-07-28 call returned.
+enum Leg {
+    /// The result, as JSON.
+    Done(Value),
+    /// A round to answer.
+    Round(InputRequiredResult),
+    /// A task to follow.
+    Task(TaskHandle),
 }
 
 /// How a call ended.
@@ -221,19 +265,26 @@ impl Driver {
         }
     }
 
-    async fn leg(&self, call: &Call, options: CallOptions) -> Result<Outcome<Value>, ClientError> {
-        fn json<T: Serialize>(o: Outcome<T>) -> Outcome<Value> {
+    async fn leg(&self, call: &Call, options: CallOptions) -> Result<Leg, ClientError> {
+        fn json<T: Serialize>(o: Outcome<T>) -> Leg {
             match o {
-                Outcome::Complete(r) => {
-                    Outcome::Complete(serde_json::to_value(r).unwrap_or(Value::Null))
-                }
-                Outcome::InputRequired(i) => Outcome::InputRequired(i),
+                Outcome::Complete(r) => Leg::Done(serde_json::to_value(r).unwrap_or(Value::Null)),
+                Outcome::InputRequired(i) => Leg::Round(i),
             }
         }
         let session = self.client.session();
         Ok(match call {
             Call::Tool { name, arguments } => {
-                json(session.call_tool(name, arguments.clone(), options).await?)
+                match session
+                    .call_tool_leg(name, arguments.clone(), options)
+                    .await?
+                {
+                    ToolLeg::Complete(r) => {
+                        Leg::Done(serde_json::to_value(r).unwrap_or(Value::Null))
+                    }
+                    ToolLeg::InputRequired(i) => Leg::Round(i),
+                    ToolLeg::Task(handle) => Leg::Task(handle),
+                }
             }
             Call::Prompt { name, arguments } => {
                 json(session.get_prompt(name, arguments.clone(), options).await?)
@@ -259,8 +310,11 @@ impl Driver {
                 timeout: self.timeout,
             };
             let result = match self.leg(call, options).await {
-                Ok(Outcome::Complete(v)) => return Finished::Done(v),
-                Ok(Outcome::InputRequired(r)) => r,
+                Ok(Leg::Done(v)) => return Finished::Done(v),
+                Ok(Leg::Round(r)) => r,
+                Ok(Leg::Task(handle)) => {
+                    return self.task(call, handle, round, InputResponses::new()).await;
+                }
                 Err(e) => return Finished::Client(e),
             };
             round += 1;
@@ -295,6 +349,20 @@ impl Driver {
         call: &Call,
         round: u32,
         result: &InputRequiredResult,
+        answered: InputResponses,
+    ) -> Result<InputResponses, Finished> {
+        self.answer_questions(call, call.label(), round, result, answered)
+            .await
+    }
+
+    /// Answers every request of `result` not already in `answered`; `during` is what the form
+    /// header says the question is part of.
+    async fn answer_questions(
+        &self,
+        call: &Call,
+        during: String,
+        round: u32,
+        result: &InputRequiredResult,
         mut answered: InputResponses,
     ) -> Result<InputResponses, Finished> {
         let mut unanswered = Vec::new();
@@ -317,7 +385,7 @@ impl Driver {
             let asking = Asking {
                 server: server.clone(),
                 era: era.clone(),
-                during: call.label(),
+                during: during.clone(),
                 round,
                 max_rounds: self.max_rounds,
                 key: key.clone(),
@@ -349,7 +417,129 @@ impl Driver {
             unanswered,
             answered,
             input_required: result.clone(),
+            task: None,
         })))
+    }
+
+    /// Follows a task to its end: polls `tasks/get` at the server's interval (clamped to the
+    /// client's limits), answers each new batch of `inputRequests` through the responder (one
+    /// round each, counted against `--max-rounds`) and sends them with `tasks/update`. A
+    /// question nobody answers stops with a pending file naming the task, which stays on the
+    /// server for `resume`; a refusal, a usage mistake or too many rounds cancel the task.
+    /// `carry` holds answers an earlier process already gave (`resume`).
+    pub async fn task(
+        &self,
+        call: &Call,
+        handle: TaskHandle,
+        round: u32,
+        carry: InputResponses,
+    ) -> Finished {
+        set_running(Some(handle.clone()));
+        let finished = self.follow(call, handle, round, carry).await;
+        set_running(None);
+        finished
+    }
+
+    async fn follow(
+        &self,
+        call: &Call,
+        handle: TaskHandle,
+        mut round: u32,
+        mut carry: InputResponses,
+    ) -> Finished {
+        let started = tokio::time::Instant::now();
+        let ttl = handle.created().ttl_ms.map(Duration::from_millis);
+        let clamp = |ms: Option<u64>| {
+            ms.map(Duration::from_millis)
+                .unwrap_or(DEFAULT_POLL_INTERVAL)
+                .clamp(MIN_POLL_INTERVAL, MAX_POLL_INTERVAL)
+        };
+        let mut interval = clamp(handle.created().poll_interval_ms);
+        let mut answered_keys = std::collections::BTreeSet::new();
+        let mut last_seen = None;
+        let during = format!("{} (a task)", call.label());
+        let stop = |f: Finished| {
+            let handle = handle.clone();
+            async move {
+                let _ = handle.cancel().await;
+                f
+            }
+        };
+        loop {
+            let detailed = match handle.status().await {
+                Ok(t) => t,
+                Err(e) => return Finished::Client(e),
+            };
+            let seen = (detailed.task.status, detailed.task.status_message.clone());
+            if last_seen.as_ref() != Some(&seen) {
+                let message = seen
+                    .1
+                    .as_deref()
+                    .map(|m| format!(": {}", crate::prompt::sanitize(m)))
+                    .unwrap_or_default();
+                eprintln!("task {}{message}", seen.0.as_str());
+                last_seen = Some(seen);
+            }
+            if let Some(ms) = detailed.task.poll_interval_ms {
+                interval = clamp(Some(ms));
+            }
+            match detailed.payload {
+                TaskPayload::Completed(result) => return Finished::Done(Value::Object(result)),
+                TaskPayload::Failed(error) => return Finished::Client(ClientError::Server(error)),
+                TaskPayload::Cancelled => return Finished::Client(ClientError::Cancelled),
+                TaskPayload::Working => {}
+                TaskPayload::InputRequired(requests) => {
+                    let fresh: BTreeMap<_, _> = requests
+                        .into_iter()
+                        .filter(|(k, _)| !answered_keys.contains(k))
+                        .collect();
+                    if !fresh.is_empty() {
+                        round += 1;
+                        let keys: Vec<String> = fresh.keys().cloned().collect();
+                        self.record(RoundTrace {
+                            round,
+                            keys: keys.clone(),
+                            methods: fresh.values().map(|r| r.method().to_owned()).collect(),
+                            state_bytes: None,
+                            state_sha256: None,
+                            state_only: false,
+                            task: true,
+                        });
+                        if round > self.max_rounds {
+                            return stop(Finished::MaxRounds(self.max_rounds)).await;
+                        }
+                        let questions = InputRequiredResult::new(fresh, None);
+                        let given = std::mem::take(&mut carry);
+                        match self
+                            .answer_questions(call, during.clone(), round, &questions, given)
+                            .await
+                        {
+                            Ok(responses) => {
+                                if let Err(e) = handle.answer(responses).await {
+                                    return Finished::Client(e);
+                                }
+                                answered_keys.extend(keys);
+                                continue;
+                            }
+                            Err(Finished::Pending(mut p)) => {
+                                p.task = Some(detailed.task);
+                                return Finished::Pending(p);
+                            }
+                            Err(f) => return stop(f).await,
+                        }
+                    }
+                }
+            }
+            if let Some(ttl) = ttl
+                && started.elapsed() > ttl
+            {
+                return Finished::Client(ClientError::Timeout {
+                    method: "tasks/get".into(),
+                    after: ttl,
+                });
+            }
+            tokio::time::sleep(interval).await;
+        }
     }
 
     /// Runs a 2025-11-25 call: the client's callbacks answer live requests; a question nobody
@@ -419,6 +609,7 @@ impl Driver {
             state_bytes: None,
             state_sha256: None,
             state_only: false,
+            task: false,
         });
         let stop = |f: Finished| {
             let _ = stuck.send(f);
@@ -461,6 +652,7 @@ impl Driver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcp::client::{CallOptions, ToolLeg};
     use mcp::types::mrtr::InputRequest;
 
     #[test]
@@ -515,6 +707,7 @@ mod tests {
                 BTreeMap::from([("r".to_owned(), request)]),
                 Some(state.into()),
             ),
+            task: None,
         };
         let text = serde_json::to_string(&pending).unwrap();
         assert!(text.contains(r#""method":"tools/call""#), "{text}");
@@ -524,5 +717,112 @@ mod tests {
         );
         let back: Pending = serde_json::from_str(&text).unwrap();
         assert_eq!(back, pending);
+    }
+
+    fn driver(client: Client, answers: &[&str]) -> Driver {
+        let cli = answers
+            .iter()
+            .map(|a| crate::answers::CliAnswer::parse(a).unwrap())
+            .collect();
+        let responder = Responder::new(
+            crate::answers::Sources { cli, file: None },
+            crate::responder::Policy::Fail,
+            false,
+        );
+        Driver {
+            client,
+            responder: Arc::new(responder),
+            max_rounds: 10,
+            trace: false,
+            server: "builds".into(),
+            target: None,
+            rounds: std::sync::Mutex::new(Vec::new()),
+            ndjson: false,
+            timeout: None,
+            live_rounds: Default::default(),
+            during: Default::default(),
+            stuck: tokio::sync::mpsc::unbounded_channel().0,
+        }
+    }
+
+    /// `run_build` on the Builds server in this process, as a task the test holds too.
+    async fn build_task() -> (Client, TaskHandle, Call) {
+        use mcp::ClientBuilderExt;
+        let service = mcp_examples::builds::server().into_service().unwrap();
+        // The callback declares the form capability; the driver answers, never the callback.
+        let client = Client::builder()
+            .tasks(true)
+            .elicitation(|_info, _params| async {
+                Err(mcp::types::ErrorObject::internal(
+                    "not asked through the callback",
+                ))
+            })
+            .elicitation_modes(true, false)
+            .in_memory(&service)
+            .await
+            .unwrap();
+        let arguments = json!({"project": "orders"});
+        let leg = client
+            .session()
+            .call_tool_leg("run_build", arguments.clone(), CallOptions::default())
+            .await
+            .unwrap();
+        let ToolLeg::Task(handle) = leg else {
+            panic!("run_build is a task: {leg:?}")
+        };
+        let call = Call::Tool {
+            name: "run_build".into(),
+            arguments,
+        };
+        (client, handle, call)
+    }
+
+    /// The task's status once it ended (the loop is a guard against a hang, not a timing check).
+    async fn ended(handle: &TaskHandle) -> mcp::types::ext::tasks::TaskStatus {
+        for _ in 0..1000 {
+            let status = handle.status().await.unwrap().task.status;
+            if status.is_terminal() {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the task never ended");
+    }
+
+    #[tokio::test]
+    async fn a_wrong_answer_to_a_task_cancels_it_and_an_unanswered_one_leaves_it_waiting() {
+        let (client, handle, call) = build_task().await;
+        let d = driver(client, &["deploy=perhaps"]);
+        match d
+            .task(&call, handle.clone(), 0, InputResponses::new())
+            .await
+        {
+            Finished::Usage(why) => assert_eq!(why, "--answer deploy: answer yes or no"),
+            other => panic!("expected a usage error, got {other:?}"),
+        }
+        assert_eq!(
+            ended(&handle).await,
+            mcp::types::ext::tasks::TaskStatus::Cancelled
+        );
+        assert!(d.rounds.lock().unwrap()[0].task, "traced as a task round");
+
+        let (client, handle, call) = build_task().await;
+        let d = driver(client, &[]);
+        let Finished::Pending(p) = d
+            .task(&call, handle.clone(), 0, InputResponses::new())
+            .await
+        else {
+            panic!("nobody answers: pending");
+        };
+        assert_eq!(
+            p.task.as_ref().map(|t| t.task_id.as_str()),
+            Some(handle.id())
+        );
+        assert_eq!(p.input_required.request_state, None);
+        assert_eq!(
+            handle.status().await.unwrap().task.status,
+            mcp::types::ext::tasks::TaskStatus::InputRequired,
+            "the task waits for resume"
+        );
     }
 }

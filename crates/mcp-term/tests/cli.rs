@@ -604,6 +604,15 @@ fn info_shows_the_era_and_exactly_what_was_advertised() {
     assert_eq!(v["serverInfo"]["name"], "Files");
     assert_eq!(
         v["clientCapabilities"],
+        json!({"elicitation": {"form": {}, "url": {}}, "extensions": {"io.modelcontextprotocol/tasks": {}}})
+    );
+    let out = term(
+        &["info", "--format", "json", "--no-tasks"],
+        &stdio("files"),
+        None,
+    );
+    assert_eq!(
+        out.json()["clientCapabilities"],
         json!({"elicitation": {"form": {}, "url": {}}})
     );
     let root = std::env::temp_dir();
@@ -628,10 +637,17 @@ fn info_shows_the_era_and_exactly_what_was_advertised() {
     assert_eq!(v["protocolVersion"], "2025-11-25");
     assert_eq!(
         v["clientCapabilities"],
-        json!({"elicitation": {"form": {}}, "roots": {}, "sampling": {}})
+        json!({"elicitation": {"form": {}}, "extensions": {"io.modelcontextprotocol/tasks": {}}, "roots": {}, "sampling": {}})
     );
     let out = term(
-        &["info", "--format", "json", "--elicit-modes", "none"],
+        &[
+            "info",
+            "--format",
+            "json",
+            "--elicit-modes",
+            "none",
+            "--no-tasks",
+        ],
         &stdio("files"),
         None,
     );
@@ -916,4 +932,248 @@ fn a_url_goes_to_the_transport_whatever_its_scheme() {
         assert_eq!(out.code, 4, "{url}: {}", out.stderr);
         assert_eq!(out.error()["error"]["kind"], "transport", "{url}");
     }
+}
+
+/// The task's question, as the round line of `--trace-rounds` shows it.
+fn task_round(stderr: &str, round: u32) -> &str {
+    stderr
+        .lines()
+        .find(|l| l.starts_with(&format!("round {round}: ")))
+        .unwrap_or_else(|| panic!("no round {round} line in {stderr}"))
+}
+
+#[test]
+fn a_task_in_input_required_is_answered_by_the_same_form_engine() {
+    // On 2026-07-28 the client declares the Tasks extension, so `run_build` becomes a task and
+    // its question arrives as the task's inputRequests; the answer goes back with tasks/update.
+    let out = term(
+        &[
+            "call",
+            "run_build",
+            "project=orders",
+            "--answer",
+            "deploy=yes",
+            "--trace-rounds",
+        ],
+        &stdio("builds"),
+        None,
+    );
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "orders built and deployed.\n"),
+        "{}",
+        out.stderr
+    );
+    let line = task_round(&out.stderr, 1);
+    assert!(
+        line.ends_with("methods [elicitation/create] task input_required"),
+        "{line}"
+    );
+    assert!(
+        out.stderr.contains("\ntask input_required"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("\ntask completed"), "{}", out.stderr);
+    assert!(
+        !out.stderr.contains("round 2:"),
+        "one question: {}",
+        out.stderr
+    );
+
+    // The same answer sources and the same validation as any form.
+    let out = term(
+        &[
+            "call",
+            "run_build",
+            "project=orders",
+            "--answer",
+            "deploy=no",
+        ],
+        &stdio("builds"),
+        None,
+    );
+    assert_eq!(
+        out.stdout, "orders built; not deployed.\n",
+        "{}",
+        out.stderr
+    );
+    let out = term(
+        &["call", "run_build", "project=orders", "--elicit", "decline"],
+        &stdio("builds"),
+        None,
+    );
+    assert_eq!(
+        out.stdout, "orders built; not deployed.\n",
+        "{}",
+        out.stderr
+    );
+    let file = temp("task-answers.json", r#"{"rounds": [{"deploy": true}]}"#);
+    let out = term(
+        &[
+            "call",
+            "run_build",
+            "project=orders",
+            "--answers",
+            file.to_str().unwrap(),
+        ],
+        &stdio("builds"),
+        None,
+    );
+    assert_eq!(out.stdout, "orders built and deployed.\n", "{}", out.stderr);
+    let out = term(
+        &[
+            "call",
+            "run_build",
+            "project=orders",
+            "--answer",
+            "deploy=perhaps",
+        ],
+        &stdio("builds"),
+        None,
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(
+        out.error()["error"]["message"],
+        "--answer deploy: answer yes or no"
+    );
+
+    // A person answers the task's form: the invalid answer is asked again with the reason,
+    // and the header says the question comes from a task.
+    let out = term(
+        &["call", "run_build", "project=orders", "--tty"],
+        &stdio("builds"),
+        Some("a\nmaybe\ny\ns\n"),
+    );
+    assert_eq!(out.stdout, "orders built and deployed.\n", "{}", out.stderr);
+    assert!(
+        out.stderr.contains("  ! answer yes or no; try again\n"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("tools/call run_build (a task)"),
+        "{}",
+        out.stderr
+    );
+
+    // Without the extension this server cannot ask on 2026-07-28 (its question needs a task
+    // or a live back-channel): the server's error, exit 5, never a hang.
+    let out = term(
+        &[
+            "call",
+            "run_build",
+            "project=orders",
+            "--answer",
+            "deploy=yes",
+            "--no-tasks",
+        ],
+        &stdio("builds"),
+        None,
+    );
+    assert_eq!(out.code, 5, "{}", out.stderr);
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+    assert!(
+        !out.stderr.contains("task input_required"),
+        "{}",
+        out.stderr
+    );
+    // On a 2025-11-25 session the same question is a live request.
+    let out = term(
+        &[
+            "call",
+            "run_build",
+            "project=orders",
+            "--answer",
+            "deploy=yes",
+            "--era",
+            "2025-11-25",
+        ],
+        &stdio("builds"),
+        None,
+    );
+    assert_eq!(out.stdout, "orders built and deployed.\n", "{}", out.stderr);
+}
+
+#[test]
+fn an_unanswered_task_question_is_pending_and_resumed_from_a_new_process() {
+    let server = Http::start("builds", &["--http", "127.0.0.1:0"]);
+    let first = term(
+        &["call", "run_build", "project=orders", &server.url],
+        &[],
+        None,
+    );
+    assert_eq!(first.code, 10, "{}", first.stderr);
+    let pending = first.json();
+    assert_eq!(pending["kind"], "mcp-term/pending");
+    assert_eq!(pending["protocolVersion"], "2026-07-28");
+    assert_eq!(pending["task"]["status"], "input_required");
+    let task_id = pending["task"]["taskId"].as_str().unwrap().to_owned();
+    assert!(!task_id.is_empty());
+    let key = pending["unanswered"][0].as_str().unwrap().to_owned();
+    assert_eq!(
+        pending["inputRequired"]["inputRequests"][&key]["method"],
+        "elicitation/create"
+    );
+    assert_eq!(
+        pending["inputRequired"]["inputRequests"][&key]["params"]["message"],
+        "orders built and passed its tests. Deploy it now?"
+    );
+    assert_eq!(first.error()["error"]["kind"], "input_required");
+    assert!(
+        !first.stderr.contains(&task_id),
+        "the task id (a handle on the task) stays off stderr: {}",
+        first.stderr
+    );
+
+    // Another process answers the task with tasks/update and follows it to the end.
+    let file = temp("task-pending.json", &first.stdout);
+    let answers = temp("task-resume.json", r#"{"deploy": true}"#);
+    let out = term(
+        &[
+            "resume",
+            file.to_str().unwrap(),
+            "--answers",
+            answers.to_str().unwrap(),
+            "--trace-rounds",
+        ],
+        &[],
+        None,
+    );
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "orders built and deployed.\n"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        task_round(&out.stderr, 1),
+        format!("round 1: keys [{key}] methods [elicitation/create] task input_required")
+    );
+
+    // The task is over: resuming the same file again finds it completed, asks nothing and
+    // prints the same result.
+    let again = term(&["resume", file.to_str().unwrap()], &[], None);
+    assert_eq!(
+        (again.code, again.stdout.as_str()),
+        (0, "orders built and deployed.\n"),
+        "{}",
+        again.stderr
+    );
+
+    // A task id the server never minted is the server's error, not a hang.
+    let mut forged = pending.clone();
+    forged["task"]["taskId"] = Value::String("no-such-task".into());
+    let forged = temp("task-forged.json", &forged.to_string());
+    let out = term(
+        &[
+            "resume",
+            forged.to_str().unwrap(),
+            "--answers",
+            answers.to_str().unwrap(),
+        ],
+        &[],
+        None,
+    );
+    assert_eq!(out.code, 5, "{}", out.stderr);
 }

@@ -270,3 +270,166 @@ fn a_person_answers_a_sampling_request() {
     let screen = pane.wait_for("EXIT=");
     assert!(screen.contains("LLM response: Paris\nEXIT=0"), "{screen}");
 }
+
+#[test]
+fn a_person_answers_the_question_of_a_task_with_one_answer_asked_again() {
+    let cmd = format!(
+        "{} call run_build project=orders -- {}; echo EXIT=$?; sleep 600",
+        env!("CARGO_BIN_EXE_mcp-term"),
+        example("builds").display()
+    );
+    let pane = Pane::start("task", &cmd);
+    let screen = pane.wait_for("[a]nswer, [d]ecline, [c]ancel?");
+    assert!(
+        screen.contains(
+            "── builds asks (tools/call run_build (a task), round 1 of 10, 2026-07-28) ──"
+        ),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("  orders built and passed its tests. Deploy it now?"),
+        "{screen}"
+    );
+    assert!(screen.contains("task input_required"), "{screen}");
+    pane.send("a");
+    pane.wait_for("deploy* (y/n):");
+    pane.send("perhaps");
+    pane.wait_for("! answer yes or no; try again");
+    pane.send("y");
+    pane.wait_for("[s]ubmit, [e]dit NAME, [d]ecline, [c]ancel?");
+    pane.send("s");
+    let screen = pane.wait_for("EXIT=");
+    assert!(screen.contains("    deploy = yes\n"), "{screen}");
+    assert!(
+        screen.contains("orders built and deployed.\nEXIT=0"),
+        "{screen}"
+    );
+    println!("{}", screen.trim_end());
+}
+
+/// The README shows `mcp-term` against the Bistro with the terminal text it prints: the same
+/// command (the binaries themselves instead of `cargo run`), the same keys, the same screen.
+#[test]
+fn the_readme_shows_the_true_terminal_text() {
+    let readme = include_str!("../../../README.md");
+    let section = &readme[readme
+        .find("## `mcp-term`")
+        .expect("the README has an mcp-term section")..];
+    let command = section
+        .lines()
+        .find(|l| l.starts_with("cargo run -q -p mcp-term -- "))
+        .expect("the README shows the command");
+    let args = command
+        .trim_start_matches("cargo run -q -p mcp-term -- ")
+        .split(" -- ")
+        .next()
+        .unwrap();
+    assert_eq!(
+        command.split(" -- ").nth(2),
+        Some("cargo run -q --example bistro"),
+        "{command}"
+    );
+    let start = section
+        .find("```text\n")
+        .expect("the README shows the screen")
+        + 8;
+    let shown = &section[start..start + section[start..].find("```").unwrap()];
+
+    let cmd = format!(
+        "{} {args} -- {}; echo EXIT=$?; sleep 600",
+        env!("CARGO_BIN_EXE_mcp-term"),
+        example("bistro").display()
+    );
+    let pane = Pane::start("readme", &cmd);
+    pane.wait_for("[a]nswer, [d]ecline, [c]ancel?");
+    pane.send("a");
+    pane.wait_for("accept_alternative* (y/n):");
+    pane.send("maybe");
+    pane.wait_for("! answer yes or no; try again");
+    pane.send("y");
+    pane.wait_for("date [2025-12-26]:");
+    pane.send("2025-12-27");
+    pane.wait_for("[s]ubmit, [e]dit NAME, [d]ecline, [c]ancel?");
+    pane.send("s");
+    let screen = pane.wait_for("EXIT=");
+    let printed = &screen[..screen.find("EXIT=").unwrap()];
+    assert_eq!(printed, shown);
+    assert!(screen.contains("EXIT=0"), "{screen}");
+}
+
+#[test]
+fn ctrl_c_in_a_tasks_form_cancels_the_task() {
+    struct Stop(std::process::Child);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let _server = Stop(
+        Command::new(example("builds"))
+            .args(["--http", &format!("127.0.0.1:{port}")])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "Builds never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let term = env!("CARGO_BIN_EXE_mcp-term");
+    // A first run without a terminal leaves the task waiting and its pending file.
+    let first = Command::new(term)
+        .args(["call", "run_build", "project=orders", &url])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(first.status.code(), Some(10));
+    let dir = std::env::temp_dir().join(format!("mcp-term-tmux-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pending = dir.join("pending.json");
+    std::fs::write(&pending, &first.stdout).unwrap();
+
+    // A person resumes it on a terminal and presses Ctrl-C in the form: the task is cancelled.
+    let cmd = format!(
+        "{term} resume {}; echo EXIT=$?; sleep 600",
+        pending.display()
+    );
+    let pane = Pane::start("task-interrupt", &cmd);
+    pane.wait_for("[a]nswer, [d]ecline, [c]ancel?");
+    let status = pane
+        .tmux()
+        .args(["send-keys", "-t", &pane.name, "C-c"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let screen = pane.wait_for("EXIT=");
+    assert!(screen.contains("EXIT=130"), "{screen}");
+    assert!(
+        screen.contains("mcp-term: interrupted (Ctrl-C); the task was cancelled\n"),
+        "{screen}"
+    );
+
+    // So a later resume finds it cancelled instead of answering it.
+    let answers = dir.join("yes.json");
+    std::fs::write(&answers, r#"{"deploy": true}"#).unwrap();
+    let later = Command::new(term)
+        .args(["resume", pending.to_str().unwrap(), "--answers"])
+        .arg(&answers)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&later.stderr);
+    assert_eq!(later.status.code(), Some(5), "{stderr}");
+    assert!(stderr.contains("task cancelled"), "{stderr}");
+    assert!(later.stdout.is_empty());
+}

@@ -3,7 +3,7 @@
 //! `cargo run -p mcp-transport-http --example axum -- 127.0.0.1:8000`, then point any MCP
 //! client at `http://127.0.0.1:8000/mcp` (and `curl http://127.0.0.1:8000/health`).
 
-use mcp_server_core::mcp::{McpServer, ToolDef};
+use mcp_server_core::registry::{McpServer, ToolDef};
 use mcp_transport_http::McpHttpService;
 use schemars::JsonSchema;
 use serde::Deserialize;

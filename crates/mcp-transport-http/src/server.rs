@@ -344,6 +344,18 @@ async fn refuse_connection(stream: tokio::net::TcpStream) {
 }
 
 /// Serves `service` at `http://{addr}/mcp` until the process ends.
+///
+/// ```no_run
+/// use mcp_server_core::registry::{McpServer, ToolDef};
+///
+/// # #[tokio::main]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let ping = ToolDef::new("ping").handler(|_ctx, _args: serde_json::Value| async { "pong" });
+/// let service = McpServer::new("Ping").tool(ping).into_service()?;
+/// mcp_transport_http::serve(service, "127.0.0.1:8080").await?;
+/// # Ok(())
+/// # }
+/// ```
 pub async fn serve(service: Service, addr: impl tokio::net::ToSocketAddrs) -> std::io::Result<()> {
     let listener = TcpListener::bind(addr).await?;
     McpHttpService::new(service)

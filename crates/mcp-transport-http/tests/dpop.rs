@@ -10,7 +10,7 @@ use mcp_client::oauth::{
     ClientAuth, HttpFetch, HttpRequest, HttpResponse, MachineGrant, OAuth, SigningKey,
 };
 use mcp_client::{BoxFuture, Client, Mode};
-use mcp_server_core::mcp::{McpServer, ToolDef};
+use mcp_server_core::registry::{McpServer, ToolDef};
 use mcp_server_core::seal::Principal;
 use mcp_transport_http::{
     AuthError, HttpTransport, McpHttpService, ProtectedResource, TokenVerifier, VerifiedToken,

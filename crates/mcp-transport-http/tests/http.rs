@@ -15,7 +15,7 @@ use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
 use mcp_client::{Client, Mode};
 use mcp_server_core::Service;
-use mcp_server_core::mcp::{Accepted, McpServer, Resolution, Resolver, ToolDef};
+use mcp_server_core::registry::{Accepted, McpServer, Resolution, Resolver, ToolDef};
 use mcp_server_core::seal::{Principal, RequestStateSecurity};
 use mcp_transport_http::{
     AuthError, HttpTransport, McpHttpService, ProtectedResource, TokenVerifier, VerifiedToken,

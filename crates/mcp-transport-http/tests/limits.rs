@@ -13,7 +13,7 @@ use hyper::{Request, StatusCode};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
 use mcp_server_core::Service;
-use mcp_server_core::mcp::{Accepted, McpServer, Resolution, Resolver, ToolDef};
+use mcp_server_core::registry::{Accepted, McpServer, Resolution, Resolver, ToolDef};
 use mcp_server_core::seal::Principal;
 use mcp_transport_http::{
     AuthError, McpHttpService, ProtectedResource, TokenVerifier, VerifiedToken,

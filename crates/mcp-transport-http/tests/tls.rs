@@ -5,7 +5,7 @@
 #![cfg(feature = "tls")]
 
 use mcp_client::{Client, Transport};
-use mcp_server_core::mcp::{McpServer, ToolDef};
+use mcp_server_core::registry::{McpServer, ToolDef};
 use mcp_transport_http::{HttpTransport, McpHttpService, server_config};
 use mcp_types::JsonObject;
 use mcp_types::{JsonRpcMessage, JsonRpcRequest};

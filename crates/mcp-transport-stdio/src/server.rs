@@ -12,6 +12,18 @@ use tokio::task::JoinSet;
 
 /// Serves `service` on stdin/stdout until stdin closes.
 ///
+/// ```no_run
+/// use mcp_server_core::registry::{McpServer, ToolDef};
+///
+/// # #[tokio::main]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let ping = ToolDef::new("ping").handler(|_ctx, _args: serde_json::Value| async { "pong" });
+/// let service = McpServer::new("Ping").tool(ping).into_service()?;
+/// mcp_transport_stdio::serve(service).await?; // returns when stdin closes
+/// # Ok(())
+/// # }
+/// ```
+///
 /// When both are pipes (as when a client spawns the server), they are read and written through
 /// the runtime's reactor; otherwise (a terminal, a file) through tokio's `stdin()`/`stdout()`,
 /// which hand every read and write to a blocking thread.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use mcp_server_core::mcp::{McpServer, ToolDef};
+use mcp_server_core::registry::{McpServer, ToolDef};
 use mcp_server_core::{Service, SessionLimits};
 use mcp_transport_stdio::{StdioLimits, serve_io_with};
 use mcp_types::JsonObject;

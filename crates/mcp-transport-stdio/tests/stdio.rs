@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use mcp_client::{Client, ClientError, Mode};
-use mcp_server_core::mcp::{Accepted, McpServer, Resolution, Resolver, ToolDef};
+use mcp_server_core::registry::{Accepted, McpServer, Resolution, Resolver, ToolDef};
 use mcp_transport_stdio::{StdioTransport, serve, serve_io};
 use mcp_types::JsonObject;
 use mcp_types::elicitation::{ElicitResult, ElicitValue};

@@ -52,7 +52,7 @@ pub use mcp_state_seal as seal;
 pub use mcp_state_seal::RequestStateSecurity;
 
 #[cfg(feature = "server")]
-pub use mcp_server_core::mcp::{
+pub use mcp_server_core::registry::{
     Accepted, BuildError, Context, ElicitModel, ElicitationResult, FromResolved, IntoPromptDef,
     IntoPromptResult, IntoReadResult, IntoResourceDef, IntoToolDef, IntoToolResult, Json,
     McpServer, PromptDef, Ready, Resolution, ResolvedValues, Resolver, ResolverInput, ResourceDef,
@@ -78,15 +78,6 @@ pub use mcp_server_macros::{prompt, resolver, resource, tool, tools};
 #[cfg(feature = "client")]
 pub mod client {
     pub use mcp_client::*;
-
-    /// An in-process connection to a server built here.
-    #[cfg(feature = "server")]
-    pub fn in_memory(service: &mcp_server_core::Service) -> MemoryTransport {
-        MemoryTransport::new(service)
-    }
-
-    #[cfg(feature = "server")]
-    pub use mcp_client::memory::MemoryTransport;
 }
 
 /// Anything that can become a running [`Service`]: an [`McpServer`], a low-level [`Server`],
@@ -127,6 +118,21 @@ pub mod stdio {
     pub use mcp_transport_stdio::*;
 
     /// Serves `server` on stdin/stdout until stdin closes (log to stderr, never stdout).
+    ///
+    /// A whole stdio server, as a client such as Claude Desktop spawns it:
+    ///
+    /// ```no_run
+    /// /// Adds two numbers.
+    /// #[mcp::tool]
+    /// async fn add(a: i64, b: i64) -> String {
+    ///     (a + b).to_string()
+    /// }
+    ///
+    /// #[tokio::main]
+    /// async fn main() -> Result<(), mcp::ServeError> {
+    ///     mcp::stdio::serve(mcp::McpServer::new("Adder").tool(add)).await
+    /// }
+    /// ```
     pub async fn serve(server: impl super::IntoService) -> Result<(), super::ServeError> {
         mcp_transport_stdio::serve(server.into_service()?).await?;
         Ok(())
@@ -139,6 +145,22 @@ pub mod http {
     pub use mcp_transport_http::*;
 
     /// Serves `server` at `http://{addr}/mcp` until the process ends.
+    ///
+    /// Both eras answer on that one endpoint: 2026-07-28 requests statelessly, 2025-11-25
+    /// clients in sessions (`Mcp-Session-Id`).
+    ///
+    /// ```no_run
+    /// /// Adds two numbers.
+    /// #[mcp::tool]
+    /// async fn add(a: i64, b: i64) -> String {
+    ///     (a + b).to_string()
+    /// }
+    ///
+    /// #[tokio::main]
+    /// async fn main() -> Result<(), mcp::ServeError> {
+    ///     mcp::http::serve(mcp::McpServer::new("Adder").tool(add), "127.0.0.1:8080").await
+    /// }
+    /// ```
     pub async fn serve(
         server: impl super::IntoService,
         addr: impl tokio::net::ToSocketAddrs,
@@ -216,7 +238,7 @@ impl ClientBuilderExt for mcp_client::ClientBuilder {
         self,
         service: &Service,
     ) -> Result<mcp_client::Client, mcp_client::ClientError> {
-        self.connect(mcp_client::memory::MemoryTransport::new(service))
+        self.connect(mcp_client::MemoryTransport::new(service))
             .await
     }
 }
@@ -230,8 +252,8 @@ pub use serde;
 #[cfg(feature = "server")]
 #[doc(hidden)]
 pub mod __private {
-    pub use mcp_server_core::mcp::derive;
-    pub use mcp_server_core::mcp::{
+    pub use mcp_server_core::registry::derive;
+    pub use mcp_server_core::registry::{
         Accepted, Context, McpServer, PromptDef, Resolution, ResolvedValues, Resolver,
         ResolverInput, ResourceDef, ResourceTemplateDef, ToolDef,
     };

@@ -356,3 +356,69 @@ impl Client {
         }
     }
 }
+
+/// What one [`Session::call_tool_leg`] returned: the result, a multi-round-trip round, or a
+/// task the caller now drives itself.
+#[derive(Debug)]
+pub enum ToolLeg {
+    /// The complete result.
+    Complete(CallToolResult),
+    /// The server's `InputRequiredResult`: answer it and send the next leg.
+    InputRequired(mcp_types::InputRequiredResult),
+    /// The server created a task (only when the client declares the extension).
+    Task(TaskHandle),
+}
+
+impl super::Session<'_> {
+    /// One `tools/call` leg that hands a task back instead of following it: for applications
+    /// that answer a task's `inputRequests` themselves, or stop and let another process carry
+    /// on with [`Client::attach_task`].
+    pub async fn call_tool_leg(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+    ) -> Result<ToolLeg, ClientError> {
+        let client = self.client;
+        let mut params = CallToolRequestParams {
+            name: name.to_owned(),
+            arguments: tool_arguments(arguments)?,
+            input_responses: options.input_responses.clone(),
+            request_state: options.request_state.clone().map(Value::String),
+            ..Default::default()
+        };
+        let answer = client
+            .send_leg(methods::TOOLS_CALL, &mut params, &options)
+            .await?;
+        if client.declares_tasks() && wire::is_task_result(&answer) {
+            let handle = client.task_handle(methods::TOOLS_CALL, &answer, &options)?;
+            return Ok(ToolLeg::Task(handle));
+        }
+        Ok(match super::decode_outcome(methods::TOOLS_CALL, &answer)? {
+            Outcome::Complete(result) => ToolLeg::Complete(result),
+            Outcome::InputRequired(round) => ToolLeg::InputRequired(round),
+        })
+    }
+}
+
+impl Client {
+    /// A handle on a task that already exists, from the task as last seen (its id is what
+    /// matters; the poll interval and TTL are taken from it): how a new process carries on
+    /// with a task an earlier one created. Needs [`ClientBuilder::tasks`].
+    pub fn attach_task(
+        &self,
+        task: Task,
+        timeout: Option<Duration>,
+    ) -> Result<TaskHandle, ClientError> {
+        if !self.declares_tasks() {
+            return Err(ClientError::InvalidRequest(
+                "attach_task needs a client built with .tasks(true)".into(),
+            ));
+        }
+        Ok(TaskHandle::new(
+            self.clone(),
+            CreateTaskResult::new(task),
+            timeout,
+        ))
+    }
+}

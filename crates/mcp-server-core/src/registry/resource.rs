@@ -267,7 +267,12 @@ impl UriTemplate {
                     if value.is_empty() || (!reserved && value.contains('/')) {
                         return None;
                     }
-                    vars.insert(name.clone(), value.to_owned());
+                    // A name used twice stands for one value (RFC 6570 expands it twice).
+                    if let Some(earlier) = vars.insert(name.clone(), value.to_owned())
+                        && earlier != value
+                    {
+                        return None;
+                    }
                     rest = &rest[end..];
                 }
             }
@@ -411,5 +416,12 @@ mod tests {
         assert_eq!(t.matches("file:///a/b.txt").unwrap()["path"], "a/b.txt");
         assert!(UriTemplate::parse("x://{a}{b}").is_err());
         assert!(UriTemplate::parse("x://{a").is_err());
+    }
+
+    #[test]
+    fn a_variable_used_twice_matches_only_one_value() {
+        let t = UriTemplate::parse("mirror://{a}/{a}").unwrap();
+        assert_eq!(t.matches("mirror://x/x").unwrap()["a"], "x");
+        assert_eq!(t.matches("mirror://x/y"), None);
     }
 }

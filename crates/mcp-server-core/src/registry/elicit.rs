@@ -200,6 +200,59 @@ fn primitive(schema: &Value, defs: &Map<String, Value>) -> Option<PrimitiveSchem
 }
 
 /// What the user did with a form: accepted with data, declined, or cancelled.
+///
+/// A parameter of this type asks the user a form built from `T`'s JSON Schema; the body sees
+/// all three answers, on either era. Here a 2026-07-28 client declines on the retry:
+///
+/// ```
+/// use mcp_server_core::registry::{ElicitationResult, McpServer, Resolution, Resolver, ToolDef};
+/// use mcp_server_core::{MemoryConnection, TransportContext};
+/// use serde_json::{Value, json};
+///
+/// #[derive(Clone, serde::Deserialize, schemars::JsonSchema)]
+/// struct Confirm {
+///     ok: bool,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let confirm = Resolver::new("confirm", |_input| async { Resolution::<Confirm>::elicit("Delete /tmp/a?") });
+/// let delete = ToolDef::new("delete")
+///     .resolve::<ElicitationResult<Confirm>>("confirm", confirm)
+///     .handler_resolved(|_ctx, _args: Value, mut resolved| async move {
+///         Ok::<_, String>(match resolved.take::<ElicitationResult<Confirm>>("confirm")? {
+///             ElicitationResult::Accepted(Confirm { ok: true }) => "deleted",
+///             ElicitationResult::Accepted(_) => "kept",
+///             ElicitationResult::Declined => "declined: nothing deleted",
+///             ElicitationResult::Cancelled => "cancelled: nothing deleted",
+///         })
+///     });
+/// let service = McpServer::new("Files").tool(delete).into_service()?;
+/// let mut conn = MemoryConnection::connect(&service, TransportContext::default());
+/// // A 2026-07-28 `tools/call` line; the envelope rides in `_meta`.
+/// let line = |id: u32, mut params: Value| {
+///     params["_meta"] = json!({
+///         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+///         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+///         "io.modelcontextprotocol/clientInfo": {"name": "doc", "version": "1"}
+///     });
+///     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string()
+/// };
+/// conn.send_raw(line(1, json!({"name": "delete", "arguments": {}})));
+/// let first: Value = serde_json::from_str(&conn.recv().await.unwrap().to_string())?;
+/// assert_eq!(first["result"]["resultType"], "input_required");
+///
+/// // The retry answers the question by its key and echoes the state byte for byte.
+/// conn.send_raw(line(2, json!({
+///     "name": "delete", "arguments": {},
+///     "inputResponses": {"confirm": {"action": "decline"}},
+///     "requestState": first["result"]["requestState"]
+/// })));
+/// let second: Value = serde_json::from_str(&conn.recv().await.unwrap().to_string())?;
+/// assert_eq!(second["result"]["content"][0]["text"], "declined: nothing deleted");
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum ElicitationResult<T> {
     /// The user submitted the form.

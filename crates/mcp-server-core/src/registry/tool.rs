@@ -165,7 +165,7 @@ pub(crate) type ToolBody = Arc<
 /// A tool definition for [`McpServer::tool`](super::McpServer::tool).
 ///
 /// ```
-/// use mcp_server_core::mcp::{McpServer, ToolDef};
+/// use mcp_server_core::registry::{McpServer, ToolDef};
 /// use schemars::JsonSchema;
 /// use serde::Deserialize;
 ///
@@ -180,7 +180,7 @@ pub(crate) type ToolBody = Arc<
 ///     .arguments::<Echo>()
 ///     .handler(|_ctx, args: Echo| async move { args.text });
 /// let server = McpServer::new("echo").tool(echo).build()?;
-/// # Ok::<(), mcp_server_core::mcp::BuildError>(())
+/// # Ok::<(), mcp_server_core::registry::BuildError>(())
 /// ```
 #[derive(Clone)]
 pub struct ToolDef {

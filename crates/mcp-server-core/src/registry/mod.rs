@@ -3,7 +3,7 @@
 //! LLM, or its roots) on either era; and sealing on by default.
 //!
 //! ```
-//! use mcp_server_core::mcp::{ElicitationResult, McpServer, Resolution, Resolver, ToolDef};
+//! use mcp_server_core::registry::{ElicitationResult, McpServer, Resolution, Resolver, ToolDef};
 //! use schemars::JsonSchema;
 //! use serde::Deserialize;
 //!
@@ -44,7 +44,7 @@
 //!         }
 //!     });
 //! let service = McpServer::new("Files").tool(delete).into_service()?;
-//! # Ok::<(), mcp_server_core::mcp::BuildError>(())
+//! # Ok::<(), mcp_server_core::registry::BuildError>(())
 //! ```
 
 #[doc(hidden)]
@@ -54,6 +54,28 @@ mod prompt;
 mod resolve;
 mod resource;
 mod tool;
+
+#[cfg(feature = "fuzzing")]
+pub(crate) mod fuzzing {
+    use std::collections::BTreeMap;
+
+    use mcp_types::elicitation::ElicitationSchema;
+    use serde_json::Value;
+
+    /// Parses `template` and matches `uri` against it: the variables, `None` when it does not
+    /// match, or the parse error.
+    pub fn uri_template_matches(
+        template: &str,
+        uri: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, String> {
+        Ok(super::resource::UriTemplate::parse(template)?.matches(uri))
+    }
+
+    /// Renders a JSON Schema root as an elicitation form schema, as a model's schema is.
+    pub fn render_elicitation_schema(root: &Value) -> Result<ElicitationSchema, String> {
+        super::elicit::render(root).map_err(|e| e.0)
+    }
+}
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -110,7 +132,46 @@ impl std::error::Error for BuildError {}
 /// How many items a list page holds unless configured.
 pub const DEFAULT_PAGE_SIZE: usize = 100;
 
-/// The high-level MCP server.
+/// The high-level MCP server: tools, prompts, resources and templates, built into a
+/// [`Service`] that any transport serves, in both eras.
+///
+/// ```
+/// use mcp_server_core::registry::{McpServer, ToolDef};
+/// use mcp_server_core::{MemoryConnection, TransportContext};
+/// use serde_json::{Value, json};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Greet {
+///     name: String,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let greet = ToolDef::new("greet")
+///     .description("Say hello.")
+///     .arguments::<Greet>()
+///     .handler(|_ctx, args: Greet| async move { format!("Hello, {}!", args.name) });
+/// let service = McpServer::new("Greeter").version("1.0.0").tool(greet).into_service()?;
+///
+/// // One 2026-07-28 request over an in-process connection; the envelope rides in `_meta`.
+/// let mut conn = MemoryConnection::connect(&service, TransportContext::default());
+/// conn.send_raw(
+///     json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+///         "name": "greet", "arguments": {"name": "Ada"},
+///         "_meta": {
+///             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+///             "io.modelcontextprotocol/clientCapabilities": {},
+///             "io.modelcontextprotocol/clientInfo": {"name": "doc", "version": "1"}
+///         }
+///     }})
+///     .to_string(),
+/// );
+/// let reply: Value = serde_json::from_str(&conn.recv().await.unwrap().to_string())?;
+/// assert_eq!(reply["result"]["resultType"], "complete");
+/// assert_eq!(reply["result"]["content"][0]["text"], "Hello, Ada!");
+/// # Ok(())
+/// # }
+/// ```
 pub struct McpServer {
     name: String,
     version: String,

@@ -33,6 +33,70 @@ use crate::gating::Requirement;
 use crate::server::BoxFuture;
 
 /// What a resolver returns: a value, one question, or a rejection.
+///
+/// A resolver that answers by itself when it can and asks otherwise; on 2026-07-28 the
+/// question becomes an `inputRequests` entry keyed by the resolver's name, on 2025-11-25 a
+/// live `elicitation/create`:
+///
+/// ```
+/// use mcp_server_core::registry::{ElicitationResult, McpServer, Resolution, Resolver, ToolDef};
+/// use mcp_server_core::{MemoryConnection, TransportContext};
+/// use serde_json::{Value, json};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Book {
+///     seats: Option<u32>,
+/// }
+///
+/// #[derive(Clone, serde::Deserialize, schemars::JsonSchema)]
+/// struct Size {
+///     /// Seats at the table.
+///     seats: u32,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let size = Resolver::new("party_size", |input| async move {
+///     match input.argument::<Option<u32>>("seats") {
+///         Ok(Some(0)) => Resolution::reject("a table for nobody"),
+///         Ok(Some(seats)) => Resolution::ready(Size { seats }),
+///         Ok(None) => Resolution::elicit("How many seats?"),
+///         Err(e) => Resolution::reject(e),
+///     }
+/// })
+/// .reads(["seats"]);
+/// let book = ToolDef::new("book")
+///     .arguments::<Book>()
+///     .resolve::<ElicitationResult<Size>>("size", size)
+///     .handler_resolved(|_ctx, _args: Book, mut resolved| async move {
+///         match resolved.take::<ElicitationResult<Size>>("size")? {
+///             ElicitationResult::Accepted(size) => Ok::<_, String>(format!("{} seats", size.seats)),
+///             _ => Ok("no booking".to_owned()),
+///         }
+///     });
+/// let service = McpServer::new("Bistro").tool(book).into_service()?;
+///
+/// let mut conn = MemoryConnection::connect(&service, TransportContext::default());
+/// conn.send_raw(
+///     json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+///         "name": "book", "arguments": {},
+///         "_meta": {
+///             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+///             "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+///             "io.modelcontextprotocol/clientInfo": {"name": "doc", "version": "1"}
+///         }
+///     }})
+///     .to_string(),
+/// );
+/// let reply: Value = serde_json::from_str(&conn.recv().await.unwrap().to_string())?;
+/// assert_eq!(reply["result"]["resultType"], "input_required");
+/// let question = &reply["result"]["inputRequests"]["party_size"];
+/// assert_eq!(question["method"], "elicitation/create");
+/// assert_eq!(question["params"]["message"], "How many seats?");
+/// assert!(reply["result"]["requestState"].is_string()); // sealed, opaque to the client
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub enum Resolution<T> {
     /// The value, without asking anything.
