@@ -36,6 +36,19 @@ struct Echo {
     /// and the tools' JSON Schemas on every `tools/call` (twice: the header check looks the tool
     /// up, then the call routes it).
     tool_router: Arc<ToolRouter<Echo>>,
+    /// `RMCP_ECHO_ROUTER_PER_CALL=1`: rebuild the router on every use instead, as the
+    /// `#[tool_handler]` default does (to measure what that default costs).
+    router_per_call: bool,
+}
+
+impl Echo {
+    fn router(&self) -> std::borrow::Cow<'_, ToolRouter<Echo>> {
+        if self.router_per_call {
+            std::borrow::Cow::Owned(Self::tool_router())
+        } else {
+            std::borrow::Cow::Borrowed(&*self.tool_router)
+        }
+    }
 }
 
 #[tool_router]
@@ -94,7 +107,7 @@ impl Echo {
     }
 }
 
-#[tool_handler(router = self.tool_router)]
+#[tool_handler(router = self.router())]
 impl ServerHandler for Echo {
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
@@ -109,6 +122,7 @@ fn echo() -> Result<Echo, Box<dyn std::error::Error + Send + Sync>> {
     Ok(Echo {
         codec: Arc::new(codec),
         tool_router: Arc::new(Echo::tool_router()),
+        router_per_call: std::env::var_os("RMCP_ECHO_ROUTER_PER_CALL").is_some_and(|v| v == "1"),
     })
 }
 
