@@ -19,6 +19,7 @@ guides! {
     RequestState => "request-state.md",
     ClientGuide => "client.md",
     Tasks => "tasks.md",
+    Skills => "skills.md",
     Transports => "transports.md",
     Authorization => "authorization.md",
     LowLevelServer => "low-level-server.md",

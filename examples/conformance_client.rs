@@ -12,7 +12,8 @@
 //! `MCP_CONFORMANCE_CONTEXT` carries scenario data (the `toolCalls` of `http-custom-headers`,
 //! the pre-registered credentials of `auth/pre-registration`). The OAuth scenarios (`auth/*`)
 //! authorize with `mcp::client::oauth` and a headless authorizer (the harness's authorization
-//! server redirects at once), then list the tools and call `test-tool`.
+//! server redirects at once), then list the tools and call `test-tool`. The skills scenarios
+//! (`sep-2640-client-*`) list the skills and, where the scenario loads one, verify each file.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -188,6 +189,30 @@ async fn call_every_tool(client: &Client) -> Result<(), ClientError> {
     Ok(())
 }
 
+/// Loads a skill (its verified `SKILL.md`), then reads and verifies every other file it lists.
+async fn load_every_file(
+    client: &Client,
+    skill: &mcp::types::ext::skills::SkillEntry,
+) -> Result<(), ClientError> {
+    let loaded = client.load_skill(skill).await?;
+    eprintln!(
+        "loaded {} ({} bytes of instructions)",
+        skill.uri,
+        loaded.body.len()
+    );
+    if let mcp::types::ext::skills::SkillResources::Files(files) = &skill.resources {
+        for file in files.iter().filter(|f| f.uri != skill.uri) {
+            let content = client.read_skill_file(skill, &file.uri).await?;
+            eprintln!(
+                "read {} ({} bytes, verified)",
+                content.uri,
+                content.bytes.len()
+            );
+        }
+    }
+    Ok(())
+}
+
 async fn run(scenario: &str, url: &str, version: &str) -> Result<(), ClientError> {
     let client = connect(url, version, scenario).await?;
     let outcome = match scenario {
@@ -283,6 +308,24 @@ async fn run(scenario: &str, url: &str, version: &str) -> Result<(), ClientError
                 .call_tool(&echo.name, json!({"schema": schema}))
                 .await
                 .map(drop)
+        }
+        // Skills (SEP-2640): listing reads no file; loading verifies each file against the
+        // entry and stops at the first that does not match.
+        "sep-2640-client-no-prefetch" => {
+            let skills = client.list_all_skills().await?;
+            eprintln!("{} skill(s) listed, none loaded", skills.len());
+            Ok(())
+        }
+        verify if verify.starts_with("sep-2640-client-verify-") => {
+            for skill in client.list_all_skills().await? {
+                match load_every_file(&client, &skill).await {
+                    Err(ClientError::SkillVerification { uri, reason }) => {
+                        eprintln!("refused {uri}: {reason}");
+                    }
+                    other => other?,
+                }
+            }
+            Ok(())
         }
         other => Err(fail(format!("unknown scenario `{other}`"))),
     };

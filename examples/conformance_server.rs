@@ -871,9 +871,11 @@ fn task_tools() -> Vec<ToolDef> {
 // ------------------------------------------------------------------------- resources
 
 fn server() -> McpServer {
+    // The skills extension (SEP-2640) from the example skills beside this file.
     let mut server = McpServer::new("mcp-rs-conformance-server")
         .version(env!("CARGO_PKG_VERSION"))
-        .logging(true);
+        .logging(true)
+        .skills_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/skills"));
     for tool in content_tools()
         .into_iter()
         .chain(notifying_tools())

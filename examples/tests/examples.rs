@@ -77,6 +77,27 @@ async fn the_readme_demo_prints_the_question_and_the_booking() {
 }
 
 #[tokio::test]
+async fn the_skills_example_lists_then_loads_and_reads_verified_files() {
+    let out = output_of("skills", &[]).await;
+    let lines: Vec<&str> = out.lines().skip(1).collect();
+    assert_eq!(
+        lines[..4],
+        [
+            "- pdf-processing: Extract text from PDF files, fill their forms and merge them. Use when the user works with PDF documents or forms.",
+            "- release-notes: Write release notes from a list of merged changes, grouped by what users notice first. Use when preparing a release.",
+            "",
+            "loaded skill://pdf-processing/SKILL.md (580 bytes verified)",
+        ]
+    );
+    assert_eq!(lines[4], "# PDF processing");
+    let forms = lines
+        .iter()
+        .position(|l| l.starts_with("skill://pdf-processing/references/FORMS.md (sha256:"))
+        .unwrap_or_else(|| panic!("no FORMS.md line in:\n{out}"));
+    assert_eq!(lines[forms + 1], "# Filling PDF forms");
+}
+
+#[tokio::test]
 async fn the_client_examples_reach_the_provisioner() {
     assert_eq!(
         output_of("client", &[]).await,

@@ -29,6 +29,8 @@ struct Options {
     rounds: usize,
     secs: f64,
     warmup: f64,
+    /// Legacy sessions (and SSE streams) opened for the memory figures.
+    sessions: usize,
 }
 
 impl Options {
@@ -38,6 +40,7 @@ impl Options {
             rounds: 3,
             secs: 5.0,
             warmup: 1.0,
+            sessions: 10_000,
         };
         let mut rounds = None;
         let mut secs = None;
@@ -64,6 +67,7 @@ impl Options {
             options.rounds = 1;
             options.secs = 0.6;
             options.warmup = 0.2;
+            options.sessions = 1_000;
         }
         options.rounds = rounds.unwrap_or(options.rounds).max(1);
         options.secs = secs.unwrap_or(options.secs);
@@ -81,6 +85,8 @@ struct Implementation {
     /// Whether it serves `confirm_echo` on legacy sessions and `progress_echo` (the streamed
     /// exchanges' latency).
     latency: bool,
+    /// How to start it for the session memory figures (2025-11-25 sessions, GET streams).
+    sessions: Option<Vec<String>>,
 }
 
 fn implementations(bin: &Path, python: Option<&Path>) -> Vec<Implementation> {
@@ -92,6 +98,7 @@ fn implementations(bin: &Path, python: Option<&Path>) -> Vec<Implementation> {
             stdio: Some(vec![exe("our-echo"), "--stdio".into()]),
             flow: true,
             latency: true,
+            sessions: Some(vec![exe("our-echo"), "--http-wide".into(), "{port}".into()]),
         },
         Implementation {
             name: "rmcp",
@@ -99,13 +106,19 @@ fn implementations(bin: &Path, python: Option<&Path>) -> Vec<Implementation> {
             stdio: Some(vec![exe("rmcp-echo"), "--stdio".into()]),
             flow: true,
             latency: false,
+            sessions: Some(vec![
+                exe("rmcp-echo"),
+                "--http-sessions".into(),
+                "{port}".into(),
+            ]),
         },
         Implementation {
             name: "floor",
             http: vec![exe("floor"), "--http".into(), "{port}".into()],
-            stdio: None,
+            stdio: Some(vec![exe("floor"), "--stdio".into()]),
             flow: false,
             latency: false,
+            sessions: None,
         },
     ];
     if let Some(python) = python {
@@ -127,6 +140,7 @@ fn implementations(bin: &Path, python: Option<&Path>) -> Vec<Implementation> {
             stdio: Some(vec![python, script, "--stdio".into()]),
             flow: true,
             latency: false,
+            sessions: None,
         });
     }
     list
@@ -137,6 +151,7 @@ fn implementations(bin: &Path, python: Option<&Path>) -> Vec<Implementation> {
 struct Run {
     http: Value,
     stdio: Value,
+    sessions: Value,
 }
 
 /// Runs `cargo xtask bench`.
@@ -190,6 +205,14 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
             if let Some(stdio) = &implementation.stdio {
                 measured.stdio = loadgen(&bin, &options, &["stdio".to_string()], stdio)?;
             }
+            if let Some(sessions) = &implementation.sessions {
+                let args = [
+                    "sessions".to_string(),
+                    "--sessions".into(),
+                    options.sessions.to_string(),
+                ];
+                measured.sessions = loadgen(&bin, &options, &args, sessions)?;
+            }
             results.insert(implementation.name, measured);
         }
         rounds.push(results);
@@ -209,7 +232,7 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
                 .map(|(name, run)| {
                     (
                         name.to_string(),
-                        json!({"http": run.http, "stdio": run.stdio}),
+                        json!({"http": run.http, "stdio": run.stdio, "sessions": run.sessions}),
                     )
                 })
                 .collect::<serde_json::Map<_, _>>()
@@ -414,6 +437,16 @@ fn rows() -> Vec<Row> {
         format: one_decimal,
     });
     rows.push(Row {
+        label: "memory per idle 2025-11-25 session (KiB)".into(),
+        cells: vec![getter(|r| r.sessions["kb_per_session"].as_f64())],
+        format: one_decimal,
+    });
+    rows.push(Row {
+        label: "memory per open SSE stream (KiB)".into(),
+        cells: vec![getter(|r| r.sessions["kb_per_stream"].as_f64())],
+        format: one_decimal,
+    });
+    rows.push(Row {
         label: "idle RSS, HTTP (MiB)".into(),
         cells: vec![getter(|r| {
             r.http["idle_rss_kb"].as_f64().map(|k| k / 1024.0)
@@ -456,72 +489,90 @@ fn ratio(v: f64) -> String {
     format!("{v:.2}×")
 }
 
-/// A target: a ratio of two figures of one round (ours ÷ theirs, or ours ÷ ours), and its
-/// bound.
+/// A target: a ratio of two figures of one round (ours ÷ theirs, or ours ÷ ours), or their
+/// difference, and its bound (issue #21).
 struct Target {
-    label: &'static str,
+    label: String,
     numerator: (&'static str, Getter),
     denominator: (&'static str, Getter),
     at_most: bool,
     bound: f64,
+    /// Compare `numerator − denominator` with the bound instead of their ratio.
+    difference: bool,
 }
 
 fn targets() -> Vec<Target> {
-    let cpu64 = || getter(|r| level(r, 64, "cpu_us_per_req"));
-    vec![
-        Target {
-            label: "HTTP server CPU per tools/call (64 conn.) ≤ 0.4× rmcp",
-            numerator: ("ours", cpu64()),
-            denominator: ("rmcp", cpu64()),
-            at_most: true,
-            bound: 0.4,
-        },
-        Target {
-            label: "HTTP server CPU per tools/call (64 conn.) ≤ 1.5× floor",
-            numerator: ("ours", cpu64()),
-            denominator: ("floor", cpu64()),
-            at_most: true,
-            bound: 1.5,
-        },
-        Target {
-            label: "HTTP throughput at 64 conn. ≥ 1.5× rmcp",
-            numerator: ("ours", getter(|r| level(r, 64, "rps"))),
-            denominator: ("rmcp", getter(|r| level(r, 64, "rps"))),
-            at_most: false,
-            bound: 1.5,
-        },
-        Target {
-            label: "stdio server CPU per call ≤ 0.5× rmcp",
-            numerator: ("ours", getter(|r| r.stdio["cpu_us_per_req"].as_f64())),
-            denominator: ("rmcp", getter(|r| r.stdio["cpu_us_per_req"].as_f64())),
-            at_most: true,
-            bound: 0.5,
-        },
-        Target {
-            label: "two-leg multi-round flow ≤ 2.2× the CPU of a plain call",
-            numerator: (
-                "ours",
-                getter(|r| r.http["flow"]["cpu_us_per_req"].as_f64()),
-            ),
-            denominator: ("ours", getter(|r| level(r, FLOW_CONNS, "cpu_us_per_req"))),
-            at_most: true,
-            bound: 2.2,
-        },
-        Target {
-            label: "idle RSS ≤ 0.75× rmcp",
-            numerator: ("ours", getter(|r| r.http["idle_rss_kb"].as_f64())),
-            denominator: ("rmcp", getter(|r| r.http["idle_rss_kb"].as_f64())),
-            at_most: true,
-            bound: 0.75,
-        },
-        Target {
-            label: "peak RSS at 64 conn. ≤ rmcp",
-            numerator: ("ours", getter(|r| r.http["peak_rss_kb"].as_f64())),
-            denominator: ("rmcp", getter(|r| r.http["peak_rss_kb"].as_f64())),
-            at_most: true,
-            bound: 1.0,
-        },
-    ]
+    let cpu = |conns: u64| getter(move |r| level(r, conns, "cpu_us_per_req"));
+    let ratio =
+        |label: String, a: (&'static str, Getter), b: (&'static str, Getter), at_most, bound| {
+            Target {
+                label,
+                numerator: a,
+                denominator: b,
+                at_most,
+                bound,
+                difference: false,
+            }
+        };
+    let mut list = Vec::new();
+    for conns in CONNS {
+        list.push(ratio(
+            format!("HTTP server CPU per tools/call ({conns} conn.) ≤ 1.15× floor"),
+            ("ours", cpu(conns)),
+            ("floor", cpu(conns)),
+            true,
+            1.15,
+        ));
+    }
+    list.push(ratio(
+        "HTTP calls/s at 64 conn. ≥ 0.9× floor".into(),
+        ("ours", getter(|r| level(r, 64, "rps"))),
+        ("floor", getter(|r| level(r, 64, "rps"))),
+        false,
+        0.9,
+    ));
+    let stdio_cpu = || getter(|r| r.stdio["cpu_us_per_req"].as_f64());
+    list.push(ratio(
+        "stdio server CPU per call ≤ 1.15× floor".into(),
+        ("ours", stdio_cpu()),
+        ("floor", stdio_cpu()),
+        true,
+        1.15,
+    ));
+    list.push(ratio(
+        "two-leg multi-round flow ≤ 2.2× the CPU of a plain call".into(),
+        (
+            "ours",
+            getter(|r| r.http["flow"]["cpu_us_per_req"].as_f64()),
+        ),
+        ("ours", cpu(FLOW_CONNS)),
+        true,
+        2.2,
+    ));
+    let rss = || getter(|r| r.http["idle_rss_kb"].as_f64().map(|k| k / 1024.0));
+    list.push(Target {
+        label: "idle RSS ≤ floor's + 1 MiB (shown: ours − floor, MiB)".into(),
+        numerator: ("ours", rss()),
+        denominator: ("floor", rss()),
+        at_most: true,
+        bound: 1.0,
+        difference: true,
+    });
+    list.push(ratio(
+        "memory per idle legacy session ≤ 0.5× rmcp".into(),
+        ("ours", getter(|r| r.sessions["kb_per_session"].as_f64())),
+        ("rmcp", getter(|r| r.sessions["kb_per_session"].as_f64())),
+        true,
+        0.5,
+    ));
+    list.push(ratio(
+        "memory per open SSE stream ≤ 0.5× rmcp".into(),
+        ("ours", getter(|r| r.sessions["kb_per_stream"].as_f64())),
+        ("rmcp", getter(|r| r.sessions["kb_per_stream"].as_f64())),
+        true,
+        0.5,
+    ));
+    list
 }
 
 /// The ratio of a target in one round.
@@ -530,6 +581,9 @@ fn round_ratio(target: &Target, round: &BTreeMap<&'static str, Run>) -> Option<f
     let (b, get_b) = &target.denominator;
     let a = get_a(round.get(a)?)?;
     let b = get_b(round.get(b)?)?;
+    if target.difference {
+        return Some(a - b);
+    }
     (b > 0.0).then(|| a / b)
 }
 
@@ -554,6 +608,10 @@ fn report(
         options.rounds,
         options.secs,
         options.warmup,
+    ));
+    out.push_str(&format!(
+        "Session memory: {} legacy sessions, then one SSE stream each.\n",
+        options.sessions
     ));
     let busy = load_before
         .split_whitespace()
@@ -603,7 +661,12 @@ fn report(
                 } else {
                     v >= target.bound
                 };
-                (format!("{v:.2}×"), if met { "yes" } else { "**no**" })
+                let shown = if target.difference {
+                    format!("{v:+.2}")
+                } else {
+                    format!("{v:.2}×")
+                };
+                (shown, if met { "yes" } else { "**no**" })
             }
             None => ("n/a".into(), "n/a"),
         };
@@ -625,17 +688,24 @@ mod tests {
 
     #[test]
     fn ratios_are_taken_within_a_round() {
-        let run = |cpu: f64| Run {
-            http: json!({"levels": [{"conns": 64, "cpu_us_per_req": cpu}]}),
+        let run = |cpu: f64, rss_kb: f64| Run {
+            http: json!({"levels": [{"conns": 1, "cpu_us_per_req": cpu}], "idle_rss_kb": rss_kb}),
             stdio: Value::Null,
+            sessions: Value::Null,
         };
-        let round: BTreeMap<&'static str, Run> = [("ours", run(10.0)), ("rmcp", run(40.0))]
-            .into_iter()
-            .collect();
-        let first = &targets()[0];
-        assert_eq!(round_ratio(first, &round), Some(0.25));
-        // No floor in this round: that target has no ratio.
-        assert_eq!(round_ratio(&targets()[1], &round), None);
+        let round: BTreeMap<&'static str, Run> =
+            [("ours", run(10.0, 5120.0)), ("floor", run(8.0, 3584.0))]
+                .into_iter()
+                .collect();
+        let all = targets();
+        let first = &all[0];
+        assert!(first.label.contains("(1 conn.)"));
+        assert_eq!(round_ratio(first, &round), Some(1.25));
+        // No 16-connection level in this round: that target has no ratio.
+        assert_eq!(round_ratio(&all[1], &round), None);
+        // Idle RSS is a difference in MiB: 5 − 3.5.
+        let rss = all.iter().find(|t| t.difference).unwrap();
+        assert_eq!(round_ratio(rss, &round), Some(1.5));
     }
 
     #[test]

@@ -11,10 +11,15 @@
 //! - Client: one harness run per requirement set, with `conformance/expected-failures.yml` as
 //!   the baseline (empty today).
 //!
+//! - By name: every scenario `conformance list` names that neither requirement set runs (the
+//!   skills extension, the 2025-03-26 OAuth back-compat scenarios...), one `--scenario` run
+//!   each, at both requirement sets' revisions for an extension scenario, otherwise at the
+//!   revisions its listing tags it with.
+//!
 //! Each leg prints the harness's own summary, every scenario that failed or warned (with its
 //! failing checks), and `conformance: N passed, M failed` over the scenarios the requirement
 //! set scores. Scenarios it runs but does not score (extensions, pending) are listed with their
-//! verdict and do not change the exit code.
+//! verdict; a failing one fails its leg too, as does any failure in the by-name legs.
 
 use std::collections::BTreeMap;
 use std::env;
@@ -131,8 +136,31 @@ impl Harness {
             .collect())
     }
 
-    /// One harness run; its log goes to `out/harness.log`. Returns whether it exited 0.
-    fn run(&self, args: &[String], out: &Path) -> Result<bool, String> {
+    /// `conformance list` with these arguments: each `- name [tags]` line as `(side, name,
+    /// tags)`, the side read from the section header (`Server scenarios`, `Client scenarios`)
+    /// or, in the "never scored" section, from the entry's own `[server]`/`[client]` tag.
+    fn list(&self, args: &[&str]) -> Result<Vec<Listed>, String> {
+        let output = Command::new(&self.node)
+            .arg(self.package.join("dist/index.js"))
+            .arg("list")
+            .args(args)
+            .output()
+            .map_err(|e| format!("could not start {}: {e}", self.node.display()))?;
+        if !output.status.success() {
+            return Err(format!(
+                "conformance list {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&output.stderr).trim()
+            ));
+        }
+        Ok(parse_listing(&strip_ansi(&String::from_utf8_lossy(
+            &output.stdout,
+        ))))
+    }
+
+    /// One harness run; its log goes to `out/harness.log` (and its summary to stdout when
+    /// `summary`). Returns whether it exited 0.
+    fn run(&self, args: &[String], out: &Path, summary: bool) -> Result<bool, String> {
         if out.exists() {
             fs::remove_dir_all(out)
                 .map_err(|e| format!("could not clear {}: {e}", out.display()))?;
@@ -165,8 +193,10 @@ impl Harness {
         let status = command
             .status()
             .map_err(|e| format!("could not start the harness: {e}"))?;
-        let text = fs::read_to_string(&log_path).unwrap_or_default();
-        print_harness_summary(&text);
+        if summary {
+            let text = fs::read_to_string(&log_path).unwrap_or_default();
+            print_harness_summary(&text);
+        }
         Ok(status.success())
     }
 }
@@ -223,6 +253,114 @@ fn npm_install(prefix: &Path, package: &str) -> Result<(), String> {
         .arg(prefix)
         .args(["--no-audit", "--no-fund", "--loglevel=error", package]))
     .map_err(|e| format!("{e} (npm is needed to install the conformance harness)"))
+}
+
+/// One scenario of a `conformance list` output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Listed {
+    /// `server` or `client`; `None` when neither the section nor a tag says.
+    side: Option<&'static str>,
+    name: String,
+    /// What the brackets after the name hold, comma-separated (`extension`, `2025-11-25`,
+    /// `server`...).
+    tags: Vec<String>,
+}
+
+fn parse_listing(text: &str) -> Vec<Listed> {
+    let mut section: Option<&'static str> = None;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with("Server scenarios") {
+            section = Some("server");
+            continue;
+        }
+        if trimmed.starts_with("Client scenarios") {
+            section = Some("client");
+            continue;
+        }
+        if trimmed.starts_with("Run and reported") || trimmed.starts_with("Authorization") {
+            section = None;
+            continue;
+        }
+        let Some(item) = trimmed.strip_prefix("- ") else {
+            continue;
+        };
+        let (name, tags) = match item.split_once(' ') {
+            Some((name, rest)) => {
+                let tags = rest
+                    .trim()
+                    .strip_prefix('[')
+                    .and_then(|r| r.strip_suffix(']'))
+                    .map(|t| t.split(',').map(|t| t.trim().to_owned()).collect())
+                    .unwrap_or_default();
+                (name, tags)
+            }
+            None => (item, Vec::new()),
+        };
+        let tagged = |side: &str| tags.iter().any(|t: &String| t == side);
+        let side = section.or(if tagged("server") {
+            Some("server")
+        } else if tagged("client") {
+            Some("client")
+        } else {
+            None
+        });
+        out.push(Listed {
+            side,
+            name: name.to_owned(),
+            tags,
+        });
+    }
+    out
+}
+
+/// The revisions a by-name scenario runs at: both requirement sets' for an extension (it is
+/// defined on neither), else the revisions its tags name that a requirement set covers, else
+/// its newest tag.
+fn by_name_versions(tags: &[String]) -> Vec<String> {
+    if tags.iter().any(|t| t == "extension") {
+        return REQUIREMENTS.map(str::to_owned).to_vec();
+    }
+    let dated: Vec<&String> = tags
+        .iter()
+        .filter(|t| t.len() == 10 && t.as_bytes()[4] == b'-')
+        .collect();
+    let covered: Vec<String> = dated
+        .iter()
+        .filter(|t| REQUIREMENTS.contains(&t.as_str()))
+        .map(|t| (*t).clone())
+        .collect();
+    if !covered.is_empty() {
+        return covered;
+    }
+    dated
+        .iter()
+        .max()
+        .map(|t| vec![(*t).clone()])
+        .unwrap_or_else(|| vec![REQUIREMENTS[REQUIREMENTS.len() - 1].to_owned()])
+}
+
+/// The scenarios of `side` that no requirement set runs, with the revisions to run each at.
+fn by_name_scenarios(harness: &Harness, side: &str) -> Result<Vec<(String, Vec<String>)>, String> {
+    let flag = format!("--{side}");
+    let mut in_sets = std::collections::BTreeSet::new();
+    for requirements in REQUIREMENTS {
+        for l in harness.list(&["--requirements", requirements])? {
+            if l.side == Some(side) || l.side.is_none() {
+                in_sets.insert(l.name);
+            }
+        }
+    }
+    Ok(harness
+        .list(&[&flag])?
+        .into_iter()
+        .filter(|l| !in_sets.contains(&l.name))
+        .map(|l| {
+            let versions = by_name_versions(&l.tags);
+            (l.name, versions)
+        })
+        .collect())
 }
 
 /// The harness log from its `SUMMARY ===` banner on, or its first lines when it has none.
@@ -400,8 +538,9 @@ struct Tally {
     harness_ok: bool,
 }
 
-/// Prints the scenarios of one run that did not pass every check, and adds them up.
-fn report(scenarios: &[Scenario], tally: &mut Tally) {
+/// Prints the scenarios of one run that did not pass every check (every scenario with
+/// `show_all` or `CONFORMANCE_SHOW_ALL`), and adds them up.
+fn report(scenarios: &[Scenario], tally: &mut Tally, show_all: bool) {
     println!("--- scenarios with failures or warnings (from checks.json) ---");
     let mut shown = 0;
     for s in scenarios {
@@ -415,7 +554,7 @@ fn report(scenarios: &[Scenario], tally: &mut Tally) {
         if s.not_scored.is_some() {
             tally.not_scored_run += 1;
         }
-        if s.verdict() == "PASS" && env::var_os("CONFORMANCE_SHOW_ALL").is_none() {
+        if s.verdict() == "PASS" && !show_all && env::var_os("CONFORMANCE_SHOW_ALL").is_none() {
             continue;
         }
         shown += 1;
@@ -534,11 +673,19 @@ struct Leg {
 }
 
 fn finish_leg(name: &str, tally: &Tally, baseline: bool) -> Leg {
-    let summary = format!(
-        "conformance: {} passed, {} failed",
-        tally.scored_passed, tally.scored_failed
-    );
-    let extra = if tally.not_scored_run > 0 {
+    let by_name = name.ends_with("by name");
+    let summary = if by_name {
+        format!(
+            "conformance: {} run by name, {} failed",
+            tally.not_scored_run, tally.not_scored_failed
+        )
+    } else {
+        format!(
+            "conformance: {} passed, {} failed",
+            tally.scored_passed, tally.scored_failed
+        )
+    };
+    let extra = if tally.not_scored_run > 0 && !by_name {
         format!(
             "  (not scored: {} run, {} failing)",
             tally.not_scored_run, tally.not_scored_failed
@@ -551,10 +698,55 @@ fn finish_leg(name: &str, tally: &Tally, baseline: bool) -> Leg {
         name: name.to_owned(),
         // With a baseline the harness's exit code applies it (listed scenarios may fail, and
         // must: a listed scenario that passes is stale); without one every scored scenario
-        // passes.
-        ok: tally.harness_ok && (baseline || tally.scored_failed == 0),
+        // passes. A scenario no set scores passes too: the goal is no failure of any kind.
+        ok: tally.harness_ok
+            && (baseline || tally.scored_failed == 0)
+            && tally.not_scored_failed == 0,
         summary: format!("{summary}{extra}"),
     }
+}
+
+/// One `--scenario` run per scenario and revision; every one is listed with its verdict, and
+/// any failure fails the leg.
+fn by_name_leg(
+    harness: &Harness,
+    side: &str,
+    scenarios: &[(String, Vec<String>)],
+    out: &Path,
+    args: impl Fn(&str, &str) -> Vec<String>,
+) -> Result<Leg, String> {
+    println!("\n=================== {side}, by name (in no requirement set) ===================");
+    let mut tally = Tally {
+        harness_ok: true,
+        ..Tally::default()
+    };
+    let mut ran = Vec::new();
+    let mut skipped = Vec::new();
+    for (scenario, versions) in scenarios {
+        for version in versions {
+            let dir = out
+                .join(format!("{side}-by-name"))
+                .join(format!("{}-{version}", scenario.replace('/', "_")));
+            // The harness's exit code is the scenario's verdict, read from checks.json below
+            // (its log stays in the scenario's folder).
+            harness.run(&args(scenario, version), &dir, false)?;
+            let reason = format!("in no requirement set; run at {version}");
+            let found = read_scenarios(&dir, side, &BTreeMap::new());
+            if found.is_empty() {
+                skipped.push(format!("{scenario} @{version}"));
+            }
+            ran.extend(found.into_iter().map(|mut s| {
+                s.name = format!("{} @{version}", s.name);
+                s.not_scored = Some(reason.clone());
+                s
+            }));
+        }
+    }
+    report(&ran, &mut tally, true);
+    for s in &skipped {
+        println!("  SKIP {s} (the harness ran nothing: not applicable at that revision)");
+    }
+    Ok(finish_leg(&format!("{side} by name"), &tally, false))
 }
 
 pub(crate) fn conformance(extra: &[String]) -> Result<(), String> {
@@ -598,11 +790,47 @@ pub(crate) fn conformance(extra: &[String]) -> Result<(), String> {
             let args: Vec<String> = ["server", "--url", &url, "--requirements", requirements]
                 .map(str::to_owned)
                 .to_vec();
-            tally.harness_ok &= harness.run(&args, &dir)?;
+            tally.harness_ok &= harness.run(&args, &dir, true)?;
             let not_scored = harness.not_scored(requirements, "server")?;
-            report(&read_scenarios(&dir, "server", &not_scored), &mut tally);
+            report(
+                &read_scenarios(&dir, "server", &not_scored),
+                &mut tally,
+                false,
+            );
         }
         legs.push(finish_leg("server", &tally, false));
+    }
+
+    // Server, by name: what neither requirement set runs.
+    {
+        let port = free_port()?;
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        let _server = ServerProcess::start(
+            &bin.join("conformance-server"),
+            port,
+            &out.join("server-by-name.log"),
+        )?;
+        let scenarios = by_name_scenarios(&harness, "server")?;
+        legs.push(by_name_leg(
+            &harness,
+            "server",
+            &scenarios,
+            &out,
+            |scenario, version| {
+                [
+                    "server",
+                    "--url",
+                    &url,
+                    "--scenario",
+                    scenario,
+                    "--spec-version",
+                    version,
+                    "--force",
+                ]
+                .map(str::to_owned)
+                .to_vec()
+            },
+        )?);
     }
 
     // Client: one run per requirement set, each its own leg.
@@ -621,12 +849,42 @@ pub(crate) fn conformance(extra: &[String]) -> Result<(), String> {
             baseline.display().to_string(),
         ];
         let mut tally = Tally {
-            harness_ok: harness.run(&args, &dir)?,
+            harness_ok: harness.run(&args, &dir, true)?,
             ..Tally::default()
         };
         let not_scored = harness.not_scored(requirements, "client")?;
-        report(&read_scenarios(&dir, "client", &not_scored), &mut tally);
+        report(
+            &read_scenarios(&dir, "client", &not_scored),
+            &mut tally,
+            false,
+        );
         legs.push(finish_leg(&format!("client {requirements}"), &tally, true));
+    }
+
+    // Client, by name.
+    {
+        let scenarios = by_name_scenarios(&harness, "client")?;
+        let command = format!("'{}'", client.display());
+        legs.push(by_name_leg(
+            &harness,
+            "client",
+            &scenarios,
+            &out,
+            |scenario, version| {
+                vec![
+                    "client".into(),
+                    "--command".into(),
+                    command.clone(),
+                    "--scenario".into(),
+                    scenario.into(),
+                    "--spec-version".into(),
+                    version.into(),
+                    "--force".into(),
+                    "--timeout".into(),
+                    CLIENT_TIMEOUT_MS.into(),
+                ]
+            },
+        )?);
     }
 
     println!("\n=================== cargo xtask conformance ===================");
@@ -674,6 +932,39 @@ mod tests {
         );
         assert_eq!(strip_timestamp("no-stamp"), "no-stamp");
         assert_eq!(strip_timestamp("odd-Z"), "odd-Z");
+    }
+
+    #[test]
+    fn listings_name_each_scenario_with_its_side_and_tags() {
+        let text = "Server scenarios (test against a server):\n  - ping [2025-06-18,2025-11-25]\n  - sep-2640-skills-manifest [extension]\n\nClient scenarios (test against a client):\n  - auth/dpop [extension]\n\nRun and reported, but never scored:\n  extension (2):\n    - tasks-lifecycle [server]\n    - auth/dpop [client]\n";
+        let listed = parse_listing(text);
+        let names: Vec<(Option<&str>, &str)> =
+            listed.iter().map(|l| (l.side, l.name.as_str())).collect();
+        assert_eq!(
+            names,
+            [
+                (Some("server"), "ping"),
+                (Some("server"), "sep-2640-skills-manifest"),
+                (Some("client"), "auth/dpop"),
+                (Some("server"), "tasks-lifecycle"),
+                (Some("client"), "auth/dpop"),
+            ]
+        );
+        assert_eq!(listed[0].tags, ["2025-06-18", "2025-11-25"]);
+    }
+
+    #[test]
+    fn by_name_scenarios_run_at_the_revisions_their_tags_allow() {
+        let tags = |t: &[&str]| t.iter().map(|t| (*t).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            by_name_versions(&tags(&["extension"])),
+            ["2025-11-25", "2026-07-28"]
+        );
+        assert_eq!(by_name_versions(&tags(&["2025-03-26"])), ["2025-03-26"]);
+        assert_eq!(
+            by_name_versions(&tags(&["2025-06-18", "2025-11-25"])),
+            ["2025-11-25"]
+        );
     }
 
     #[test]

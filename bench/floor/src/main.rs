@@ -4,6 +4,7 @@
 //! `_meta`, no method, no tool name).
 //!
 //!     floor --http PORT     http://127.0.0.1:PORT/ (any path)
+//!     floor --stdio         one JSON-RPC message per line on stdin, the reply on stdout
 
 use std::convert::Infallible;
 
@@ -14,12 +15,9 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 
-async fn answer(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
-    let body = match request.into_body().collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(_) => Bytes::new(),
-    };
-    let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+/// The echo reply to one request body, as bytes.
+fn reply(body: &[u8]) -> Vec<u8> {
+    let message: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     let text = message["params"]["arguments"]["text"].clone();
     let reply = json!({
         "jsonrpc": "2.0",
@@ -30,7 +28,15 @@ async fn answer(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Inf
             "resultType": "complete"
         }
     });
-    let bytes = serde_json::to_vec(&reply).unwrap_or_default();
+    serde_json::to_vec(&reply).unwrap_or_default()
+}
+
+async fn answer(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    let body = match request.into_body().collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => Bytes::new(),
+    };
+    let bytes = reply(&body);
     let response = Response::builder()
         .header("content-type", "application/json")
         .body(Full::new(Bytes::from(bytes)))
@@ -38,13 +44,36 @@ async fn answer(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Inf
     Ok(response)
 }
 
+/// stdio: the same runtime as the HTTP floor, stdin and stdout as pipes on its reactor (as a
+/// client that spawns a server gives them), a line in, a line out.
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+async fn stdio() -> std::io::Result<()> {
+    use std::os::fd::AsFd;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    use tokio::net::unix::pipe;
+    let input = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
+    let output = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
+    let mut lines = BufReader::new(pipe::Receiver::from_file(input)?).lines();
+    let mut output = pipe::Sender::from_file(output)?;
+    while let Some(line) = lines.next_line().await? {
+        let mut out = reply(line.as_bytes());
+        out.push(b'\n');
+        output.write_all(&out).await?;
+    }
+    Ok(())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let port: u16 = match args.as_slice() {
-        [flag, port] if flag == "--http" => port.parse()?,
-        _ => return Err("usage: floor --http PORT".into()),
-    };
+    match args.as_slice() {
+        [flag, port] if flag == "--http" => http(port.parse()?),
+        [flag] if flag == "--stdio" => Ok(stdio()?),
+        _ => Err("usage: floor --http PORT | floor --stdio".into()),
+    }
+}
+
+#[tokio::main]
+async fn http(port: u16) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     loop {
         let (stream, _) = listener.accept().await?;

@@ -308,13 +308,13 @@ async fn level(
     })
 }
 
-fn free_port() -> Result<u16, String> {
+pub(crate) fn free_port() -> Result<u16, String> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
     Ok(listener.local_addr().map_err(|e| e.to_string())?.port())
 }
 
 /// Polls until the server answers a correct echo; returns the time since `spawned`.
-async fn first_answer(
+pub(crate) async fn first_answer(
     addr: SocketAddr,
     spawned: Instant,
     child: &mut Child,

@@ -25,18 +25,22 @@ use crate::{Settings, percentile, text_for, wire};
 
 const LEGACY: &str = "2025-11-25";
 
-async fn open(addr: SocketAddr) -> Result<SendRequest<Full<Bytes>>, String> {
+pub(crate) async fn open(addr: SocketAddr) -> Result<SendRequest<Full<Bytes>>, String> {
     let stream = TcpStream::connect(addr)
         .await
         .map_err(|e| format!("connect: {e}"))?;
     let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| format!("handshake: {e}"))?;
-    tokio::spawn(connection);
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            eprintln!("loadgen: latency connection ended: {e}");
+        }
+    });
     Ok(sender)
 }
 
-async fn post(
+pub(crate) async fn post(
     sender: &mut SendRequest<Full<Bytes>>,
     addr: SocketAddr,
     headers: &[(&str, &str)],
@@ -55,7 +59,7 @@ async fn post(
     sender
         .ready()
         .await
-        .map_err(|e| format!("connection: {e}"))?;
+        .map_err(|e| format!("connection (before {}): {e}", body["method"]))?;
     sender
         .send_request(request)
         .await
@@ -142,7 +146,7 @@ fn event_data(event: &[u8]) -> String {
 }
 
 /// A 2025-11-25 session: `initialize`, `notifications/initialized`; returns its id.
-async fn legacy_session(
+pub(crate) async fn legacy_session(
     sender: &mut SendRequest<Full<Bytes>>,
     addr: SocketAddr,
 ) -> Result<String, String> {
@@ -218,6 +222,12 @@ async fn legacy_round(
         let message = events.next().await?;
         if message.get("id").is_some() {
             wire::check_message(&message, id, &text, false)?;
+            // Drain the end of the stream, or hyper drops the connection with the unread body
+            // and the next round finds it closed (a race the one-thread runtime lost every
+            // time right after the 64-connection level).
+            while let Some(frame) = events.body.frame().await {
+                frame.map_err(|e| format!("stream: {e}"))?;
+            }
             return Ok(());
         }
     }

@@ -4,6 +4,7 @@
 //!
 //!     loadgen http  [--secs S] [--warmup S] [--conns 1,16,64] [--flow N] [--task N] [--latency] -- SERVER ARGS…
 //!     loadgen stdio [--secs S] [--warmup S] -- SERVER ARGS…
+//!     loadgen sessions [--sessions N] -- SERVER ARGS…   memory per idle legacy session and SSE stream
 //!
 //! `{port}` in the server's arguments becomes a free loopback port. Every request is a
 //! 2026-07-28 `tools/call` with its headers and `_meta`; every answer's id and echoed text are
@@ -15,6 +16,7 @@ use std::time::Duration;
 mod http;
 mod latency;
 mod procfs;
+mod sessions;
 mod stdio;
 mod wire;
 
@@ -33,6 +35,8 @@ pub struct Settings {
     pub task: Option<usize>,
     /// Whether to measure the streamed exchanges' latency (`latency.rs`).
     pub latency: bool,
+    /// Legacy sessions (and as many SSE streams) to open in `sessions` mode.
+    pub sessions: usize,
     /// The server command; `{port}` is replaced.
     pub command: Vec<String>,
 }
@@ -48,6 +52,7 @@ fn parse(args: &[String]) -> Result<(String, Settings), String> {
         flow: None,
         latency: false,
         task: None,
+        sessions: 10_000,
         command: Vec::new(),
     };
     let mut rest = args[1..].iter();
@@ -74,6 +79,10 @@ fn parse(args: &[String]) -> Result<(String, Settings), String> {
                 settings.flow = Some(n.ok_or("--flow needs a connection count")?);
             }
             "--latency" => settings.latency = true,
+            "--sessions" => {
+                let n = rest.next().and_then(|n| n.parse().ok());
+                settings.sessions = n.ok_or("--sessions needs a count")?;
+            }
             "--task" => {
                 let n = rest.next().and_then(|n| n.parse().ok());
                 settings.task = Some(n.ok_or("--task needs a connection count")?);
@@ -90,13 +99,18 @@ fn parse(args: &[String]) -> Result<(String, Settings), String> {
     Ok((mode.clone(), settings))
 }
 
-#[tokio::main]
+/// One thread, like a one-thread `wrk`: the load generator then takes at most one of the
+/// machine's cores and leaves the rest to the server, the same for every implementation. (A
+/// multi-thread runtime competed with the server for both cores and added cross-thread wake-ups
+/// to every answer, inflating the server CPU it measured.)
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let outcome = match parse(&args) {
         Ok((mode, settings)) => match mode.as_str() {
             "http" => http::run(&settings).await,
             "stdio" => stdio::run(&settings).await,
+            "sessions" => sessions::run(&settings, settings.sessions).await,
             other => Err(format!("unknown mode {other:?}")),
         },
         Err(e) => Err(e),

@@ -1,6 +1,7 @@
 //! The benchmark's echo server on this SDK.
 //!
 //!     our-echo --http PORT     Streamable HTTP at http://127.0.0.1:PORT/mcp
+//!     our-echo --http-wide PORT  the same, with room for 12,000 connections and sessions
 //!     our-echo --stdio         newline-delimited JSON-RPC on stdin/stdout
 //!
 //! Tools: `echo(text) -> text`, and `confirm_echo(text)`, which asks the client to confirm
@@ -104,6 +105,19 @@ async fn main() -> Result<(), mcp::ServeError> {
         ["--http", port] => {
             let port: u16 = port.parse()?;
             mcp::http::serve(server(), ("127.0.0.1", port)).await
+        }
+        ["--http-wide", port] => {
+            // The session memory measurement: 10,000 legacy sessions each holding an SSE
+            // stream on its own connection, above the default caps (10,000 sessions, 2,048
+            // connections).
+            let port: u16 = port.parse()?;
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+            mcp::http::McpHttpService::new(server().into_service()?)
+                .max_connections(12_000)
+                .max_sessions(12_000)
+                .serve_with_shutdown(listener, "/mcp", std::future::pending())
+                .await?;
+            Ok(())
         }
         ["--stdio"] | [] => mcp::stdio::serve(server()).await,
         _ => Err("usage: our-echo [--stdio | --http PORT]".into()),

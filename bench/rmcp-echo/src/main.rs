@@ -1,7 +1,8 @@
 //! The benchmark's echo server on rmcp.
 //!
 //!     rmcp-echo --http PORT     stateless Streamable HTTP, JSON responses, http://127.0.0.1:PORT/mcp
-//!     rmcp-echo --stdio         newline-delimited JSON-RPC on stdin/stdout
+//!     rmcp-echo --http-sessions PORT  stateful (LocalSessionManager): legacy sessions, GET streams
+//!     rmcp-echo --stdio         newline-delimited JSON-RPC on stdin/stdout (`stdio_pipes`)
 //!
 //! Tools: `echo(text) -> text`, and `confirm_echo(text)`, which returns an
 //! `InputRequiredResult` asking for a confirmation (its `requestState` sealed with rmcp's own
@@ -11,9 +12,11 @@ use std::sync::Arc;
 
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
+use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::*;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
@@ -28,6 +31,24 @@ struct EchoArgs {
 #[derive(Clone)]
 struct Echo {
     codec: Arc<RequestStateCodec>,
+    /// Built once at start-up and shared by every per-request clone (rmcp's documented
+    /// `router = self.tool_router` form). The default, `Self::tool_router()`, rebuilds the router
+    /// and the tools' JSON Schemas on every `tools/call` (twice: the header check looks the tool
+    /// up, then the call routes it).
+    tool_router: Arc<ToolRouter<Echo>>,
+    /// `RMCP_ECHO_ROUTER_PER_CALL=1`: rebuild the router on every use instead, as the
+    /// `#[tool_handler]` default does (to measure what that default costs).
+    router_per_call: bool,
+}
+
+impl Echo {
+    fn router(&self) -> std::borrow::Cow<'_, ToolRouter<Echo>> {
+        if self.router_per_call {
+            std::borrow::Cow::Owned(Self::tool_router())
+        } else {
+            std::borrow::Cow::Borrowed(&*self.tool_router)
+        }
+    }
 }
 
 #[tool_router]
@@ -86,7 +107,7 @@ impl Echo {
     }
 }
 
-#[tool_handler]
+#[tool_handler(router = self.router())]
 impl ServerHandler for Echo {
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
@@ -100,6 +121,8 @@ fn echo() -> Result<Echo, Box<dyn std::error::Error + Send + Sync>> {
     let codec = RequestStateCodec::try_new(vec![7u8; 32]).map_err(|e| e.to_string())?;
     Ok(Echo {
         codec: Arc::new(codec),
+        tool_router: Arc::new(Echo::tool_router()),
+        router_per_call: std::env::var_os("RMCP_ECHO_ROUTER_PER_CALL").is_some_and(|v| v == "1"),
     })
 }
 
@@ -134,8 +157,33 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
                 });
             }
         }
+        ["--http-sessions", port] => {
+            // The session memory measurement: rmcp's stateful mode (LocalSessionManager,
+            // legacy sessions with standalone GET streams), its documented configuration for
+            // 2025-11-25 clients.
+            let port: u16 = port.parse()?;
+            let template = echo()?;
+            let service = StreamableHttpService::new(
+                move || Ok(template.clone()),
+                Arc::new(LocalSessionManager::default()),
+                StreamableHttpServerConfig::default(),
+            );
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+            loop {
+                let (stream, _) = listener.accept().await?;
+                let service = TowerToHyperService::new(service.clone());
+                tokio::spawn(async move {
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        }
         ["--stdio"] | [] => {
-            let running = echo()?.serve(rmcp::transport::stdio()).await?;
+            // rmcp's documented choice when both streams are pipes (a client spawned us): reads
+            // and writes on the reactor, not the blocking pool. `stdio()` hands every message
+            // to another thread.
+            let running = echo()?.serve(rmcp::transport::io::stdio_pipes()).await?;
             running.waiting().await?;
             Ok(())
         }

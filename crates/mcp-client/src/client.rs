@@ -43,6 +43,7 @@ use crate::callbacks::{Callbacks, RequestInfo};
 use crate::error::ClientError;
 use crate::transport::Transport;
 
+pub(crate) mod skills;
 pub(crate) mod tasks;
 pub use tasks::{TaskCall, TaskHandle, ToolLeg};
 

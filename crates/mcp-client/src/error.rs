@@ -72,6 +72,15 @@ pub enum ClientError {
     },
     /// The call was cancelled.
     Cancelled,
+    /// A skill file the server sent does not match its skill's entry (size, digest, or for a
+    /// `SKILL.md` its frontmatter), or is not one of the files the entry lists; the content
+    /// was not used.
+    SkillVerification {
+        /// The file's URI.
+        uri: String,
+        /// What did not match.
+        reason: String,
+    },
 }
 
 impl fmt::Display for ClientError {
@@ -128,6 +137,9 @@ impl fmt::Display for ClientError {
                 )
             }
             ClientError::Cancelled => f.write_str("the call was cancelled"),
+            ClientError::SkillVerification { uri, reason } => {
+                write!(f, "skill file {uri} refused: {reason}")
+            }
         }
     }
 }

@@ -20,6 +20,7 @@ mod transport;
 
 pub use callbacks::RequestInfo;
 /// The poll limits of the client's task loop.
+pub use client::skills::{LoadedSkill, MAX_SKILL_PAGES, SkillFileContent};
 pub use client::tasks::{
     DEFAULT_POLL_INTERVAL, MAX_POLL_INTERVAL, MAX_TASK_QUESTIONS, MIN_POLL_INTERVAL,
 };

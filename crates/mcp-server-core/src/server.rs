@@ -98,6 +98,16 @@ pub struct Server {
     pub(crate) update_filter: Option<UpdateFilter>,
     pub(crate) tasks: Option<crate::tasks::TaskEngine>,
     pub(crate) task_tools: std::collections::HashMap<String, crate::tasks::TaskSupport>,
+    pub(crate) extensions: std::collections::BTreeMap<String, JsonObject>,
+    pub(crate) extension_methods: HashMap<String, ExtensionMethod>,
+}
+
+/// A method an extension adds: its handler, and whether its result is cacheable (gets
+/// `ttlMs` and `cacheScope` on 2026-07-28 when the handler set none).
+#[derive(Clone)]
+pub(crate) struct ExtensionMethod {
+    pub(crate) handler: Handler<JsonObject, JsonObject>,
+    pub(crate) cacheable: bool,
 }
 
 /// Decides whether a subscriber (by its principal) may learn that a resource changed.
@@ -146,7 +156,57 @@ impl Server {
             update_filter: None,
             tasks: None,
             task_tools: std::collections::HashMap::new(),
+            extensions: std::collections::BTreeMap::new(),
+            extension_methods: HashMap::new(),
         }
+    }
+
+    /// Advertises extension `id` with these settings under `capabilities.extensions`, in
+    /// `server/discover` and in the 2025-11-25 `initialize` result alike (`{}` declares
+    /// support with no optional features). Serve its methods with
+    /// [`on_extension_request`](Self::on_extension_request).
+    pub fn extension(mut self, id: impl Into<String>, settings: JsonObject) -> Self {
+        self.extensions.insert(id.into(), settings);
+        self
+    }
+
+    /// Handles `method`, a request an extension adds (`skills/list`...), on both eras. The
+    /// handler gets the params as an object (`{}` when the request has none, `_meta` removed:
+    /// the context carries it) and answers the result object; on 2026-07-28 the engine adds
+    /// `resultType` and the server's identity, as on every result. Params that are not an
+    /// object answer `-32602`. A method the core protocol defines is never routed here.
+    pub fn on_extension_request<F, Fut>(self, method: impl Into<String>, handler: F) -> Self
+    where
+        F: Fn(RequestContext, JsonObject) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult<JsonObject>> + Send + 'static,
+    {
+        self.extension_method(method.into(), false, boxed(handler))
+    }
+
+    /// [`on_extension_request`](Self::on_extension_request) for a method whose result is
+    /// cacheable: on 2026-07-28 it also gets the [`cache_hints`](Self::cache_hints) as `ttlMs`
+    /// and `cacheScope` where the handler set none (on 2025-11-25 both are removed).
+    pub fn on_cacheable_extension_request<F, Fut>(
+        self,
+        method: impl Into<String>,
+        handler: F,
+    ) -> Self
+    where
+        F: Fn(RequestContext, JsonObject) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult<JsonObject>> + Send + 'static,
+    {
+        self.extension_method(method.into(), true, boxed(handler))
+    }
+
+    fn extension_method(
+        mut self,
+        method: String,
+        cacheable: bool,
+        handler: Handler<JsonObject, JsonObject>,
+    ) -> Self {
+        self.extension_methods
+            .insert(method, ExtensionMethod { handler, cacheable });
+        self
     }
 
     /// Asks `filter(principal, uri)` before each `notifications/resources/updated` goes to a
@@ -359,12 +419,20 @@ impl Server {
             }),
             completions: self.handlers.complete.is_some().then(JsonObject::new),
             logging: self.logging.then(JsonObject::new),
-            extensions: self.tasks.as_ref().map(|_| {
-                std::collections::BTreeMap::from([(
-                    mcp_types::ext::tasks::EXTENSION_ID.to_owned(),
-                    mcp_types::ext::tasks::capability(),
-                )])
-            }),
+            extensions: {
+                let mut extensions: std::collections::BTreeMap<String, _> = self
+                    .extensions
+                    .iter()
+                    .map(|(id, settings)| (id.clone(), settings.clone()))
+                    .collect();
+                if self.tasks.is_some() {
+                    extensions.insert(
+                        mcp_types::ext::tasks::EXTENSION_ID.to_owned(),
+                        mcp_types::ext::tasks::capability(),
+                    );
+                }
+                (!extensions.is_empty()).then_some(extensions)
+            },
             ..ServerCapabilities::default()
         }
     }

@@ -198,8 +198,10 @@ impl fmt::Debug for Service {
 impl Service {
     pub(crate) fn new(server: Server) -> Self {
         let capabilities = server.capabilities();
+        // 2025-11-25 has no `extensions` capability and its own core tasks: only the
+        // extensions the server registered itself (which serve both eras) are advertised there.
         let legacy_capabilities = ServerCapabilities {
-            extensions: None,
+            extensions: (!server.extensions.is_empty()).then(|| server.extensions.clone()),
             ..capabilities.clone()
         };
         Service {
@@ -914,6 +916,37 @@ async fn serve_modern(
             if let Err(envelope) = check_raw_envelope(request.params.as_deref()) {
                 return Some(Err(envelope));
             }
+            if let Some(method) = inner.server.extension_methods.get(&request.method) {
+                let meta: Meta = probe_meta(request.params.as_deref())
+                    .and_then(|m| serde_json::from_value(Value::Object(m)).ok())
+                    .unwrap_or_default();
+                let version = meta.protocol_version.clone().unwrap_or_default();
+                let ctx = RequestContext {
+                    id: request.id.clone(),
+                    method: request.method.clone(),
+                    era: Era::Modern,
+                    protocol_version: version,
+                    client_capabilities: Arc::new(
+                        meta.client_capabilities
+                            .as_deref()
+                            .cloned()
+                            .unwrap_or_default(),
+                    ),
+                    client_info: meta.client_info.as_deref().cloned().map(Arc::new),
+                    progress_token: meta.progress_token.clone(),
+                    log_level: meta.log_level,
+                    meta: Some(meta),
+                    principal: transport.principal.clone(),
+                    request_state: None,
+                    input_responses: None,
+                    sink: sink.clone(),
+                    cancellation: cancel.clone(),
+                    peer: None,
+                    notifier: inner.notifier.clone(),
+                    task: Default::default(),
+                };
+                return Some(extension_request(inner, method, request, ctx).await);
+            }
             // The method is checked before its params: a removed method (`initialize`,
             // `logging/setLevel`...) is -32601 whatever params it carries.
             let served = modern_method_served(&inner.server, &request.method)
@@ -1004,12 +1037,41 @@ async fn serve_legacy(
     cancel: &CancellationToken,
 ) -> Served {
     let session = call.session;
-    let typed = match typed {
-        Ok(typed) => typed,
-        Err(e) => return Some(Err(params_error(e))),
-    };
     let Some(legacy) = session.legacy() else {
         return Some(Err(ErrorObject::internal("the legacy session is gone")));
+    };
+    let typed = match typed {
+        Ok(typed) => typed,
+        Err(e) => {
+            let Some(method) = inner.server.extension_methods.get(&request.method) else {
+                return Some(Err(params_error(e)));
+            };
+            let meta: Option<Meta> = probe_meta(request.params.as_deref())
+                .and_then(|m| serde_json::from_value(Value::Object(m)).ok());
+            let ctx = RequestContext {
+                id: request.id.clone(),
+                method: request.method.clone(),
+                era: Era::Legacy,
+                protocol_version: legacy.protocol_version.clone(),
+                client_capabilities: legacy.capabilities.clone(),
+                client_info: legacy.client_info.clone(),
+                progress_token: meta.as_ref().and_then(|m| m.progress_token.clone()),
+                meta,
+                principal: call.transport.principal.clone(),
+                request_state: None,
+                input_responses: None,
+                log_level: legacy.log_level,
+                sink: sink.clone(),
+                cancellation: cancel.clone(),
+                peer: call.back_channel.then(|| Peer {
+                    pending: session.pending.clone(),
+                    timeout: inner.server.request_timeout,
+                }),
+                notifier: inner.notifier.clone(),
+                task: Default::default(),
+            };
+            return Some(extension_request(inner, method, request, ctx).await);
+        }
     };
     let method = typed.method();
     if !methods::exists(
@@ -1223,6 +1285,63 @@ async fn listen(
         };
         sink.notify(notification).await;
     }
+}
+
+/// An extension's request: params as an object (without `_meta`), the handler, then the
+/// era's stamping by JSON (`resultType`, server identity and, for a cacheable method, the
+/// caching hints on 2026-07-28; none of them on 2025-11-25).
+async fn extension_request(
+    inner: &Inner,
+    method: &crate::server::ExtensionMethod,
+    request: &JsonRpcRequest,
+    ctx: RequestContext,
+) -> Result<Box<RawValue>, ErrorObject> {
+    let mut params: JsonObject = match request.params.as_deref() {
+        None => JsonObject::new(),
+        Some(raw) => match serde_json::from_str::<Value>(raw.get()) {
+            Ok(Value::Object(params)) => params,
+            Ok(Value::Null) => JsonObject::new(),
+            _ => {
+                return Err(ErrorObject::invalid_params(format!(
+                    "the params of '{}' must be an object",
+                    request.method
+                )));
+            }
+        },
+    };
+    params.remove("_meta");
+    let era = ctx.era;
+    let mut result = (method.handler)(ctx, params).await?;
+    match era {
+        Era::Modern => {
+            result
+                .entry("resultType")
+                .or_insert_with(|| Value::from("complete"));
+            if method.cacheable {
+                let hints = inner.server.cache;
+                result
+                    .entry("ttlMs")
+                    .or_insert_with(|| Value::from(hints.ttl_ms));
+                result.entry("cacheScope").or_insert_with(|| {
+                    serde_json::to_value(hints.scope).unwrap_or(Value::from("private"))
+                });
+            }
+            let meta = result
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(JsonObject::new()));
+            if let Value::Object(meta) = meta {
+                meta.entry(meta::SERVER_INFO).or_insert_with(|| {
+                    serde_json::to_value(&inner.server.info).unwrap_or(Value::Null)
+                });
+            }
+        }
+        Era::Legacy => {
+            result.remove("resultType");
+            result.remove("ttlMs");
+            result.remove("cacheScope");
+        }
+    }
+    to_raw(&result)
 }
 
 fn finish<T: Stamped + Serialize>(

@@ -68,7 +68,13 @@ impl Formatter for PythonFormatter {
     ) -> io::Result<()> {
         // serde_json already escaped quotes, backslashes and control characters; what
         // reaches a fragment may still hold DEL and non-ASCII, which Python escapes too.
-        let mut buf = Vec::new();
+        // Most fragments (keys, schema words, ASCII messages) hold neither: write them as
+        // they are, without a buffer per fragment.
+        let bytes = fragment.as_bytes();
+        if python_verbatim_len(bytes) == bytes.len() {
+            return writer.write_all(bytes);
+        }
+        let mut buf = Vec::with_capacity(bytes.len() + 16);
         write_escaped_body(&mut buf, fragment);
         writer.write_all(&buf)
     }
@@ -345,6 +351,25 @@ impl std::fmt::Write for FloatBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clean_and_escaped_fragments_render_like_python() {
+        // json.dumps(v, separators=(",", ":")) of each value, from Python 3.11.
+        let cases = [
+            ("plain ascii", r#""plain ascii""#),
+            ("tab\tand \"quote\"", r#""tab\tand \"quote\"""#),
+            ("del\u{7f}end", r#""del\u007fend""#),
+            ("café ✓ 😀", r#""caf\u00e9 \u2713 \ud83d\ude00""#),
+            ("", r#""""#),
+        ];
+        for (value, python) in cases {
+            assert_eq!(compact_json(value).unwrap(), python, "{value:?}");
+        }
+        assert_eq!(
+            compact_json(&serde_json::json!({"k\u{e9}y": ["a", "b\u{7f}"]})).unwrap(),
+            r#"{"k\u00e9y":["a","b\u007f"]}"#
+        );
+    }
 
     fn repr(x: f64) -> String {
         let mut buf = FloatBuf::new();

@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::canonical::{ShortDigest, write_canonical_node};
 use crate::error::JsonSyntaxError;
 use crate::jsontext;
-use crate::pyjson::write_compact_json;
+use crate::pyjson::{write_compact_json, write_str};
 
 short_digest_type! {
     /// The `q` digest of a question: `base64url(SHA-256(rendered params)[..16])`,
@@ -77,6 +77,37 @@ impl QuestionDigest {
         Ok(Self(ShortDigest::of(&out)))
     }
 
+    /// Digest of a form elicitation's params `{"mode":"form","message":…,"requestedSchema":…}`
+    /// (no `task`, no `_meta`, no other members), with the schema already rendered by
+    /// [`compact_json`](crate::compact_json). Equal to [`QuestionDigest::of`] of those params,
+    /// without rendering the schema again: a server that asks with one schema many times
+    /// renders it once.
+    ///
+    /// ```
+    /// use mcp_state_seal::{QuestionDigest, compact_json};
+    /// use serde_json::json;
+    ///
+    /// let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+    /// let rendered = compact_json(&schema)?;
+    /// let q = QuestionDigest::of_form("Proceed?", &rendered);
+    /// let text = format!(r#"{{"mode":"form","message":"Proceed?","requestedSchema":{rendered}}}"#);
+    /// assert_eq!(q, QuestionDigest::of_json_text(&text)?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn of_form(message: &str, rendered_schema: &str) -> Self {
+        const HEAD: &[u8] = br#"{"mode":"form","message":"#;
+        const MIDDLE: &[u8] = br#","requestedSchema":"#;
+        let mut out = Vec::with_capacity(
+            HEAD.len() + message.len() + MIDDLE.len() + rendered_schema.len() + 3,
+        );
+        out.extend_from_slice(HEAD);
+        write_str(&mut out, message);
+        out.extend_from_slice(MIDDLE);
+        out.extend_from_slice(rendered_schema.as_bytes());
+        out.push(b'}');
+        Self(ShortDigest::of(&out))
+    }
+
     /// Digest of already-rendered params JSON. The text is re-rendered in Python's
     /// compact ASCII form, keeping key order, so pretty-printed or non-ASCII text
     /// digests the same as its Python rendering.
@@ -95,6 +126,39 @@ impl QuestionDigest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_form_digest_from_the_rendered_schema_is_the_digest_of_the_params() {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Form<'a> {
+            mode: &'a str,
+            message: &'a str,
+            requested_schema: &'a serde_json::Value,
+        }
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {"ok": {"type": "boolean", "title": "Oké"}},
+            "required": ["ok"]
+        });
+        let rendered = crate::compact_json(&schema).unwrap();
+        for message in ["Echo 3 character(s)?", "Où \"ça\" ?\n", "", "😀\u{7f}"] {
+            let params = Form {
+                mode: "form",
+                message,
+                requested_schema: &schema,
+            };
+            assert_eq!(
+                QuestionDigest::of_form(message, &rendered),
+                QuestionDigest::of(&params).unwrap(),
+                "{message:?}"
+            );
+        }
+        assert_ne!(
+            QuestionDigest::of_form("a", &rendered),
+            QuestionDigest::of_form("b", &rendered)
+        );
+    }
 
     #[test]
     fn no_params_digest_as_null() {

@@ -40,6 +40,27 @@
 //! # Ok::<(), mcp::BuildError>(())
 //! ```
 //!
+//! Skills (the `io.modelcontextprotocol/skills` extension): a server offers a directory of
+//! skills, each a `SKILL.md` and its files, with [`McpServer::skills_dir`]; a client lists them
+//! with `list_all_skills` and loads one with `load_skill`, which verifies every byte it reads
+//! against the listing (see the skills guide in `docs/skills.md`).
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use mcp::{ClientBuilderExt, McpServer};
+//!
+//! let service = McpServer::new("skills")
+//!     .skills_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/skills"))
+//!     .into_service()?;
+//! let client = mcp::client::Client::builder().in_memory(&service).await?;
+//! let skills = client.list_all_skills().await?;
+//! let loaded = client.load_skill(&skills[0]).await?;
+//! assert_eq!(loaded.frontmatter["name"], "pdf-processing");
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Features: `server`, `macros` and `client` (all default).
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -56,7 +77,7 @@ pub use mcp_server_core::registry::{
     Accepted, BuildError, Context, ElicitModel, ElicitationResult, FromResolved, IntoPromptDef,
     IntoPromptResult, IntoReadResult, IntoResourceDef, IntoToolDef, IntoToolResult, Json,
     McpServer, PromptDef, Ready, Resolution, ResolvedValues, Resolver, ResolverInput, ResourceDef,
-    ResourceTemplateDef, ToolDef, ToolOutcome, ToolReply,
+    ResourceTemplateDef, SkillsLimits, ToolDef, ToolOutcome, ToolReply,
 };
 /// The Tasks extension on the server: [`TaskSupport`](tasks::TaskSupport), the
 /// [`TaskConfig`](tasks::TaskConfig) and the [`TaskStore`](tasks::TaskStore) trait.

@@ -357,8 +357,8 @@ impl Client {
     }
 }
 
-/// What one [`Session::call_tool_leg`] returned: the result, a multi-round-trip round, or a
-/// task the caller now drives itself.
+/// What one [`Session::call_tool_leg`](crate::Session::call_tool_leg) returned: the result, a
+/// multi-round-trip round, or a task the caller now drives itself.
 #[derive(Debug)]
 pub enum ToolLeg {
     /// The complete result.

@@ -37,10 +37,20 @@ impl fmt::Display for SchemaError {
 
 impl std::error::Error for SchemaError {}
 
-type Cache = Mutex<HashMap<TypeId, Result<Arc<ElicitationSchema>, SchemaError>>>;
+/// A form schema, and its Python-form rendering (what a question digest hashes).
+pub(crate) type Form = (Arc<ElicitationSchema>, Arc<str>);
+
+type Cache = Mutex<HashMap<TypeId, Result<Form, SchemaError>>>;
 
 /// The flat form schema of `T`, rendered and checked once per type.
 pub fn elicitation_schema<T: ElicitModel>() -> Result<Arc<ElicitationSchema>, SchemaError> {
+    elicitation_form::<T>().map(|(schema, _)| schema)
+}
+
+/// The flat form schema of `T` and its [`mcp_state_seal::compact_json`] text, both made once
+/// per type: a resolver that asks the same form on every call digests the question without
+/// rendering the schema again.
+pub(crate) fn elicitation_form<T: ElicitModel>() -> Result<Form, SchemaError> {
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     if let Some(hit) = cache
@@ -51,7 +61,11 @@ pub fn elicitation_schema<T: ElicitModel>() -> Result<Arc<ElicitationSchema>, Sc
         return hit;
     }
     let rendered = render(&serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null))
-        .map(Arc::new);
+        .and_then(|schema| {
+            let text = mcp_state_seal::compact_json(&schema)
+                .map_err(|e| SchemaError(format!("the form schema does not serialize: {e}")))?;
+            Ok((Arc::new(schema), Arc::from(text)))
+        });
     if let Ok(mut c) = cache.lock() {
         c.insert(TypeId::of::<T>(), rendered.clone());
     }

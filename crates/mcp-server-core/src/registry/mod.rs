@@ -53,6 +53,7 @@ pub(crate) mod elicit;
 mod prompt;
 mod resolve;
 mod resource;
+mod skills;
 mod tool;
 
 #[cfg(feature = "fuzzing")]
@@ -104,6 +105,7 @@ pub use resolve::{
     Resolver, ResolverInput,
 };
 pub use resource::{IntoReadResult, ResourceDef, ResourceTemplateDef};
+pub use skills::SkillsLimits;
 pub use tool::{IntoToolResult, Json, ToolDef, ToolOutcome, ToolReply, schema_object};
 
 use crate::context::RequestContext;
@@ -188,6 +190,8 @@ pub struct McpServer {
     request_timeout: Option<Duration>,
     limits: Option<crate::SessionLimits>,
     tasks: Option<crate::tasks::TaskConfig>,
+    skills_dir: Option<std::path::PathBuf>,
+    skills_limits: SkillsLimits,
 }
 
 impl fmt::Debug for McpServer {
@@ -226,6 +230,8 @@ impl McpServer {
             request_timeout: None,
             limits: None,
             tasks: None,
+            skills_dir: None,
+            skills_limits: SkillsLimits::default(),
         }
     }
 
@@ -327,10 +333,41 @@ impl McpServer {
         self
     }
 
+    /// Serves the skills below `path` through the Skills extension
+    /// (`io.modelcontextprotocol/skills`, SEP-2640): every directory holding a `SKILL.md` is a
+    /// skill, listed by `skills/list` and `skills/get` with its frontmatter and the digest and
+    /// size of each of its files, which `resources/read` serves as `skill://<skill-path>/<file>`
+    /// (the `SKILL.md`s are in `resources/list` too); `resources/directory/read` lists a skill's
+    /// directories (`directoryRead: true`).
+    ///
+    /// The directory is read when the server is built, and a mistake fails the build with a
+    /// [`BuildError`] naming the file: a `SKILL.md` without `---` frontmatter holding `name` and
+    /// `description`, a `name` that differs from its directory's or breaks the naming rules, a
+    /// symbolic link that leaves the directory, a directory over [`SkillsLimits`]. Nothing
+    /// outside `path` is ever served: only the URIs the catalog published resolve.
+    pub fn skills_dir(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.skills_dir = Some(path.into());
+        self
+    }
+
+    /// What [`skills_dir`](Self::skills_dir) loads at most (see [`SkillsLimits`] for the
+    /// defaults).
+    pub fn skills_limits(mut self, limits: SkillsLimits) -> Self {
+        self.skills_limits = limits;
+        self
+    }
+
     /// Checks the definitions (resolver graphs, form schemas, names) and builds the low-level
     /// server.
     pub fn build(self) -> Result<Server, BuildError> {
-        let registry = Arc::new(Registry::build(&self)?);
+        let skills = match &self.skills_dir {
+            Some(dir) => Some(Arc::new(skills::SkillCatalog::load(
+                dir,
+                &self.skills_limits,
+            )?)),
+            None => None,
+        };
+        let registry = Arc::new(Registry::build(&self, skills)?);
         let mut server = Server::new(&self.name)
             .version(&self.version)
             .change_notifications(self.change_notifications)
@@ -381,6 +418,36 @@ impl McpServer {
     }
 }
 
+/// The Skills extension's capability and methods, answered from `catalog`.
+fn install_skills(server: Server, catalog: &Arc<skills::SkillCatalog>, page_size: usize) -> Server {
+    use mcp_types::ext::skills as wire;
+    fn object<T: serde::Serialize>(value: T) -> Result<JsonObject, ErrorObject> {
+        match serde_json::to_value(value) {
+            Ok(Value::Object(map)) => Ok(map),
+            _ => Err(ErrorObject::internal("a skills result did not serialize")),
+        }
+    }
+    let list = catalog.clone();
+    let get = catalog.clone();
+    let directory = catalog.clone();
+    server
+        .extension(wire::EXTENSION_ID, skills::capability())
+        .on_cacheable_extension_request(wire::SKILLS_LIST, move |_ctx, params| {
+            let result = list.list(&params, page_size).and_then(object);
+            async move { result }
+        })
+        .on_cacheable_extension_request(wire::SKILLS_GET, move |_ctx, params| {
+            let result = get.get(&params).and_then(object);
+            async move { result }
+        })
+        .on_cacheable_extension_request(wire::RESOURCES_DIRECTORY_READ, move |ctx, params| {
+            let result = directory
+                .directory(ctx.era(), &params, page_size)
+                .and_then(object);
+            async move { result }
+        })
+}
+
 struct BuiltTool {
     def: ToolDef,
     graph: Graph,
@@ -409,6 +476,7 @@ struct Registry {
     resource_list: Vec<Resource>,
     templates: Vec<BuiltTemplate>,
     template_list: Vec<ResourceTemplate>,
+    skills: Option<Arc<skills::SkillCatalog>>,
 }
 
 fn duplicate<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
@@ -417,7 +485,10 @@ fn duplicate<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
 }
 
 impl Registry {
-    fn build(server: &McpServer) -> Result<Self, BuildError> {
+    fn build(
+        server: &McpServer,
+        skills: Option<Arc<skills::SkillCatalog>>,
+    ) -> Result<Self, BuildError> {
         let err = |m: String| BuildError(m);
         if let Some(name) = duplicate(server.tools.iter().map(ToolDef::name)) {
             return Err(err(format!("two tools are named '{name}'")));
@@ -499,6 +570,13 @@ impl Registry {
                 )));
             }
         }
+        if let Some(catalog) = &skills
+            && let Some(uri) = resources.keys().find(|uri| catalog.serves(uri))
+        {
+            return Err(err(format!(
+                "the resource '{uri}' is also a file of the skills directory"
+            )));
+        }
         let mut templates = Vec::new();
         for def in &server.templates {
             let owner = format!("resource template '{}'", def.template.uri_template);
@@ -544,7 +622,9 @@ impl Registry {
                 .resources
                 .iter()
                 .map(|r| r.resource.clone())
+                .chain(skills.iter().flat_map(|s| s.listed().iter().cloned()))
                 .collect(),
+            skills,
             resources,
             template_list: templates.iter().map(|t| t.def.template.clone()).collect(),
             templates,
@@ -613,7 +693,10 @@ impl Registry {
                 async move { reg.get_prompt(ctx, p).await }
             });
         }
-        if !self.resources.is_empty() || !self.templates.is_empty() {
+        if let Some(catalog) = &self.skills {
+            server = install_skills(server, catalog, self.page_size);
+        }
+        if !self.resources.is_empty() || !self.templates.is_empty() || self.skills.is_some() {
             let reg = self.clone();
             server = server.on_list_resources(move |_ctx, p: PaginatedRequestParams| {
                 let reg = reg.clone();
@@ -769,6 +852,9 @@ impl Registry {
         params: ReadResourceRequestParams,
     ) -> Result<Outcome<ReadResourceResult>, ErrorObject> {
         let uri = params.uri;
+        if let Some(result) = self.skills.as_ref().and_then(|s| s.read(&uri)) {
+            return Ok(Outcome::Complete(result));
+        }
         if let Some(body) = self.resources.get(&uri).and_then(|r| r.body.as_ref()) {
             return body(ctx, uri, BTreeMap::new(), ResolvedValues::default()).await;
         }

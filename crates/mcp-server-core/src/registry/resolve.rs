@@ -25,7 +25,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::elicit::{
-    ElicitModel, ElicitationResult, SchemaError, elicitation_schema, parse_elicit_result,
+    ElicitModel, ElicitationResult, SchemaError, elicitation_form, elicitation_schema,
+    parse_elicit_result,
 };
 use crate::context::RequestContext;
 use crate::gating::Requirement;
@@ -108,9 +109,19 @@ pub enum Resolution<T> {
 
 /// A question a resolver asks: an `elicitation/create`, `sampling/createMessage` or
 /// `roots/list` request.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Question {
     pub(crate) request: Box<InputRequest>,
+    /// For a form made by [`Resolution::elicit`]: its schema as the question digest renders
+    /// it, made once per model type. Nothing changes a form question's schema after that (the
+    /// request is private), so the two always agree.
+    pub(crate) rendered_schema: Option<Arc<str>>,
+}
+
+impl PartialEq for Question {
+    fn eq(&self, other: &Self) -> bool {
+        self.request == other.request
+    }
 }
 
 impl Question {
@@ -146,6 +157,7 @@ impl<T> Resolution<T> {
                     extra: JsonObject::new(),
                 },
             ))),
+            rendered_schema: None,
         })
     }
 
@@ -166,6 +178,7 @@ impl<T> Resolution<T> {
     pub fn sample(params: CreateMessageRequestParams) -> Self {
         Resolution::Ask(Question {
             request: Box::new(InputRequest::CreateMessage(params)),
+            rendered_schema: None,
         })
     }
 
@@ -173,6 +186,7 @@ impl<T> Resolution<T> {
     pub fn list_roots() -> Self {
         Resolution::Ask(Question {
             request: Box::new(InputRequest::ListRoots(None)),
+            rendered_schema: None,
         })
     }
 }
@@ -181,8 +195,8 @@ impl<T: ElicitModel> Resolution<T> {
     /// Asks the user to fill in `T` as a form (form-mode elicitation), with `message` as the
     /// question.
     pub fn elicit(message: impl Into<String>) -> Self {
-        match elicitation_schema::<T>() {
-            Ok(schema) => Resolution::Ask(Question {
+        match elicitation_form::<T>() {
+            Ok((schema, rendered)) => Resolution::Ask(Question {
                 request: Box::new(InputRequest::Elicit(ElicitRequestParams::Form(
                     ElicitRequestFormParams {
                         mode: Some("form".into()),
@@ -193,6 +207,7 @@ impl<T: ElicitModel> Resolution<T> {
                         extra: JsonObject::new(),
                     },
                 ))),
+                rendered_schema: Some(rendered),
             }),
             Err(e) => Resolution::Reject(e.0),
         }
@@ -577,7 +592,20 @@ pub(crate) enum Round {
     Fail(String),
 }
 
-fn digest(request: &InputRequest) -> String {
+fn digest(request: &InputRequest, rendered_schema: Option<&str>) -> String {
+    // A form asked with a model's schema: only the message is rendered per call. Same bytes
+    // as the generic path (see the test `form_digest_fast_path_matches_the_generic_one`).
+    if let (InputRequest::Elicit(ElicitRequestParams::Form(form)), Some(rendered)) =
+        (request, rendered_schema)
+        && form.mode.as_deref() == Some("form")
+        && form.task.is_none()
+        && form.meta.is_none()
+        && form.extra.is_empty()
+    {
+        return QuestionDigest::of_form(&form.message, rendered)
+            .as_str()
+            .to_owned();
+    }
     let digest = match request {
         InputRequest::Elicit(p) => QuestionDigest::of(p),
         InputRequest::CreateMessage(p) => QuestionDigest::of(p),
@@ -738,8 +766,13 @@ pub(crate) async fn run_round(
                 continue;
             }
             Erased::Reject(message) => return Ok(Round::Fail(message)),
-            Erased::Ask(question) => *question.request,
+            Erased::Ask(question) => question,
         };
+        let Question {
+            request: question,
+            rendered_schema,
+        } = question;
+        let question = *question;
         let Some(requirement) = Requirement::of_input_request(&question) else {
             return Err(ErrorObject::internal(format!(
                 "resolver '{key}' asked with an unsupported method"
@@ -767,7 +800,7 @@ pub(crate) async fn run_round(
         if let InputRequest::Elicit(ElicitRequestParams::Url(url)) = &mut question {
             url.elicitation_id = None;
         }
-        let q = digest(&question);
+        let q = digest(&question, rendered_schema.as_deref());
         // An answer from an earlier round, to exactly this question.
         if let Some(outcome) = state.outcomes.get(key).filter(|o| o.q == q)
             && let Ok(answer) = serde_json::from_value::<InputResponse>(outcome.r.0.clone())
@@ -979,4 +1012,43 @@ fn with_legacy_elicitation_id(mut question: InputRequest) -> Result<InputRequest
         url.elicitation_id = Some(bytes.iter().map(|b| format!("{b:02x}")).collect());
     }
     Ok(question)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Clone, Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)] // only its schema is read
+    struct Pick {
+        /// Which one.
+        choice: String,
+        count: Option<i64>,
+        ok: bool,
+    }
+
+    #[test]
+    fn form_digest_fast_path_matches_the_generic_one() {
+        for message in ["Echo 3 character(s)?", "Où \"ça\" ?\n", "", "😀\u{7f}"] {
+            let Resolution::Ask(question) = Resolution::<Pick>::elicit(message) else {
+                panic!("Pick is a form model");
+            };
+            let rendered = question.rendered_schema.as_deref();
+            assert!(rendered.is_some());
+            let fast = digest(&question.request, rendered);
+            assert_eq!(fast, digest(&question.request, None), "{message:?}");
+            assert_eq!(fast.len(), 22);
+        }
+        // A form that no longer matches the cached rendering's shape takes the generic path.
+        let Resolution::Ask(mut question) = Resolution::<Pick>::elicit("m") else {
+            panic!("Pick is a form model");
+        };
+        if let InputRequest::Elicit(ElicitRequestParams::Form(form)) = &mut *question.request {
+            form.extra.insert("x".into(), Value::Bool(true));
+        }
+        assert_eq!(
+            digest(&question.request, question.rendered_schema.as_deref()),
+            digest(&question.request, None)
+        );
+    }
 }
