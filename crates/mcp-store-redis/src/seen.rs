@@ -14,7 +14,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcp_state_seal::{FinishedFuture, SeenFuture, SeenStore};
-use ring::rand::{SecureRandom, SystemRandom};
 
 use crate::Shared;
 
@@ -80,17 +79,27 @@ impl fmt::Debug for RedisSeenStore {
     }
 }
 
-/// A random instance id (128 bits, hex); `None` when the system has no randomness.
-fn instance_id() -> Option<String> {
-    let mut bytes = [0u8; 16];
-    SystemRandom::new().fill(&mut bytes).ok()?;
-    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+/// An instance id unique across the fleet and across restarts (hex): the process id, the
+/// clock in nanoseconds, and a hash keyed by the standard library's per-process random keys.
+/// It need not be secret: it is only ever stored in Redis.
+fn instance_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(nanos);
+    hasher.write_u32(std::process::id());
+    format!(
+        "{:08x}{nanos:x}{:016x}",
+        std::process::id(),
+        hasher.finish()
+    )
 }
 
 impl RedisSeenStore {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
-        // Without randomness no owner can be told apart: the empty id refuses every state.
-        let owner = instance_id().unwrap_or_default();
+        let owner = instance_id();
         let store = RedisSeenStore {
             inner: Arc::new(Inner {
                 shared,
@@ -166,10 +175,6 @@ fn expiry_ms(expires_at: f64) -> u64 {
 impl SeenStore for RedisSeenStore {
     fn first_use<'a>(&'a self, jti: &'a str, expires_at: f64) -> SeenFuture<'a> {
         Box::pin(async move {
-            if self.inner.owner.is_empty() {
-                tracing::warn!("replay guard refuses a state: no instance id (no randomness)");
-                return false;
-            }
             self.ensure_heartbeat();
             let at_ms = expiry_ms(expires_at);
             let deadline = Instant::now() + self.inner.shared.config.takeover_wait;
