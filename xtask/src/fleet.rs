@@ -910,6 +910,9 @@ fn sse_resume_flow(service: &str, port: u16) -> Result<(), Failure> {
                 Failure::Clean(format!("HTTP {status} {}", body.trim()))
             }
             SseError::Io(e) => Failure::Lost(e),
+            SseError::Broken { last_id, why } => {
+                after_broken_stream(port, &session, last_id.as_deref(), &why)
+            }
         })?;
     drop(stream);
     let (last_id, question) = events
@@ -927,6 +930,7 @@ fn sse_resume_flow(service: &str, port: u16) -> Result<(), Failure> {
         )));
     }
     let mut resume = Conn::open(port).map_err(|e| Failure::Lost(format!("connect: {e}")))?;
+    let last_id_sent = last_id.clone();
     let mut headers = legacy_headers(&session);
     headers.push(("last-event-id", &last_id));
     let events = resume
@@ -936,6 +940,12 @@ fn sse_resume_flow(service: &str, port: u16) -> Result<(), Failure> {
                 Failure::Clean(format!("HTTP {status} on resume {}", body.trim()))
             }
             SseError::Io(e) => Failure::Lost(format!("resume: {e}")),
+            SseError::Broken { last_id, why } => after_broken_stream(
+                port,
+                &session,
+                last_id.as_deref().or(Some(last_id_sent.as_str())),
+                &format!("resume: {why}"),
+            ),
         })?;
     let (_, result) = events.last().ok_or(Failure::Lost(
         "the resumed stream ended without the answer".into(),
@@ -965,6 +975,41 @@ impl Response {
 enum SseError {
     Status(u16, String),
     Io(String),
+    /// The stream broke after its head (the connection closed, a cut chunk, the leg's
+    /// deadline): the last event id it carried, for the resumption a client would try.
+    Broken {
+        last_id: Option<String>,
+        why: String,
+    },
+}
+
+/// What a client learns after a legacy stream broke: it resumes with `Last-Event-ID` (or,
+/// with no id, asks the session anything). A 404 means the session's instance is gone, the
+/// clean end the spec describes; anything else means the stream broke while its session lived.
+fn after_broken_stream(port: u16, session: &str, last_id: Option<&str>, why: &str) -> Failure {
+    let probe = Conn::open(port).and_then(|mut conn| {
+        let mut headers = legacy_headers(session);
+        match last_id {
+            Some(id) => {
+                headers.push(("last-event-id", id));
+                conn.write_request("GET", "/mcp", &headers, "")?;
+            }
+            None => {
+                let ping = json!({"jsonrpc": "2.0", "id": 99, "method": "ping"}).to_string();
+                conn.write_request("POST", "/mcp", &headers, &ping)?;
+            }
+        }
+        conn.read_head().map(|(status, _)| status)
+    });
+    match probe {
+        Ok(404) => Failure::Clean(format!(
+            "the stream broke ({why}) and its session is gone: HTTP 404"
+        )),
+        Ok(status) => Failure::Lost(format!(
+            "the stream broke ({why}) while its session lived (HTTP {status} after)"
+        )),
+        Err(e) => Failure::Lost(format!("the stream broke ({why}); then {e}")),
+    }
 }
 
 struct Conn {
@@ -1041,9 +1086,13 @@ impl Conn {
     /// One chunk of a chunked body; `None` at its end.
     fn read_chunk(&mut self) -> Result<Option<Vec<u8>>, String> {
         let mut line = String::new();
-        self.reader
+        let n = self
+            .reader
             .read_line(&mut line)
             .map_err(|e| format!("read: {e}"))?;
+        if n == 0 {
+            return Err("the connection closed mid-body".into());
+        }
         let size = usize::from_str_radix(line.trim(), 16)
             .map_err(|_| format!("bad chunk size {line:?}"))?;
         let mut chunk = vec![0u8; size + 2];
@@ -1115,8 +1164,13 @@ impl Conn {
         }
         let mut pending = String::new();
         let mut events = Vec::new();
+        let mut last_id: Option<String> = None;
         loop {
-            let Some(chunk) = self.read_chunk().map_err(SseError::Io)? else {
+            let chunk = self.read_chunk().map_err(|why| SseError::Broken {
+                last_id: last_id.clone(),
+                why,
+            })?;
+            let Some(chunk) = chunk else {
                 return Ok(events);
             };
             pending.push_str(&String::from_utf8_lossy(&chunk));
@@ -1127,6 +1181,7 @@ impl Conn {
                 for line in event.lines() {
                     if let Some(v) = line.strip_prefix("id: ") {
                         id = v.to_owned();
+                        last_id = Some(id.clone());
                     } else if let Some(v) = line.strip_prefix("data: ") {
                         data.push_str(v);
                     }
