@@ -4,8 +4,10 @@
 //! asks the user whether to deploy, halfway through, from inside the task. A 2026-07-28
 //! client that declares the extension gets a `CreateTaskResult` at once and follows the task
 //! with `tasks/get`; the question arrives as the task's `inputRequests` and the answer goes back
-//! with `tasks/update`. Any other client (a 2025-11-25 session, a client without the
-//! extension) gets the same body inline, the question asked the usual way.
+//! with `tasks/update`. A 2025-11-25 session gets the same body inline, the question asked as
+//! a live `elicitation/create`. A 2026-07-28 client without the extension is refused with the
+//! server's error: the body asks from the middle of its run (`ctx.elicit()`), which needs a
+//! task or a live back-channel, and a stateless call has neither.
 
 use std::time::Duration;
 

@@ -505,20 +505,7 @@ impl TaskStore for RedisTaskStore {
     ) -> StoreFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
             self.update(id, |r, now| {
-                if r.terminal.is_some() {
-                    return Ok((false, false));
-                }
-                let free = match &r.lease {
-                    None => true,
-                    Some(l) => l.worker == worker || l.until_ms <= now,
-                };
-                if free {
-                    r.lease = Some(Lease {
-                        worker: worker.to_owned(),
-                        until_ms,
-                    });
-                }
-                Ok((free, false))
+                Ok((r.claim_lease(worker, until_ms, now), false))
             })
             .await
         })

@@ -101,6 +101,26 @@ impl TaskRecord {
         }
     }
 
+    /// Gives the task's lease to `worker` until `until_ms` when it is free at `now_ms` (no
+    /// lease, the worker's own, or a lapsed one) and the task has not ended; says whether it
+    /// did. Every store's `claim` is this transition.
+    pub fn claim_lease(&mut self, worker: &str, until_ms: u64, now_ms: u64) -> bool {
+        if self.terminal.is_some() {
+            return false;
+        }
+        let free = match &self.lease {
+            None => true,
+            Some(l) => l.worker == worker || l.until_ms <= now_ms,
+        };
+        if free {
+            self.lease = Some(Lease {
+                worker: worker.to_owned(),
+                until_ms,
+            });
+        }
+        free
+    }
+
     /// When the task expires (ms since the epoch), if it has a TTL.
     pub fn expires_at_ms(&self) -> Option<u64> {
         self.ttl_ms
@@ -505,20 +525,7 @@ impl TaskStore for InMemoryTaskStore {
         until_ms: u64,
     ) -> StoreFuture<'a, Result<bool, StoreError>> {
         ready(self.with(id, |r, now| {
-            if r.terminal.is_some() {
-                return Ok((false, false));
-            }
-            let free = match &r.lease {
-                None => true,
-                Some(l) => l.worker == worker || l.until_ms <= now,
-            };
-            if free {
-                r.lease = Some(Lease {
-                    worker: worker.to_owned(),
-                    until_ms,
-                });
-            }
-            Ok((free, false))
+            Ok((r.claim_lease(worker, until_ms, now), false))
         }))
     }
 
