@@ -3,6 +3,9 @@
 //! (each answer marked `Connection: close`), answers requests in flight, ends session GET
 //! streams, and returns once every connection has closed.
 
+mod common;
+
+use common::{Running, start};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +15,7 @@ use mcp_transport_http::McpHttpService;
 use mcp_types::JsonObject;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::sync::{Notify, Semaphore};
 
 /// `echo` answers at once; `gate` answers once the test adds a permit to `gate`.
@@ -37,26 +40,6 @@ fn service(started: Arc<Notify>, gate: Arc<Semaphore>) -> Service {
         .tool(gated)
         .into_service()
         .unwrap()
-}
-
-struct Running {
-    port: u16,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    done: tokio::task::JoinHandle<std::io::Result<()>>,
-}
-
-async fn start(endpoint: McpHttpService) -> Running {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let done = tokio::spawn(endpoint.serve_with_shutdown(listener, "/mcp", async {
-        let _ = stopped.await;
-    }));
-    Running {
-        port,
-        stop: Some(stop),
-        done,
-    }
 }
 
 impl Running {

@@ -4,6 +4,9 @@
 //! bearer auth with two users whose state cannot be swapped, axum mounting, and a fleet of two
 //! instances sharing keys.
 
+mod common;
+
+use common::start;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -85,39 +88,6 @@ fn provisioner(security: Option<RequestStateSecurity>) -> Service {
         server = server.request_state_security(security);
     }
     server.into_service().unwrap()
-}
-
-struct Running {
-    url: String,
-    port: u16,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    done: tokio::task::JoinHandle<std::io::Result<()>>,
-}
-
-async fn start(endpoint: McpHttpService) -> Running {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let done = tokio::spawn(endpoint.serve_with_shutdown(listener, "/mcp", async {
-        let _ = stopped.await;
-    }));
-    Running {
-        url: format!("http://127.0.0.1:{port}/mcp"),
-        port,
-        stop: Some(stop),
-        done,
-    }
-}
-
-impl Running {
-    async fn shutdown(mut self) {
-        let _ = self.stop.take().unwrap().send(());
-        tokio::time::timeout(Duration::from_secs(10), self.done)
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-    }
 }
 
 fn elicit_client() -> mcp_client::ClientBuilder {

@@ -4,6 +4,9 @@
 //! back-channel, the reopenable GET stream, shutdown with open streams, body deadline,
 //! connection and in-flight caps, CORS, Origin and Host values that are not text.
 
+mod common;
+
+use common::start;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,7 +26,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
 const RESOURCE: &str = "http://127.0.0.1/mcp";
@@ -73,40 +76,6 @@ fn service(started: Arc<Notify>) -> Service {
         .tool(routed)
         .into_service()
         .unwrap()
-}
-
-struct Running {
-    url: String,
-    port: u16,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    done: tokio::task::JoinHandle<std::io::Result<()>>,
-}
-
-async fn start(endpoint: McpHttpService) -> Running {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let done = tokio::spawn(endpoint.serve_with_shutdown(listener, "/mcp", async {
-        let _ = stopped.await;
-    }));
-    Running {
-        url: format!("http://127.0.0.1:{port}/mcp"),
-        port,
-        stop: Some(stop),
-        done,
-    }
-}
-
-impl Running {
-    /// Stops the server; it must finish well within the 30 s shutdown grace.
-    async fn shutdown(mut self) {
-        let _ = self.stop.take().unwrap().send(());
-        tokio::time::timeout(Duration::from_secs(10), self.done)
-            .await
-            .expect("shutdown waited for the grace period")
-            .unwrap()
-            .unwrap();
-    }
 }
 
 async fn send(
