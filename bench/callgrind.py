@@ -1,7 +1,7 @@
 """Instructions per request of a benchmark server, counted by callgrind (repeatable on a busy
 machine, unlike wall-clock CPU time). Python standard library only; not run by CI.
 
-    python3 bench/callgrind.py [--requests N] [--warmup W] [--tool echo|confirm_echo]
+    python3 bench/callgrind.py [--requests N] [--warmup W] [--tool echo|confirm_echo|tasks/get]
                                [--conns C] [--stdio] [--out FILE] -- SERVER ARGS...
 
 `{port}` in the server's arguments becomes a free loopback port. The server runs under
@@ -10,6 +10,10 @@ machine, unlike wall-clock CPU time). Python standard library only; not run by C
 `input_required`, retry, result), then the counters are dumped (`callgrind_control -d`) and the
 server is stopped by its PID. It prints the instructions per request (or flow) and leaves the
 profile in FILE for `callgrind_annotate --inclusive=yes FILE`.
+
+`--tool tasks/get` (ours only) first creates one `task_wait` task per connection (it stays
+`working` until cancelled), then counts `tasks/get` polls of it, each checked (id, task id,
+status `working`); the tasks are cancelled at the end.
 
 With --conns C > 1 the requests go out C at a time on C keep-alive connections (one thread per
 connection), so the per-wake-up costs are shared the way they are under load.
@@ -33,6 +37,22 @@ META = {
     "io.modelcontextprotocol/clientInfo": {"name": "loadgen", "version": "0.0.0"},
     "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
 }
+
+
+TASKS_META = dict(
+    META,
+    **{
+        "io.modelcontextprotocol/clientCapabilities": {
+            "elicitation": {"form": {}},
+            "extensions": {"io.modelcontextprotocol/tasks": {}},
+        }
+    },
+)
+
+
+def task_body(request_id, method, params):
+    message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": dict(params, _meta=TASKS_META)}
+    return json.dumps(message, separators=(",", ":")).encode()
 
 
 def body(request_id, tool, text, retry=None):
@@ -66,17 +86,29 @@ class HttpClient:
     def __init__(self, port):
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
 
+        self.task = None
+
     def send(self, request_id, tool, text, retry):
+        return self.post(body(request_id, tool, text, retry), "tools/call", tool)
+
+    def rpc(self, request_id, method, name, params):
+        """A Tasks-extension request: its result, after checking the id."""
+        message = self.post(task_body(request_id, method, params), method, name)
+        if message.get("id") != request_id or "result" not in message:
+            raise RuntimeError(f"{method}: {message}")
+        return message["result"]
+
+    def post(self, data, method, name):
         self.conn.request(
             "POST",
             "/mcp",
-            body=body(request_id, tool, text, retry),
+            body=data,
             headers={
                 "content-type": "application/json",
                 "accept": "application/json, text/event-stream",
                 "mcp-protocol-version": VERSION,
-                "mcp-method": "tools/call",
-                "mcp-name": tool,
+                "mcp-method": method,
+                "mcp-name": name,
             },
         )
         response = self.conn.getresponse()
@@ -115,6 +147,17 @@ class Ids:
 
 def one(client, ids, tool):
     request_id = ids.take()
+    if tool == "tasks/get":
+        if client.task is None:
+            created = client.rpc(request_id, "tools/call", "task_wait", {"name": "task_wait", "arguments": {}})
+            if created.get("resultType") != "task" or created.get("status") != "working":
+                raise RuntimeError(f"task_wait did not create a working task: {created}")
+            client.task = created["taskId"]
+            request_id = ids.take()
+        got = client.rpc(request_id, "tasks/get", client.task, {"taskId": client.task})
+        if got.get("taskId") != client.task or got.get("status") != "working":
+            raise RuntimeError(f"tasks/get of {client.task}: {got}")
+        return
     text = f"echo #{request_id} from loadgen: the quick brown fox"
     retry = check(client.send(request_id, tool, text, None), request_id, text)
     if retry is not None:
@@ -195,6 +238,9 @@ def main():
         subprocess.run(["callgrind_control", "-z", str(process.pid)], check=True, capture_output=True)
         batch(clients, ids, args.tool, args.requests)
         subprocess.run(["callgrind_control", "-d", str(process.pid)], check=True, capture_output=True)
+        for client in clients:
+            if getattr(client, "task", None) is not None:
+                client.rpc(ids.take(), "tasks/cancel", client.task, {"taskId": client.task})
     finally:
         process.kill()
         process.wait()
@@ -206,7 +252,7 @@ def main():
                 total = int(line.split()[1])
     if total is None:
         raise RuntimeError(f"no totals in {dumps[-1]}")
-    unit = "flow" if args.tool != "echo" else "request"
+    unit = "flow" if args.tool not in ("echo", "tasks/get") else "request"
     print(json.dumps({"ir_per_" + unit: round(total / args.requests), "profile": dumps[-1]}))
 
 

@@ -205,6 +205,53 @@ impl Connection {
         }
     }
 
+    /// Creates a `task_wait` task (it stays `working` until cancelled): its id.
+    async fn create_waiting_task(&mut self, ids: &AtomicU64) -> Result<String, String> {
+        let id = ids.fetch_add(1, Ordering::Relaxed);
+        let created = self
+            .rpc(
+                id,
+                "tools/call",
+                "task_wait",
+                json!({"name": "task_wait", "arguments": {}}),
+            )
+            .await?;
+        if created["resultType"] != "task" || created["status"] != "working" {
+            return Err(format!(
+                "task_wait did not create a working task: {created}"
+            ));
+        }
+        Ok(created["taskId"]
+            .as_str()
+            .ok_or("task_wait: no taskId")?
+            .to_owned())
+    }
+
+    /// One `tasks/get` of a task that must still be `working`, checked: the id (in `rpc`), the
+    /// task id and the status.
+    async fn poll_working(&mut self, ids: &AtomicU64, task: &str) -> Result<(), String> {
+        let id = ids.fetch_add(1, Ordering::Relaxed);
+        let got = self
+            .rpc(id, "tasks/get", task, json!({"taskId": task}))
+            .await?;
+        check_working(&got, task)
+    }
+
+    /// `tasks/cancel` of a task, checked: then one `tasks/get` must not say `working`.
+    async fn cancel_task(&mut self, ids: &AtomicU64, task: &str) -> Result<(), String> {
+        let id = ids.fetch_add(1, Ordering::Relaxed);
+        self.rpc(id, "tasks/cancel", task, json!({"taskId": task}))
+            .await?;
+        let id = ids.fetch_add(1, Ordering::Relaxed);
+        let got = self
+            .rpc(id, "tasks/get", task, json!({"taskId": task}))
+            .await?;
+        match got["status"].as_str() {
+            Some("cancelled") | Some("completed") => Ok(()),
+            other => Err(format!("task {task} is {other:?} after tasks/cancel")),
+        }
+    }
+
     /// A plain call (`echo`), or a full flow (`confirm_echo`: call, input_required, retry,
     /// result).
     async fn call(&mut self, ids: &AtomicU64, tool: &str) -> Result<(), String> {
@@ -223,6 +270,20 @@ impl Connection {
         }
     }
 }
+
+/// Checks a `tasks/get` result: the task asked for, still `working`.
+fn check_working(got: &Value, task: &str) -> Result<(), String> {
+    if got["taskId"].as_str() != Some(task) {
+        return Err(format!("tasks/get for {task} answered {}", got["taskId"]));
+    }
+    if got["status"] != "working" {
+        return Err(format!("task {task} is not working: {got}"));
+    }
+    Ok(())
+}
+
+/// The pseudo-tool of a level that polls `tasks/get` on a `task_wait` task per connection.
+const TASKS_GET: &str = "tasks/get";
 
 /// The figures of one measured window.
 struct Level {
@@ -268,12 +329,24 @@ async fn level(
         tasks.push(tokio::spawn(async move {
             let mut connection = Connection::open(addr).await?;
             let mut latencies = Vec::with_capacity(4096);
+            // tasks/get: one task per connection, created before the measured window.
+            let waiting = if tool == TASKS_GET {
+                Some(connection.create_waiting_task(&ids).await?)
+            } else {
+                None
+            };
             loop {
                 if phase.load(Ordering::Relaxed) == STOP {
+                    if let Some(task) = &waiting {
+                        connection.cancel_task(&ids, task).await?;
+                    }
                     return Ok::<_, String>(latencies);
                 }
                 let start = Instant::now();
-                let made = if tool == "task_echo" {
+                let made = if let Some(task) = &waiting {
+                    connection.poll_working(&ids, task).await?;
+                    0
+                } else if tool == "task_echo" {
                     connection.task_flow(&ids).await?
                 } else {
                     connection.call(&ids, tool).await?;
@@ -404,6 +477,18 @@ async fn suite(
         }
         None => Value::Null,
     };
+    let task_get = match settings.task_get {
+        Some(conns) => {
+            let measured = level(addr, pid, conns, TASKS_GET, settings).await?;
+            let mut polls = measured.json(conns);
+            let per_get = measured.cpu_us as f64 / measured.requests.max(1) as f64;
+            if let Some(plain) = plain_cpu.get(&conns) {
+                polls["cpu_vs_plain"] = json!(per_get / plain);
+            }
+            polls
+        }
+        None => Value::Null,
+    };
     let latency = if settings.latency {
         crate::latency::suite(addr, settings).await?
     } else {
@@ -412,10 +497,25 @@ async fn suite(
     Ok(json!({
         "latency": latency,
         "task": task,
+        "task_get": task_get,
         "cold_start_ms": cold.as_secs_f64() * 1e3,
         "idle_rss_kb": idle_rss,
         "peak_rss_kb": peak_rss,
         "levels": levels,
         "flow": flow,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_poll_must_name_the_task_and_say_working() {
+        let ok = json!({"taskId": "t1", "status": "working", "pollIntervalMs": 1});
+        assert!(check_working(&ok, "t1").is_ok());
+        assert!(check_working(&ok, "t2").is_err());
+        let done = json!({"taskId": "t1", "status": "completed"});
+        assert!(check_working(&done, "t1").is_err());
+    }
 }

@@ -2,7 +2,7 @@
 //! test itself (so it knows its PID and when it started), measures it, stops it, and prints
 //! one JSON object on stdout.
 //!
-//!     loadgen http  [--secs S] [--warmup S] [--conns 1,16,64] [--flow N] [--task N] [--latency] -- SERVER ARGS…
+//!     loadgen http  [--secs S] [--warmup S] [--conns 1,16,64] [--flow N] [--task N] [--task-get N] [--latency] -- SERVER ARGS…
 //!     loadgen stdio [--secs S] [--warmup S] -- SERVER ARGS…
 //!     loadgen sessions [--sessions N] -- SERVER ARGS…   memory per idle legacy session and SSE stream
 //!
@@ -33,6 +33,9 @@ pub struct Settings {
     pub flow: Option<usize>,
     /// Connections for the task flow (`task_echo`), if measured.
     pub task: Option<usize>,
+    /// Connections for `tasks/get` polling of a task that stays `working` (`task_wait`), if
+    /// measured.
+    pub task_get: Option<usize>,
     /// Whether to measure the streamed exchanges' latency (`latency.rs`).
     pub latency: bool,
     /// Legacy sessions (and as many SSE streams) to open in `sessions` mode.
@@ -52,6 +55,7 @@ fn parse(args: &[String]) -> Result<(String, Settings), String> {
         flow: None,
         latency: false,
         task: None,
+        task_get: None,
         sessions: 10_000,
         command: Vec::new(),
     };
@@ -86,6 +90,10 @@ fn parse(args: &[String]) -> Result<(String, Settings), String> {
             "--task" => {
                 let n = rest.next().and_then(|n| n.parse().ok());
                 settings.task = Some(n.ok_or("--task needs a connection count")?);
+            }
+            "--task-get" => {
+                let n = rest.next().and_then(|n| n.parse().ok());
+                settings.task_get = Some(n.ok_or("--task-get needs a connection count")?);
             }
             "--" => {
                 settings.command = rest.by_ref().cloned().collect();

@@ -10,7 +10,8 @@
 //! that accepts SSE gets a streamed response: a progress event, then the result);
 //! `task_echo(text)`, a task (the Tasks extension) that asks the client to confirm from inside
 //! its body and then echoes: create → `tasks/get` → `input_required` → `tasks/update` →
-//! `completed`.
+//! `completed`; `task_wait()`, a task that stays `working` until it is cancelled (or for 60 s
+//! at most), so `tasks/get` polling can be measured on its own.
 
 use std::time::Duration;
 
@@ -83,12 +84,35 @@ fn task_echo() -> ToolDef {
         })
 }
 
+/// How long a `task_wait` body waits for its cancellation at most.
+const TASK_WAIT_MAX: Duration = Duration::from_secs(60);
+
+/// No arguments.
+#[derive(Deserialize, JsonSchema)]
+struct Nothing {}
+
+/// `task_wait`: a task that stays `working` until `tasks/cancel` (or [`TASK_WAIT_MAX`]).
+fn task_wait() -> ToolDef {
+    ToolDef::new("task_wait")
+        .description("Stay working until cancelled, for 60 s at most.")
+        .arguments::<Nothing>()
+        .task(TaskSupport::Required)
+        .handler(|ctx: Context, _: Nothing| async move {
+            tokio::select! {
+                () = ctx.cancellation().cancelled() => {}
+                () = tokio::time::sleep(TASK_WAIT_MAX) => {}
+            }
+            ToolReply::Result(CallToolResult::text("waited"))
+        })
+}
+
 fn server() -> McpServer {
     McpServer::new("our-echo")
         .tool(echo)
         .tool(confirm_echo)
         .tool(progress_echo)
         .tool(task_echo())
+        .tool(task_wait())
         // The load generator polls as the server asks; 1 ms keeps a flow from waiting idle.
         .tasks(TaskConfig::new().poll_interval(Duration::from_millis(1)))
 }
