@@ -26,6 +26,10 @@ const FLOW_CONNS: u64 = 16;
 
 struct Options {
     quick: bool,
+    /// Skip the build figures (`--no-builds`; a quick run always skips them).
+    no_builds: bool,
+    /// Only the build figures (`--builds-only`).
+    builds_only: bool,
     rounds: usize,
     secs: f64,
     warmup: f64,
@@ -37,6 +41,8 @@ impl Options {
     fn parse(args: &[String]) -> Result<Self, String> {
         let mut options = Options {
             quick: false,
+            no_builds: false,
+            builds_only: false,
             rounds: 3,
             secs: 5.0,
             warmup: 1.0,
@@ -54,16 +60,24 @@ impl Options {
             };
             match arg.as_str() {
                 "--quick" => options.quick = true,
+                "--no-builds" => options.no_builds = true,
+                "--builds-only" => options.builds_only = true,
                 "--rounds" => rounds = Some(value("--rounds")? as usize),
                 "--secs" => secs = Some(value("--secs")?),
                 other => {
                     return Err(format!(
-                        "unknown option {other:?} (cargo xtask bench [--quick] [--rounds N] [--secs S])"
+                        "unknown option {other:?} (cargo xtask bench [--quick] [--rounds N] [--secs S] [--no-builds | --builds-only])"
                     ));
                 }
             }
         }
+        if options.builds_only && (options.no_builds || options.quick) {
+            return Err(
+                "--builds-only runs only the build figures: not with --no-builds or --quick".into(),
+            );
+        }
         if options.quick {
+            options.no_builds = true;
             options.rounds = 1;
             options.secs = 0.6;
             options.warmup = 0.2;
@@ -158,6 +172,18 @@ struct Run {
 pub(crate) fn bench(args: &[String]) -> Result<(), String> {
     let options = Options::parse(args)?;
     let root = workspace_root();
+    let out = root.join("target").join("bench");
+    if options.builds_only {
+        let figures = builds(&out)?;
+        let report = format!(
+            "## cargo xtask bench --builds-only\n{}",
+            super::builds::report(&figures)
+        );
+        println!("{report}");
+        std::fs::write(out.join("builds.md"), &report).map_err(|e| e.to_string())?;
+        eprintln!("xtask: wrote {}", out.join("builds.md").display());
+        return Ok(());
+    }
     let bench_dir = root.join("bench");
     let target = bench_dir.join("target");
     run(Command::new(env_cargo())
@@ -200,6 +226,7 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
                 // Ours only: the streamed exchanges, and the task flow (the Tasks extension).
                 http_args.push("--latency".into());
                 http_args.extend(["--task".into(), FLOW_CONNS.to_string()]);
+                http_args.extend(["--task-get".into(), FLOW_CONNS.to_string()]);
             }
             measured.http = loadgen(&bin, &options, &http_args, &implementation.http)?;
             if let Some(stdio) = &implementation.stdio {
@@ -219,9 +246,12 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
     }
     let load_after = load_average();
     let names: Vec<&str> = list.iter().map(|i| i.name).collect();
-    let report = report(&options, &names, &rounds, &load_before, &load_after);
+    let mut report = report(&options, &names, &rounds, &load_before, &load_after);
+    if !options.no_builds {
+        // After the load figures, which the builds' compile jobs would disturb.
+        report.push_str(&super::builds::report(&builds(&out)?));
+    }
     println!("{report}");
-    let out = root.join("target").join("bench");
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     std::fs::write(out.join("report.md"), &report).map_err(|e| e.to_string())?;
     let raw: Vec<Value> = rounds
@@ -243,6 +273,15 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
     std::fs::write(out.join("raw.json"), raw).map_err(|e| e.to_string())?;
     eprintln!("xtask: wrote {}", out.join("report.md").display());
     Ok(())
+}
+
+/// Measures the build figures and writes them to `out/builds.json`.
+fn builds(out: &Path) -> Result<Value, String> {
+    let figures = super::builds::measure(&workspace_root())?;
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let raw = serde_json::to_string_pretty(&figures).map_err(|e| e.to_string())?;
+    std::fs::write(out.join("builds.json"), raw).map_err(|e| e.to_string())?;
+    Ok(figures)
 }
 
 fn env_cargo() -> String {
@@ -286,7 +325,7 @@ fn load_average() -> String {
 }
 
 /// The median of the values present (`None` when there are none).
-fn median(values: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
+pub(crate) fn median(values: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
     let mut values: Vec<f64> = values
         .into_iter()
         .flatten()
@@ -394,6 +433,21 @@ fn rows() -> Vec<Row> {
             (flows > 0.0).then(|| polls / flows)
         })],
         format: one_decimal,
+    });
+    rows.push(Row {
+        label: format!("tasks/get polls/s of a working task, {FLOW_CONNS} conn."),
+        cells: vec![getter(|r| r.http["task_get"]["rps"].as_f64())],
+        format: whole,
+    });
+    rows.push(Row {
+        label: "server CPU µs per tasks/get".into(),
+        cells: vec![getter(|r| r.http["task_get"]["cpu_us_per_req"].as_f64())],
+        format: one_decimal,
+    });
+    rows.push(Row {
+        label: "tasks/get CPU ÷ plain call CPU".into(),
+        cells: vec![getter(|r| r.http["task_get"]["cpu_vs_plain"].as_f64())],
+        format: ratio,
     });
     for (key, label) in [
         (
@@ -548,6 +602,16 @@ fn targets() -> Vec<Target> {
         ("ours", cpu(FLOW_CONNS)),
         true,
         2.2,
+    ));
+    list.push(ratio(
+        format!("`tasks/get` polling CPU ≤ 1.2× a plain call ({FLOW_CONNS} conn.)"),
+        (
+            "ours",
+            getter(|r| r.http["task_get"]["cpu_us_per_req"].as_f64()),
+        ),
+        ("ours", cpu(FLOW_CONNS)),
+        true,
+        1.2,
     ));
     let rss = || getter(|r| r.http["idle_rss_kb"].as_f64().map(|k| k / 1024.0));
     list.push(Target {
@@ -713,6 +777,20 @@ mod tests {
         let options = Options::parse(&["--quick".to_string()]).unwrap();
         assert_eq!(options.rounds, 1);
         assert!(options.quick && options.secs < 1.0);
+        assert!(options.no_builds, "a quick run leaves the builds out");
         assert!(Options::parse(&["--bogus".to_string()]).is_err());
+        let full = Options::parse(&[]).unwrap();
+        assert!(!full.no_builds && !full.builds_only);
+        assert!(
+            Options::parse(&["--no-builds".to_string()])
+                .unwrap()
+                .no_builds
+        );
+        assert!(
+            Options::parse(&["--builds-only".to_string()])
+                .unwrap()
+                .builds_only
+        );
+        assert!(Options::parse(&["--builds-only".into(), "--quick".into()]).is_err());
     }
 }

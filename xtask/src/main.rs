@@ -24,6 +24,7 @@ use std::process::{Command, ExitCode};
 
 mod attack;
 mod bench;
+mod builds;
 mod conformance;
 mod fleet;
 mod fuzz;
