@@ -264,6 +264,18 @@ impl Service {
         transport: TransportContext,
     ) -> ResponseStream {
         let typed = ClientRequest::from_request(&request);
+        self.handle_modern_decoded(request, typed, transport)
+    }
+
+    /// [`Service::handle_modern`] for a transport that has already decoded the params (to
+    /// check its own headers against them): `typed` must be
+    /// `ClientRequest::from_request(&request)`, so the body is decoded once.
+    pub fn handle_modern_decoded(
+        &self,
+        request: JsonRpcRequest,
+        typed: Result<ClientRequest, ParamsError>,
+        transport: TransportContext,
+    ) -> ResponseStream {
         spawn_request(
             self.inner.clone(),
             request,
