@@ -129,7 +129,7 @@ impl Delivery {
             Err(_) => return,
         };
         for claim in claims {
-            claim.finish().await;
+            Box::pin(claim.finish()).await;
         }
     }
 }
@@ -264,6 +264,18 @@ impl Service {
         transport: TransportContext,
     ) -> ResponseStream {
         let typed = ClientRequest::from_request(&request);
+        self.handle_modern_decoded(request, typed, transport)
+    }
+
+    /// [`Service::handle_modern`] for a transport that has already decoded the params (to
+    /// check its own headers against them): `typed` must be
+    /// `ClientRequest::from_request(&request)`, so the body is decoded once.
+    pub fn handle_modern_decoded(
+        &self,
+        request: JsonRpcRequest,
+        typed: Result<ClientRequest, ParamsError>,
+        transport: TransportContext,
+    ) -> ResponseStream {
         spawn_request(
             self.inner.clone(),
             request,
@@ -772,8 +784,21 @@ fn spawn_request(
             session.untrack(&id);
         }
     };
-    tokio::spawn(tracing::Instrument::instrument(task, span));
+    run_until_it_waits(Box::pin(tracing::Instrument::instrument(task, span)));
     ResponseStream { rx }
+}
+
+/// Polls a request once, here, and hands it to the runtime only if it has to wait. Most
+/// handlers answer without waiting on anything (a tool that computes its result): those finish
+/// on the caller's task, with their answer already in the response channel, and cost no task
+/// of their own, no scheduling and no wake-up of another worker. A request that waits (a
+/// back-channel question, a timer, I/O) is spawned where it stopped; the runtime's first poll
+/// gives every future it waits on the task's real waker.
+fn run_until_it_waits(mut task: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>) {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    if task.as_mut().poll(&mut cx).is_pending() {
+        tokio::spawn(task);
+    }
 }
 
 /// Runs a request's future and turns a panic in it into `None`, so a panicking handler gets an
@@ -945,7 +970,7 @@ async fn serve_modern(
                     notifier: inner.notifier.clone(),
                     task: Default::default(),
                 };
-                return Some(extension_request(inner, method, request, ctx).await);
+                return Some(Box::pin(extension_request(inner, method, request, ctx)).await);
             }
             // The method is checked before its params: a removed method (`initialize`,
             // `logging/setLevel`...) is -32601 whatever params it carries.
@@ -981,7 +1006,7 @@ async fn serve_modern(
             &caps,
             transport.principal.as_ref(),
         );
-        return Some(served.await);
+        return Some(Box::pin(served).await);
     }
     if !modern_method_served(&inner.server, method) {
         return Some(Err(ErrorObject::method_not_found(&request.method)));
@@ -1014,7 +1039,7 @@ async fn serve_modern(
         ClientRequest::Discover(_) => Some(discover(inner)),
         ClientRequest::SubscriptionsListen(params) => {
             let principal = transport.principal.as_ref();
-            listen(inner, &request.id, params, principal, sink, cancel).await
+            Box::pin(listen(inner, &request.id, params, principal, sink, cancel)).await
         }
         other => Some(execute(inner, other, ctx, transport).await),
     }
@@ -1070,7 +1095,7 @@ async fn serve_legacy(
                 notifier: inner.notifier.clone(),
                 task: Default::default(),
             };
-            return Some(extension_request(inner, method, request, ctx).await);
+            return Some(Box::pin(extension_request(inner, method, request, ctx)).await);
         }
     };
     let method = typed.method();
@@ -1113,7 +1138,7 @@ async fn serve_legacy(
             session.with_legacy(|l| l.log_level = Some(params.level));
             empty()
         }
-        ClientRequest::Subscribe(params) => subscribe(inner, session, ctx, params).await,
+        ClientRequest::Subscribe(params) => Box::pin(subscribe(inner, session, ctx, params)).await,
         ClientRequest::Unsubscribe(params) => {
             if let Ok(mut subscriptions) = session.subscriptions.lock() {
                 subscriptions.remove(&params.uri);
@@ -1556,10 +1581,7 @@ where
                     tracing::debug!(method = parts.method, "requestState rejected: not a string");
                     return Err(invalid_request_state());
                 };
-                match boundary
-                    .unseal_claim(&parts.binding(), token, who.as_ref())
-                    .await
-                {
+                match Box::pin(boundary.unseal_claim(&parts.binding(), token, who.as_ref())).await {
                     Ok((plaintext, used)) => {
                         params.set_request_state(Some(plaintext));
                         claim = used;
@@ -1595,7 +1617,7 @@ where
             None => Some(claim),
         };
         if let Some(claim) = unheld {
-            claim.finish().await;
+            Box::pin(claim.finish()).await;
         }
     }
     match outcome? {

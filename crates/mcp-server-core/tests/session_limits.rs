@@ -99,7 +99,9 @@ async fn subscriptions_are_capped_and_a_refused_one_takes_no_slot() {
 async fn a_second_request_with_an_id_in_flight_is_refused() {
     let service = limited(10);
     let (session, _unsolicited) = service.connect(TransportContext::default());
-    let call = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"hold"}}"#;
+    // A 2026-07-28 call, so `hold` really runs and waits (without the envelope the first call
+    // would be answered at once and no longer be in flight).
+    let call = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"hold","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
     let first = session.handle_bytes(call).unwrap();
     let second = session.handle_bytes(call).unwrap().collect().await;
     assert_eq!(second.len(), 1);

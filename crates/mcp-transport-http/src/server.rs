@@ -24,7 +24,10 @@ use mcp_server_core::{
     Delivery, LEGACY_VERSIONS, MODERN_VERSIONS, ResponseStream, Service, Session, TransportContext,
 };
 use mcp_types::jsonrpc::{ErrorResponseId, MessageErrorKind};
-use mcp_types::{ErrorCode, ErrorObject, JsonObject, JsonRpcError, JsonRpcMessage, RequestId};
+use mcp_types::messages::ClientRequest;
+use mcp_types::{
+    ErrorCode, ErrorObject, JsonObject, JsonRpcError, JsonRpcMessage, ParamsError, RequestId,
+};
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -612,7 +615,25 @@ fn error(id: Option<RequestId>, error: ErrorObject) -> Response<McpBody> {
     json(status, &JsonRpcMessage::Error(JsonRpcError::new(id, error)))
 }
 
-fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, String> {
+/// The MCP header names as parsed [`HeaderName`]s: a lookup by `&str` parses and validates the
+/// name on every call.
+mod names {
+    use hyper::header::HeaderName;
+
+    use crate::headers;
+
+    pub(super) const SESSION_ID: HeaderName = HeaderName::from_static(headers::SESSION_ID);
+    pub(super) const LAST_EVENT_ID: HeaderName = HeaderName::from_static(headers::LAST_EVENT_ID);
+    pub(super) const PROTOCOL_VERSION: HeaderName =
+        HeaderName::from_static(headers::PROTOCOL_VERSION);
+    pub(super) const METHOD: HeaderName = HeaderName::from_static(headers::METHOD);
+    pub(super) const NAME: HeaderName = HeaderName::from_static(headers::NAME);
+}
+
+fn header_str<K>(headers: &HeaderMap, name: K) -> Result<Option<&str>, String>
+where
+    K: header::AsHeaderName + std::fmt::Display + Copy,
+{
     let mut values = headers.get_all(name).iter();
     let Some(first) = values.next() else {
         return Ok(None);
@@ -626,16 +647,34 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>,
         .map_err(|_| format!("{name} header is not valid text"))
 }
 
-fn accepts(headers: &HeaderMap, media: &str) -> bool {
-    headers
+/// What a request's `Accept` headers take: JSON, SSE (`*/*` takes both), read in one pass.
+#[derive(Clone, Copy, Default)]
+struct Accepted {
+    json: bool,
+    sse: bool,
+}
+
+fn accepted_media(headers: &HeaderMap) -> Accepted {
+    let mut accepted = Accepted::default();
+    let ranges = headers
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|m| {
-            let m = m.split(';').next().unwrap_or("").trim();
-            m == media || m == "*/*"
-        })
+        .flat_map(|v| v.split(','));
+    for range in ranges {
+        match range.split(';').next().unwrap_or("").trim() {
+            "*/*" => {
+                return Accepted {
+                    json: true,
+                    sse: true,
+                };
+            }
+            "application/json" => accepted.json = true,
+            "text/event-stream" => accepted.sse = true,
+            _ => {}
+        }
+    }
+    accepted
 }
 
 /// The parts of a request's params the HTTP layer checks against headers.
@@ -647,6 +686,33 @@ struct ParamsProbe {
     uri: Option<Value>,
     #[serde(rename = "taskId")]
     task_id: Option<Value>,
+}
+
+impl ParamsProbe {
+    /// The same parts, read from params that decoded as their method's type.
+    fn of(typed: &ClientRequest) -> Self {
+        let text = |v: &str| Some(Value::String(v.to_owned()));
+        let mut probe = ParamsProbe {
+            meta: Some(MetaProbe {
+                protocol_version: typed
+                    .meta()
+                    .and_then(|m| m.protocol_version.as_deref())
+                    .and_then(text),
+            }),
+            ..ParamsProbe::default()
+        };
+        match typed {
+            ClientRequest::CallTool(p) => probe.name = text(&p.name),
+            ClientRequest::GetPrompt(p) => probe.name = text(&p.name),
+            ClientRequest::ReadResource(p) => probe.uri = text(&p.uri),
+            ClientRequest::GetTask(p) | ClientRequest::CancelTask(p) => {
+                probe.task_id = text(&p.task_id);
+            }
+            ClientRequest::UpdateTask(p) => probe.task_id = text(&p.task_id),
+            _ => {}
+        }
+        probe
+    }
 }
 
 /// The one member of `_meta` the HTTP layer reads, `protocolVersion`, without building the rest
@@ -773,14 +839,14 @@ impl Inner {
             Ok(principal) => principal,
             Err(refused) => return refused,
         };
-        let session_id = match header_str(&parts.headers, headers::SESSION_ID) {
+        let session_id = match header_str(&parts.headers, &names::SESSION_ID) {
             Ok(id) => id.map(str::to_owned),
             Err(e) => return plain_owned(StatusCode::BAD_REQUEST, e),
         };
         match parts.method {
             Method::POST => {}
             Method::GET => {
-                let last_event_id = match header_str(&parts.headers, headers::LAST_EVENT_ID) {
+                let last_event_id = match header_str(&parts.headers, &names::LAST_EVENT_ID) {
                     Ok(id) => id,
                     Err(e) => return plain_owned(StatusCode::BAD_REQUEST, e),
                 };
@@ -791,7 +857,8 @@ impl Inner {
             Method::DELETE => return self.delete(session_id.as_deref(), principal.as_ref()),
             _ => return not_allowed(),
         }
-        if let Err(refused) = check_post_headers(&parts.headers) {
+        let accepted = accepted_media(&parts.headers);
+        if let Err(refused) = check_post_headers(&parts.headers, accepted) {
             return refused;
         }
         // Held until the answer is sent: the whole exchange counts against the cap.
@@ -811,7 +878,7 @@ impl Inner {
         // The replay guard's claim of this request is marked done once its body was written.
         let delivery = Arc::new(Delivery::new());
         let incoming = Incoming {
-            sse: accepts(&request_headers, "text/event-stream"),
+            sse: accepted.sse,
             transport: TransportContext {
                 principal,
                 context: Some(request_headers.clone()),
@@ -986,11 +1053,21 @@ impl Inner {
                 };
             }
         };
-        let probe: ParamsProbe = request
-            .params
-            .as_deref()
-            .and_then(|p| serde_json::from_str(p.get()).ok())
-            .unwrap_or_default();
+        // Without a session id this is (almost always) a stateless 2026-07-28 request: its
+        // params are decoded once, here, and the header checks read the typed values; the
+        // service gets the decoded request. A request naming a session, or params that do not
+        // decode, are probed from the raw JSON as any value.
+        let typed = session_id
+            .is_none()
+            .then(|| ClientRequest::from_request(&request));
+        let probe = match &typed {
+            Some(Ok(typed)) => ParamsProbe::of(typed),
+            _ => request
+                .params
+                .as_deref()
+                .and_then(|p| serde_json::from_str(p.get()).ok())
+                .unwrap_or_default(),
+        };
         let meta_version = probe
             .meta
             .as_ref()
@@ -1004,7 +1081,7 @@ impl Inner {
                 .in_session(&id, JsonRpcMessage::Request(request), incoming)
                 .await;
         }
-        let version_header = match header_str(&incoming.headers, headers::PROTOCOL_VERSION) {
+        let version_header = match header_str(&incoming.headers, &names::PROTOCOL_VERSION) {
             Ok(v) => v.map(str::to_owned),
             Err(e) => return error(Some(request.id), ErrorObject::header_mismatch(e)),
         };
@@ -1023,7 +1100,7 @@ impl Inner {
             }
             // The service answers the missing envelope.
             return respond(
-                self.service.handle_modern(request, incoming.transport),
+                self.handle_modern(request, typed, incoming.transport),
                 incoming.sse,
             )
             .await;
@@ -1038,10 +1115,25 @@ impl Inner {
             return error(Some(request.id), mismatch);
         }
         respond(
-            self.service.handle_modern(request, incoming.transport),
+            self.handle_modern(request, typed, incoming.transport),
             incoming.sse,
         )
         .await
+    }
+
+    /// Hands a 2026-07-28 request to the service, with its params if `route` decoded them.
+    fn handle_modern(
+        &self,
+        request: mcp_types::JsonRpcRequest,
+        typed: Option<Result<ClientRequest, ParamsError>>,
+        transport: TransportContext,
+    ) -> ResponseStream {
+        match typed {
+            Some(typed) => self
+                .service
+                .handle_modern_decoded(request, typed, transport),
+            None => self.service.handle_modern(request, transport),
+        }
     }
 
     /// The 2026-07-28 header checks, in the digest's order: `MCP-Protocol-Version` present
@@ -1109,7 +1201,7 @@ impl Inner {
             .unwrap_or_default();
         for param in mirrored {
             let header_name = format!("{}{}", headers::PARAM_PREFIX, param.name);
-            let raw = header_str(headers, &header_name)?;
+            let raw = header_str(headers, header_name.as_str())?;
             let argument = param.path.join(".");
             let Some(value) = param.value_in(&arguments) else {
                 continue;
@@ -1457,7 +1549,7 @@ struct Incoming {
 }
 
 /// `Content-Type` and `Accept` of a POST.
-fn check_post_headers(headers: &HeaderMap) -> Result<(), Response<McpBody>> {
+fn check_post_headers(headers: &HeaderMap, accepted: Accepted) -> Result<(), Response<McpBody>> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -1468,7 +1560,7 @@ fn check_post_headers(headers: &HeaderMap) -> Result<(), Response<McpBody>> {
             "Content-Type must be application/json",
         ));
     }
-    if !accepts(headers, "application/json") && !accepts(headers, "text/event-stream") {
+    if !accepted.json && !accepted.sse {
         return Err(plain(
             StatusCode::NOT_ACCEPTABLE,
             "Accept must include application/json and text/event-stream",
@@ -1621,7 +1713,7 @@ fn check_routing_headers(
     method: &str,
     probe: &ParamsProbe,
 ) -> Result<(), String> {
-    match header_str(headers, headers::METHOD)? {
+    match header_str(headers, &names::METHOD)? {
         None => return Err("the Mcp-Method header is required".to_owned()),
         Some(m) if m != method => {
             return Err("mcp-method header does not match the request body's method".to_owned());
@@ -1639,7 +1731,7 @@ fn check_routing_headers(
     let Some(expected) = expected.as_ref().and_then(Value::as_str) else {
         return Ok(());
     };
-    match header_str(headers, headers::NAME)? {
+    match header_str(headers, &names::NAME)? {
         None => Err("the Mcp-Name header is required".to_owned()),
         Some(raw) => {
             let value = headers::decode_value(raw).map_err(|e| format!("mcp-name header: {e}"))?;
@@ -1813,6 +1905,69 @@ mod tests {
 
     fn version(params: &str) -> Option<Value> {
         probe(params).meta.and_then(|m| m.protocol_version)
+    }
+
+    /// The probe read from decoded params and the one read from the raw JSON, as
+    /// `(version, name, uri, taskId)`.
+    /// `(version, name, uri, taskId)` of one probe.
+    type Read = (Option<Value>, Option<Value>, Option<Value>, Option<Value>);
+
+    fn both_probes(method: &str, params: &str) -> [Read; 2] {
+        let raw = serde_json::value::RawValue::from_string(params.to_owned()).unwrap();
+        let typed = ClientRequest::from_parts(method, Some(&raw)).unwrap();
+        [ParamsProbe::of(&typed), probe(params)].map(|p| {
+            (
+                p.meta.and_then(|m| m.protocol_version),
+                p.name,
+                p.uri,
+                p.task_id,
+            )
+        })
+    }
+
+    #[test]
+    fn the_probe_of_decoded_params_reads_what_the_raw_probe_reads() {
+        let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+        let cases = [
+            (
+                "tools/call",
+                format!(r#"{{"name":"echo","arguments":{{"text":"hi"}},{meta}}}"#),
+            ),
+            ("prompts/get", format!(r#"{{"name":"greet",{meta}}}"#)),
+            ("resources/read", format!(r#"{{"uri":"file:///a",{meta}}}"#)),
+            ("tasks/get", format!(r#"{{"taskId":"t-1",{meta}}}"#)),
+            ("tasks/cancel", format!(r#"{{"taskId":"t-2",{meta}}}"#)),
+            ("tasks/list", format!(r#"{{{meta}}}"#)),
+            ("tools/call", r#"{"name":"echo"}"#.to_owned()),
+        ];
+        for (method, params) in cases {
+            let [typed, raw] = both_probes(method, &params);
+            assert_eq!(typed, raw, "{method} {params}");
+        }
+        let [typed, _] = both_probes("tasks/get", &format!(r#"{{"taskId":"t-1",{meta}}}"#));
+        assert_eq!(typed.0, Some(Value::from("2026-07-28")));
+        assert_eq!(typed.3, Some(Value::from("t-1")));
+    }
+
+    #[test]
+    fn accept_is_read_in_one_pass() {
+        let read = |values: &[&str]| {
+            let mut headers = HeaderMap::new();
+            for v in values {
+                headers.append(header::ACCEPT, HeaderValue::from_str(v).unwrap());
+            }
+            let a = accepted_media(&headers);
+            (a.json, a.sse)
+        };
+        assert_eq!(read(&[]), (false, false));
+        assert_eq!(read(&["application/json, text/event-stream"]), (true, true));
+        assert_eq!(read(&["text/event-stream;q=0.5"]), (false, true));
+        assert_eq!(
+            read(&["text/html", " application/json ;q=1"]),
+            (true, false)
+        );
+        assert_eq!(read(&["*/*"]), (true, true));
+        assert_eq!(read(&["application/*"]), (false, false));
     }
 
     #[test]

@@ -780,14 +780,14 @@ impl Registry {
             Step::Body(resolved) if ctx.may_run_as_task() => {
                 let body = body.clone();
                 let name = name.clone();
-                ctx.run_as_task(move |ctx| async move {
+                Box::pin(ctx.run_as_task(move |ctx| async move {
                     match body(ctx, args, resolved).await? {
                         Outcome::Complete(result) => Ok(result),
                         Outcome::InputRequired(_) => Err(ErrorObject::internal(format!(
                             "tool '{name}' returned an InputRequiredResult from a task; a task asks with ctx.elicit() and friends"
                         ))),
                     }
-                })
+                }))
                 .await
             }
             Step::Body(resolved) => {

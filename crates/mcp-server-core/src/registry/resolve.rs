@@ -957,7 +957,8 @@ pub(crate) async fn prepare(
     if graph.order.is_empty() {
         return Ok(Step::Body(ResolvedValues::default()));
     }
-    Ok(match run_round(graph, ctx, arguments).await? {
+    // Boxed: a round is a large future, and tools without resolvers never build one.
+    Ok(match Box::pin(run_round(graph, ctx, arguments)).await? {
         Round::Ask(round) => Step::Ask(round),
         Round::Fail(message) => Step::Fail(message),
         Round::Done(values) => match convert_params(params, &values) {
