@@ -262,6 +262,32 @@ struct State {
     tasks: HashMap<String, Entry>,
     /// (expires at, id), for sweeping without a scan.
     expiry: BTreeSet<(u64, String)>,
+    /// (lease lapses at, id) of every unfinished task holding a lease, for finding lapsed
+    /// leases without a scan (the sweep runs on every `tasks/*` request).
+    leases: BTreeSet<(u64, String)>,
+}
+
+/// When the lease of an unfinished task lapses; `None` for a finished task or one without a
+/// lease (neither can lapse).
+fn lease_until(record: &TaskRecord) -> Option<u64> {
+    match (&record.terminal, &record.lease) {
+        (None, Some(lease)) => Some(lease.until_ms),
+        _ => None,
+    }
+}
+
+impl State {
+    /// Removes a task and its index entries.
+    fn remove(&mut self, id: &str) -> Option<Entry> {
+        let entry = self.tasks.remove(id)?;
+        if let Some(at) = entry.record.expires_at_ms() {
+            self.expiry.remove(&(at, id.to_owned()));
+        }
+        if let Some(until) = lease_until(&entry.record) {
+            self.leases.remove(&(until, id.to_owned()));
+        }
+        Some(entry)
+    }
 }
 
 /// The default store: one process, a mutex over a map, a change feed per task, expiry indexed
@@ -335,12 +361,22 @@ impl InMemoryTaskStore {
         if entry.record.expires_at_ms().is_some_and(|at| at <= now) {
             return Err(StoreError::NotFound);
         }
-        let (out, changed) = f(&mut entry.record, now)?;
-        if changed {
+        let lease_before = lease_until(&entry.record);
+        let result = f(&mut entry.record, now);
+        let lease_after = lease_until(&entry.record);
+        if result.as_ref().is_ok_and(|(_, changed)| *changed) {
             entry.record.last_updated_at_ms = now;
             entry.feed.send_modify(|r| *r += 1);
         }
-        Ok(out)
+        if lease_before != lease_after {
+            if let Some(until) = lease_before {
+                state.leases.remove(&(until, id.to_owned()));
+            }
+            if let Some(until) = lease_after {
+                state.leases.insert((until, id.to_owned()));
+            }
+        }
+        result.map(|(out, _)| out)
     }
 
     fn sweep(state: &mut State, now: u64) -> Vec<String> {
@@ -349,22 +385,29 @@ impl InMemoryTaskStore {
             if at > now {
                 break;
             }
-            state.expiry.pop_first();
-            if state.tasks.remove(&id).is_some() {
+            if state.remove(&id).is_some() {
                 removed.push(id);
+            } else {
+                state.expiry.remove(&(at, id));
             }
         }
-        for entry in state.tasks.values_mut() {
-            let r = &mut entry.record;
-            if r.terminal.is_none() && r.lease.as_ref().is_some_and(|l| l.until_ms <= now) {
-                r.terminal = Some(Terminal::Failed(ErrorObject::internal(
-                    "The worker running this task was lost",
-                )));
-                r.status_message = Some("The worker running this task was lost".into());
-                r.outstanding.clear();
-                r.last_updated_at_ms = now;
-                entry.feed.send_modify(|v| *v += 1);
+        // Every entry of the lease index is the current lease of an unfinished task.
+        while let Some((until, id)) = state.leases.first().cloned() {
+            if until > now {
+                break;
             }
+            state.leases.pop_first();
+            let Some(entry) = state.tasks.get_mut(&id) else {
+                continue;
+            };
+            let r = &mut entry.record;
+            r.terminal = Some(Terminal::Failed(ErrorObject::internal(
+                "The worker running this task was lost",
+            )));
+            r.status_message = Some("The worker running this task was lost".into());
+            r.outstanding.clear();
+            r.last_updated_at_ms = now;
+            entry.feed.send_modify(|v| *v += 1);
         }
         removed
     }
@@ -399,11 +442,7 @@ impl TaskStore for InMemoryTaskStore {
                     .map(|e| e.record.id.clone());
                 match oldest {
                     Some(id) => {
-                        if let Some(e) = state.tasks.remove(&id)
-                            && let Some(at) = e.record.expires_at_ms()
-                        {
-                            state.expiry.remove(&(at, id));
-                        }
+                        state.remove(&id);
                     }
                     None => {
                         return Err(StoreError::Full {
@@ -412,8 +451,15 @@ impl TaskStore for InMemoryTaskStore {
                     }
                 }
             }
+            if state.tasks.contains_key(&record.id) {
+                // A new record under a live id replaces it, index entries included.
+                state.remove(&record.id);
+            }
             if let Some(at) = record.expires_at_ms() {
                 state.expiry.insert((at, record.id.clone()));
+            }
+            if let Some(until) = lease_until(&record) {
+                state.leases.insert((until, record.id.clone()));
             }
             let (feed, _) = watch::channel(0);
             state
@@ -656,6 +702,53 @@ mod tests {
         store.expire(1_000_100).await.unwrap();
         let b = store.get("b").await.unwrap().unwrap();
         assert_eq!(b.status(), TaskStatus::Failed);
+    }
+
+    #[tokio::test]
+    async fn only_a_current_lease_of_an_unfinished_task_lapses() {
+        let (_, store) = manual();
+        let lease_index = |store: &InMemoryTaskStore| store.state.lock().unwrap().leases.clone();
+        for id in ["renewed", "finished", "lapsing", "free"] {
+            store.create(record(id, 1_000_000, None)).await.unwrap();
+        }
+        assert!(store.claim("renewed", "w1", 1_000_100).await.unwrap());
+        assert!(store.claim("renewed", "w1", 1_000_300).await.unwrap());
+        assert!(store.claim("finished", "w1", 1_000_100).await.unwrap());
+        assert!(store.claim("lapsing", "w1", 1_000_200).await.unwrap());
+        assert!(store.finish("finished", Terminal::Cancelled).await.unwrap());
+        assert_eq!(
+            lease_index(&store),
+            BTreeSet::from([
+                (1_000_200, "lapsing".to_owned()),
+                (1_000_300, "renewed".to_owned()),
+            ]),
+            "one entry per unfinished leased task, at its current lease"
+        );
+        store.expire(1_000_250).await.unwrap();
+        let status = async |id: &str| store.get(id).await.unwrap().unwrap().status();
+        assert_eq!(
+            status("renewed").await,
+            TaskStatus::Working,
+            "renewed past 1_000_100"
+        );
+        assert_eq!(
+            status("finished").await,
+            TaskStatus::Cancelled,
+            "its end stands"
+        );
+        assert_eq!(status("lapsing").await, TaskStatus::Failed);
+        assert_eq!(
+            status("free").await,
+            TaskStatus::Working,
+            "no lease, nothing lapses"
+        );
+        assert_eq!(
+            lease_index(&store),
+            BTreeSet::from([(1_000_300, "renewed".to_owned())])
+        );
+        store.expire(1_000_300).await.unwrap();
+        assert_eq!(status("renewed").await, TaskStatus::Failed);
+        assert!(lease_index(&store).is_empty());
     }
 
     #[tokio::test]
