@@ -13,7 +13,9 @@ profile in FILE for `callgrind_annotate --inclusive=yes FILE`.
 
 `--tool tasks/get` (ours only) first creates one `task_wait` task per connection (it stays
 `working` until cancelled), then counts `tasks/get` polls of it, each checked (id, task id,
-status `working`); the tasks are cancelled at the end.
+status `working`); the tasks are cancelled at the end. `--fill N` first creates N more
+`task_wait` tasks and cancels each at once, so the store holds N finished tasks (they stay until
+their TTL) while the polls are counted.
 
 With --conns C > 1 the requests go out C at a time on C keep-alive connections (one thread per
 connection), so the per-wake-up costs are shared the way they are under load.
@@ -201,6 +203,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=200)
     parser.add_argument("--tool", default="echo")
     parser.add_argument("--conns", type=int, default=1)
+    parser.add_argument("--fill", type=int, default=0)
     parser.add_argument("--stdio", action="store_true")
     parser.add_argument("--out", default="target/callgrind.out")
     parser.add_argument("server", nargs="+")
@@ -234,6 +237,9 @@ def main():
                         raise RuntimeError("the server did not answer")
                     time.sleep(0.2)
             clients = [HttpClient(port) for _ in range(args.conns)]
+            for _ in range(args.fill):
+                created = probe.rpc(ids.take(), "tools/call", "task_wait", {"name": "task_wait", "arguments": {}})
+                probe.rpc(ids.take(), "tasks/cancel", created["taskId"], {"taskId": created["taskId"]})
         batch(clients, ids, args.tool, max(args.warmup, len(clients)))
         subprocess.run(["callgrind_control", "-z", str(process.pid)], check=True, capture_output=True)
         batch(clients, ids, args.tool, args.requests)

@@ -237,18 +237,26 @@ impl Connection {
         check_working(&got, task)
     }
 
-    /// `tasks/cancel` of a task, checked: then one `tasks/get` must not say `working`.
+    /// `tasks/cancel` of a task, checked: the task must then end (`cancelled`, or `completed`
+    /// if its body had returned), within 5 s of polling (cancellation reaches the body through
+    /// the task's change feed, so the first poll may still say `working`).
     async fn cancel_task(&mut self, ids: &AtomicU64, task: &str) -> Result<(), String> {
         let id = ids.fetch_add(1, Ordering::Relaxed);
         self.rpc(id, "tasks/cancel", task, json!({"taskId": task}))
             .await?;
-        let id = ids.fetch_add(1, Ordering::Relaxed);
-        let got = self
-            .rpc(id, "tasks/get", task, json!({"taskId": task}))
-            .await?;
-        match got["status"].as_str() {
-            Some("cancelled") | Some("completed") => Ok(()),
-            other => Err(format!("task {task} is {other:?} after tasks/cancel")),
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let id = ids.fetch_add(1, Ordering::Relaxed);
+            let got = self
+                .rpc(id, "tasks/get", task, json!({"taskId": task}))
+                .await?;
+            match got["status"].as_str() {
+                Some("cancelled") | Some("completed") => return Ok(()),
+                Some("working") if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                other => return Err(format!("task {task} is {other:?} after tasks/cancel")),
+            }
         }
     }
 
