@@ -730,13 +730,16 @@ fn spawn_request(
             ));
         }
     }
-    let era = match &route {
+    let era: Option<std::borrow::Cow<'_, str>> = match &route {
         Route::Modern { .. } => typed
             .as_ref()
             .ok()
             .and_then(|t| t.meta())
-            .and_then(|m| m.protocol_version.clone()),
-        Route::Legacy { session, .. } => session.with_legacy(|l| l.protocol_version.clone()),
+            .and_then(|m| m.protocol_version.as_deref())
+            .map(std::borrow::Cow::Borrowed),
+        Route::Legacy { session, .. } => session
+            .with_legacy(|l| l.protocol_version.clone())
+            .map(std::borrow::Cow::Owned),
     };
     let traced = RequestSpan::open(&request, typed.as_ref().ok(), era.as_deref());
     let span = traced.span.clone();
@@ -951,13 +954,8 @@ async fn serve_modern(
                     method: request.method.clone(),
                     era: Era::Modern,
                     protocol_version: version,
-                    client_capabilities: Arc::new(
-                        meta.client_capabilities
-                            .as_deref()
-                            .cloned()
-                            .unwrap_or_default(),
-                    ),
-                    client_info: meta.client_info.as_deref().cloned().map(Arc::new),
+                    client_capabilities: meta.client_capabilities.clone().unwrap_or_default(),
+                    client_info: meta.client_info.clone(),
                     progress_token: meta.progress_token.clone(),
                     log_level: meta.log_level,
                     meta: Some(meta),
@@ -995,11 +993,7 @@ async fn serve_modern(
     }
     let method = typed.method();
     if crate::tasks::is_task_method(method) {
-        let caps = meta
-            .client_capabilities
-            .as_deref()
-            .cloned()
-            .unwrap_or_default();
+        let caps = meta.client_capabilities.clone().unwrap_or_default();
         let served = crate::tasks::TaskEngine::serve(
             inner.server.tasks.as_ref(),
             typed,
@@ -1016,13 +1010,8 @@ async fn serve_modern(
         method: method.to_owned(),
         era: Era::Modern,
         protocol_version: version,
-        client_capabilities: Arc::new(
-            meta.client_capabilities
-                .as_deref()
-                .cloned()
-                .unwrap_or_default(),
-        ),
-        client_info: meta.client_info.as_deref().cloned().map(Arc::new),
+        client_capabilities: meta.client_capabilities.clone().unwrap_or_default(),
+        client_info: meta.client_info.clone(),
         meta: Some(meta.clone()),
         principal: transport.principal.clone(),
         request_state: None,
@@ -1442,7 +1431,6 @@ async fn execute(
                 target: p.name.clone(),
                 arguments: Some(Value::Object(p.arguments.clone().unwrap_or_default())),
             });
-            let name = p.name.clone();
             let served = carrier(
                 inner,
                 h.call_tool.as_ref(),
@@ -1450,7 +1438,7 @@ async fn execute(
                 ctx,
                 transport,
                 binding,
-                || ErrorObject::invalid_params(format!("Unknown tool: {name}")),
+                |p| ErrorObject::invalid_params(format!("Unknown tool: {}", p.name)),
             )
             .await;
             match launch.and_then(|l| l.take_created()) {
@@ -1475,7 +1463,6 @@ async fn execute(
                         .unwrap_or_else(|| Value::Object(JsonObject::new())),
                 ),
             });
-            let name = p.name.clone();
             carrier(
                 inner,
                 h.get_prompt.as_ref(),
@@ -1483,7 +1470,7 @@ async fn execute(
                 ctx,
                 transport,
                 binding,
-                || ErrorObject::invalid_params(format!("Unknown prompt: {name}")),
+                |p| ErrorObject::invalid_params(format!("Unknown prompt: {}", p.name)),
             )
             .await
         }
@@ -1493,7 +1480,6 @@ async fn execute(
                 target: p.uri.clone(),
                 arguments: None,
             });
-            let uri = p.uri.clone();
             let era = ctx.era;
             carrier(
                 inner,
@@ -1502,7 +1488,7 @@ async fn execute(
                 ctx,
                 transport,
                 binding,
-                || resource_not_found(era, &uri),
+                |p| resource_not_found(era, &p.uri),
             )
             .await
         }
@@ -1545,14 +1531,14 @@ async fn carrier<P, T>(
     mut ctx: RequestContext,
     transport: &TransportContext,
     binding: Option<BindingParts>,
-    missing: impl FnOnce() -> ErrorObject,
+    missing: impl FnOnce(&P) -> ErrorObject,
 ) -> Result<Box<RawValue>, ErrorObject>
 where
     P: RetryParams,
     T: Stamped + Serialize,
 {
     let Some(handler) = handler else {
-        return Err(missing());
+        return Err(missing(&params));
     };
     let era = ctx.era;
     let boundary = inner
