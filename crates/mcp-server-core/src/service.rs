@@ -588,7 +588,7 @@ impl Session {
         to_raw(&InitializeResult {
             protocol_version: version,
             capabilities: inner.legacy_capabilities.clone(),
-            server_info: inner.server.info.clone(),
+            server_info: (*inner.server.info).clone(),
             instructions: inner.server.instructions.clone(),
             meta: None,
             extra: JsonObject::new(),
@@ -1387,66 +1387,40 @@ async fn list<P: Default, R: Stamped + Serialize + Default>(
     finish(inner, era, result)
 }
 
-async fn execute(
-    inner: &Arc<Inner>,
+/// The future of one method's work.
+type Executing<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Box<RawValue>, ErrorObject>> + Send + 'a>,
+>;
+
+/// Runs a decoded request's method. Each method's future is boxed on its own, so the request's
+/// future holds a pointer instead of room for the largest of them (and a second copy of the
+/// request and its context, which an `async fn` matching here would keep).
+fn execute<'a>(
+    inner: &'a Arc<Inner>,
     typed: ClientRequest,
     ctx: RequestContext,
-    transport: &TransportContext,
-) -> Result<Box<RawValue>, ErrorObject> {
+    transport: &'a TransportContext,
+) -> Executing<'a> {
     let h = &inner.server.handlers;
     match typed {
-        ClientRequest::ListTools(p) => list(inner, h.list_tools.as_ref(), ctx, p).await,
-        ClientRequest::ListPrompts(p) => list(inner, h.list_prompts.as_ref(), ctx, p).await,
-        ClientRequest::ListResources(p) => list(inner, h.list_resources.as_ref(), ctx, p).await,
+        ClientRequest::ListTools(p) => Box::pin(list(inner, h.list_tools.as_ref(), ctx, p)),
+        ClientRequest::ListPrompts(p) => Box::pin(list(inner, h.list_prompts.as_ref(), ctx, p)),
+        ClientRequest::ListResources(p) => Box::pin(list(inner, h.list_resources.as_ref(), ctx, p)),
         ClientRequest::ListResourceTemplates(p) => {
-            list(inner, h.list_resource_templates.as_ref(), ctx, p).await
+            Box::pin(list(inner, h.list_resource_templates.as_ref(), ctx, p))
         }
-        ClientRequest::Complete(p) => match &h.complete {
-            Some(handler) => {
-                let era = ctx.era;
-                let result = handler(ctx, p).await?;
-                finish(inner, era, result)
+        ClientRequest::Complete(p) => Box::pin(async move {
+            match &h.complete {
+                Some(handler) => {
+                    let era = ctx.era;
+                    let result = handler(ctx, p).await?;
+                    finish(inner, era, result)
+                }
+                None => Err(ErrorObject::method_not_found(methods::COMPLETION_COMPLETE)),
             }
-            None => Err(ErrorObject::method_not_found(methods::COMPLETION_COMPLETE)),
-        },
-        ClientRequest::CallTool(mut p) => {
-            let launch = if ctx.era == Era::Modern {
-                // The 2025-11-25 opt-in `params.task` means nothing on 2026-07-28.
-                p.task = None;
-                crate::tasks::TaskEngine::admit(
-                    inner.server.tasks.as_ref(),
-                    inner.server.task_support(&p.name),
-                    &p.name,
-                    &ctx,
-                )?
-            } else {
-                None
-            };
-            let mut ctx = ctx;
-            if let Some(launch) = &launch {
-                ctx.task = crate::tasks::TaskCtx::May(launch.clone());
-            }
-            let binding = inner.server.boundary.is_some().then(|| BindingParts {
-                method: methods::TOOLS_CALL,
-                target: p.name.clone(),
-                arguments: Some(Value::Object(p.arguments.clone().unwrap_or_default())),
-            });
-            let served = carrier(
-                inner,
-                h.call_tool.as_ref(),
-                p,
-                ctx,
-                transport,
-                binding,
-                |p| ErrorObject::invalid_params(format!("Unknown tool: {}", p.name)),
-            )
-            .await;
-            match launch.and_then(|l| l.take_created()) {
-                Some(created) => to_raw(&created),
-                None => served,
-            }
-        }
-        ClientRequest::GetPrompt(p) => {
+        }),
+        ClientRequest::CallTool(p) => Box::pin(call_tool(inner, p, ctx, transport)),
+        ClientRequest::GetPrompt(p) => Box::pin(async move {
             let binding = inner.server.boundary.is_some().then(|| BindingParts {
                 method: methods::PROMPTS_GET,
                 target: p.name.clone(),
@@ -1473,8 +1447,8 @@ async fn execute(
                 |p| ErrorObject::invalid_params(format!("Unknown prompt: {}", p.name)),
             )
             .await
-        }
-        ClientRequest::ReadResource(p) => {
+        }),
+        ClientRequest::ReadResource(p) => Box::pin(async move {
             let binding = inner.server.boundary.is_some().then(|| BindingParts {
                 method: methods::RESOURCES_READ,
                 target: p.uri.clone(),
@@ -1491,8 +1465,55 @@ async fn execute(
                 |p| resource_not_found(era, &p.uri),
             )
             .await
-        }
-        other => Err(ErrorObject::method_not_found(other.method())),
+        }),
+        other => Box::pin(std::future::ready(Err(ErrorObject::method_not_found(
+            other.method(),
+        )))),
+    }
+}
+
+/// `tools/call`: admitted as a task when the tool and the client agree, then through the
+/// carrier (state verified, handler run, an outgoing round checked and sealed).
+async fn call_tool(
+    inner: &Arc<Inner>,
+    mut p: mcp_types::tools::CallToolRequestParams,
+    ctx: RequestContext,
+    transport: &TransportContext,
+) -> Result<Box<RawValue>, ErrorObject> {
+    let launch = if ctx.era == Era::Modern {
+        // The 2025-11-25 opt-in `params.task` means nothing on 2026-07-28.
+        p.task = None;
+        crate::tasks::TaskEngine::admit(
+            inner.server.tasks.as_ref(),
+            inner.server.task_support(&p.name),
+            &p.name,
+            &ctx,
+        )?
+    } else {
+        None
+    };
+    let mut ctx = ctx;
+    if let Some(launch) = &launch {
+        ctx.task = crate::tasks::TaskCtx::May(launch.clone());
+    }
+    let binding = inner.server.boundary.is_some().then(|| BindingParts {
+        method: methods::TOOLS_CALL,
+        target: p.name.clone(),
+        arguments: Some(Value::Object(p.arguments.clone().unwrap_or_default())),
+    });
+    let served = carrier(
+        inner,
+        inner.server.handlers.call_tool.as_ref(),
+        p,
+        ctx,
+        transport,
+        binding,
+        |p| ErrorObject::invalid_params(format!("Unknown tool: {}", p.name)),
+    )
+    .await;
+    match launch.and_then(|l| l.take_created()) {
+        Some(created) => to_raw(&created),
+        None => served,
     }
 }
 

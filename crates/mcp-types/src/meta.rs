@@ -90,7 +90,7 @@ pub struct Meta {
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub server_info: Option<Box<Implementation>>,
+    pub server_info: Option<Arc<Implementation>>,
     /// `io.modelcontextprotocol/subscriptionId`.
     #[serde(
         rename = "io.modelcontextprotocol/subscriptionId",
@@ -118,7 +118,7 @@ impl Meta {
     /// The `_meta` of a 2026-07-28 result: the server's identity.
     pub fn result(server_info: Implementation) -> Self {
         Meta {
-            server_info: Some(Box::new(server_info)),
+            server_info: Some(Arc::new(server_info)),
             ..Meta::default()
         }
     }
