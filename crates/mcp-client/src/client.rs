@@ -341,7 +341,7 @@ impl ClientBuilder {
             next_id: AtomicI64::new(0),
             callbacks: self.callbacks,
             capabilities,
-            info: self.info,
+            info: Arc::new(self.info),
             request_timeout: self.request_timeout,
             max_rounds: self.max_rounds,
             log_level: self.log_level,
@@ -366,7 +366,7 @@ struct Inner {
     next_id: AtomicI64,
     callbacks: Callbacks,
     capabilities: ClientCapabilities,
-    info: Implementation,
+    info: Arc<Implementation>,
     request_timeout: Duration,
     max_rounds: u32,
     log_level: Option<LoggingLevel>,
@@ -844,7 +844,7 @@ impl Client {
                 let version = negotiated
                     .map_or_else(|| MODERN_VERSIONS[0].to_owned(), |n| n.protocol_version);
                 let mut meta = Meta::request(&version, self.inner.capabilities.clone());
-                meta.client_info = Some(Box::new(self.inner.info.clone()));
+                meta.client_info = Some(self.inner.info.clone());
                 meta.log_level = self.inner.log_level;
                 meta
             }
@@ -884,7 +884,7 @@ impl Client {
                 let mut version = MODERN_VERSIONS[0].to_owned();
                 for attempt in 0..2 {
                     let mut meta = Meta::request(&version, self.inner.capabilities.clone());
-                    meta.client_info = Some(Box::new(self.inner.info.clone()));
+                    meta.client_info = Some(self.inner.info.clone());
                     let params = mcp_types::common::RequestParams {
                         meta: Some(meta),
                         extra: JsonObject::new(),
@@ -955,7 +955,7 @@ impl Client {
         let params = InitializeRequestParams {
             protocol_version: ProtocolVersion::LATEST_LEGACY.as_str().to_owned(),
             capabilities: self.inner.capabilities.clone(),
-            client_info: self.inner.info.clone(),
+            client_info: (*self.inner.info).clone(),
             meta: None,
             extra: JsonObject::new(),
         };

@@ -84,7 +84,7 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 /// assert!(server.capabilities().prompts.is_none());
 /// ```
 pub struct Server {
-    pub(crate) info: Implementation,
+    pub(crate) info: std::sync::Arc<Implementation>,
     pub(crate) instructions: Option<String>,
     pub(crate) handlers: Handlers,
     pub(crate) change_notifications: bool,
@@ -142,7 +142,7 @@ impl Server {
     /// A server named `name` (version `0.0.0` until set), with no handlers.
     pub fn new(name: impl Into<String>) -> Self {
         Server {
-            info: Implementation::new(name, "0.0.0"),
+            info: std::sync::Arc::new(Implementation::new(name, "0.0.0")),
             instructions: None,
             handlers: Handlers::default(),
             change_notifications: false,
@@ -250,13 +250,13 @@ impl Server {
 
     /// Sets the version reported in `serverInfo`.
     pub fn version(mut self, version: impl Into<String>) -> Self {
-        self.info.version = version.into();
+        std::sync::Arc::make_mut(&mut self.info).version = version.into();
         self
     }
 
     /// Sets the display title reported in `serverInfo`.
     pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.info.title = Some(title.into());
+        std::sync::Arc::make_mut(&mut self.info).title = Some(title.into());
         self
     }
 

@@ -588,7 +588,7 @@ impl Session {
         to_raw(&InitializeResult {
             protocol_version: version,
             capabilities: inner.legacy_capabilities.clone(),
-            server_info: inner.server.info.clone(),
+            server_info: (*inner.server.info).clone(),
             instructions: inner.server.instructions.clone(),
             meta: None,
             extra: JsonObject::new(),
@@ -730,13 +730,16 @@ fn spawn_request(
             ));
         }
     }
-    let era = match &route {
+    let era: Option<std::borrow::Cow<'_, str>> = match &route {
         Route::Modern { .. } => typed
             .as_ref()
             .ok()
             .and_then(|t| t.meta())
-            .and_then(|m| m.protocol_version.clone()),
-        Route::Legacy { session, .. } => session.with_legacy(|l| l.protocol_version.clone()),
+            .and_then(|m| m.protocol_version.as_deref())
+            .map(std::borrow::Cow::Borrowed),
+        Route::Legacy { session, .. } => session
+            .with_legacy(|l| l.protocol_version.clone())
+            .map(std::borrow::Cow::Owned),
     };
     let traced = RequestSpan::open(&request, typed.as_ref().ok(), era.as_deref());
     let span = traced.span.clone();
@@ -951,13 +954,8 @@ async fn serve_modern(
                     method: request.method.clone(),
                     era: Era::Modern,
                     protocol_version: version,
-                    client_capabilities: Arc::new(
-                        meta.client_capabilities
-                            .as_deref()
-                            .cloned()
-                            .unwrap_or_default(),
-                    ),
-                    client_info: meta.client_info.as_deref().cloned().map(Arc::new),
+                    client_capabilities: meta.client_capabilities.clone().unwrap_or_default(),
+                    client_info: meta.client_info.clone(),
                     progress_token: meta.progress_token.clone(),
                     log_level: meta.log_level,
                     meta: Some(meta),
@@ -995,11 +993,7 @@ async fn serve_modern(
     }
     let method = typed.method();
     if crate::tasks::is_task_method(method) {
-        let caps = meta
-            .client_capabilities
-            .as_deref()
-            .cloned()
-            .unwrap_or_default();
+        let caps = meta.client_capabilities.clone().unwrap_or_default();
         let served = crate::tasks::TaskEngine::serve(
             inner.server.tasks.as_ref(),
             typed,
@@ -1016,13 +1010,8 @@ async fn serve_modern(
         method: method.to_owned(),
         era: Era::Modern,
         protocol_version: version,
-        client_capabilities: Arc::new(
-            meta.client_capabilities
-                .as_deref()
-                .cloned()
-                .unwrap_or_default(),
-        ),
-        client_info: meta.client_info.as_deref().cloned().map(Arc::new),
+        client_capabilities: meta.client_capabilities.clone().unwrap_or_default(),
+        client_info: meta.client_info.clone(),
         meta: Some(meta.clone()),
         principal: transport.principal.clone(),
         request_state: None,
@@ -1398,67 +1387,40 @@ async fn list<P: Default, R: Stamped + Serialize + Default>(
     finish(inner, era, result)
 }
 
-async fn execute(
-    inner: &Arc<Inner>,
+/// The future of one method's work.
+type Executing<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Box<RawValue>, ErrorObject>> + Send + 'a>,
+>;
+
+/// Runs a decoded request's method. Each method's future is boxed on its own, so the request's
+/// future holds a pointer instead of room for the largest of them (and a second copy of the
+/// request and its context, which an `async fn` matching here would keep).
+fn execute<'a>(
+    inner: &'a Arc<Inner>,
     typed: ClientRequest,
     ctx: RequestContext,
-    transport: &TransportContext,
-) -> Result<Box<RawValue>, ErrorObject> {
+    transport: &'a TransportContext,
+) -> Executing<'a> {
     let h = &inner.server.handlers;
     match typed {
-        ClientRequest::ListTools(p) => list(inner, h.list_tools.as_ref(), ctx, p).await,
-        ClientRequest::ListPrompts(p) => list(inner, h.list_prompts.as_ref(), ctx, p).await,
-        ClientRequest::ListResources(p) => list(inner, h.list_resources.as_ref(), ctx, p).await,
+        ClientRequest::ListTools(p) => Box::pin(list(inner, h.list_tools.as_ref(), ctx, p)),
+        ClientRequest::ListPrompts(p) => Box::pin(list(inner, h.list_prompts.as_ref(), ctx, p)),
+        ClientRequest::ListResources(p) => Box::pin(list(inner, h.list_resources.as_ref(), ctx, p)),
         ClientRequest::ListResourceTemplates(p) => {
-            list(inner, h.list_resource_templates.as_ref(), ctx, p).await
+            Box::pin(list(inner, h.list_resource_templates.as_ref(), ctx, p))
         }
-        ClientRequest::Complete(p) => match &h.complete {
-            Some(handler) => {
-                let era = ctx.era;
-                let result = handler(ctx, p).await?;
-                finish(inner, era, result)
+        ClientRequest::Complete(p) => Box::pin(async move {
+            match &h.complete {
+                Some(handler) => {
+                    let era = ctx.era;
+                    let result = handler(ctx, p).await?;
+                    finish(inner, era, result)
+                }
+                None => Err(ErrorObject::method_not_found(methods::COMPLETION_COMPLETE)),
             }
-            None => Err(ErrorObject::method_not_found(methods::COMPLETION_COMPLETE)),
-        },
-        ClientRequest::CallTool(mut p) => {
-            let launch = if ctx.era == Era::Modern {
-                // The 2025-11-25 opt-in `params.task` means nothing on 2026-07-28.
-                p.task = None;
-                crate::tasks::TaskEngine::admit(
-                    inner.server.tasks.as_ref(),
-                    inner.server.task_support(&p.name),
-                    &p.name,
-                    &ctx,
-                )?
-            } else {
-                None
-            };
-            let mut ctx = ctx;
-            if let Some(launch) = &launch {
-                ctx.task = crate::tasks::TaskCtx::May(launch.clone());
-            }
-            let binding = inner.server.boundary.is_some().then(|| BindingParts {
-                method: methods::TOOLS_CALL,
-                target: p.name.clone(),
-                arguments: Some(Value::Object(p.arguments.clone().unwrap_or_default())),
-            });
-            let name = p.name.clone();
-            let served = carrier(
-                inner,
-                h.call_tool.as_ref(),
-                p,
-                ctx,
-                transport,
-                binding,
-                || ErrorObject::invalid_params(format!("Unknown tool: {name}")),
-            )
-            .await;
-            match launch.and_then(|l| l.take_created()) {
-                Some(created) => to_raw(&created),
-                None => served,
-            }
-        }
-        ClientRequest::GetPrompt(p) => {
+        }),
+        ClientRequest::CallTool(p) => Box::pin(call_tool(inner, p, ctx, transport)),
+        ClientRequest::GetPrompt(p) => Box::pin(async move {
             let binding = inner.server.boundary.is_some().then(|| BindingParts {
                 method: methods::PROMPTS_GET,
                 target: p.name.clone(),
@@ -1475,7 +1437,6 @@ async fn execute(
                         .unwrap_or_else(|| Value::Object(JsonObject::new())),
                 ),
             });
-            let name = p.name.clone();
             carrier(
                 inner,
                 h.get_prompt.as_ref(),
@@ -1483,17 +1444,16 @@ async fn execute(
                 ctx,
                 transport,
                 binding,
-                || ErrorObject::invalid_params(format!("Unknown prompt: {name}")),
+                |p| ErrorObject::invalid_params(format!("Unknown prompt: {}", p.name)),
             )
             .await
-        }
-        ClientRequest::ReadResource(p) => {
+        }),
+        ClientRequest::ReadResource(p) => Box::pin(async move {
             let binding = inner.server.boundary.is_some().then(|| BindingParts {
                 method: methods::RESOURCES_READ,
                 target: p.uri.clone(),
                 arguments: None,
             });
-            let uri = p.uri.clone();
             let era = ctx.era;
             carrier(
                 inner,
@@ -1502,11 +1462,58 @@ async fn execute(
                 ctx,
                 transport,
                 binding,
-                || resource_not_found(era, &uri),
+                |p| resource_not_found(era, &p.uri),
             )
             .await
-        }
-        other => Err(ErrorObject::method_not_found(other.method())),
+        }),
+        other => Box::pin(std::future::ready(Err(ErrorObject::method_not_found(
+            other.method(),
+        )))),
+    }
+}
+
+/// `tools/call`: admitted as a task when the tool and the client agree, then through the
+/// carrier (state verified, handler run, an outgoing round checked and sealed).
+async fn call_tool(
+    inner: &Arc<Inner>,
+    mut p: mcp_types::tools::CallToolRequestParams,
+    ctx: RequestContext,
+    transport: &TransportContext,
+) -> Result<Box<RawValue>, ErrorObject> {
+    let launch = if ctx.era == Era::Modern {
+        // The 2025-11-25 opt-in `params.task` means nothing on 2026-07-28.
+        p.task = None;
+        crate::tasks::TaskEngine::admit(
+            inner.server.tasks.as_ref(),
+            inner.server.task_support(&p.name),
+            &p.name,
+            &ctx,
+        )?
+    } else {
+        None
+    };
+    let mut ctx = ctx;
+    if let Some(launch) = &launch {
+        ctx.task = crate::tasks::TaskCtx::May(launch.clone());
+    }
+    let binding = inner.server.boundary.is_some().then(|| BindingParts {
+        method: methods::TOOLS_CALL,
+        target: p.name.clone(),
+        arguments: Some(Value::Object(p.arguments.clone().unwrap_or_default())),
+    });
+    let served = carrier(
+        inner,
+        inner.server.handlers.call_tool.as_ref(),
+        p,
+        ctx,
+        transport,
+        binding,
+        |p| ErrorObject::invalid_params(format!("Unknown tool: {}", p.name)),
+    )
+    .await;
+    match launch.and_then(|l| l.take_created()) {
+        Some(created) => to_raw(&created),
+        None => served,
     }
 }
 
@@ -1545,14 +1552,14 @@ async fn carrier<P, T>(
     mut ctx: RequestContext,
     transport: &TransportContext,
     binding: Option<BindingParts>,
-    missing: impl FnOnce() -> ErrorObject,
+    missing: impl FnOnce(&P) -> ErrorObject,
 ) -> Result<Box<RawValue>, ErrorObject>
 where
     P: RetryParams,
     T: Stamped + Serialize,
 {
     let Some(handler) = handler else {
-        return Err(missing());
+        return Err(missing(&params));
     };
     let era = ctx.era;
     let boundary = inner

@@ -2,6 +2,8 @@
 //! server's identity in `_meta`, and the caching hints where the schema requires them; on
 //! 2025-11-25 none of those (they are not part of that revision).
 
+use std::sync::Arc;
+
 use mcp_types::common::{CacheScope, EmptyResult};
 use mcp_types::completion::CompleteResult;
 use mcp_types::discover::DiscoverResult;
@@ -34,7 +36,7 @@ impl Default for CacheHints {
 }
 
 pub(crate) struct Stamp<'a> {
-    pub(crate) server_info: &'a Implementation,
+    pub(crate) server_info: &'a Arc<Implementation>,
     pub(crate) cache: CacheHints,
 }
 
@@ -46,10 +48,10 @@ pub(crate) trait Stamped {
     fn strip_legacy(&mut self);
 }
 
-fn stamp_meta(meta: &mut Option<Meta>, info: &Implementation) {
+fn stamp_meta(meta: &mut Option<Meta>, info: &Arc<Implementation>) {
     let meta = meta.get_or_insert_with(Meta::default);
     if meta.server_info.is_none() {
-        meta.server_info = Some(Box::new(info.clone()));
+        meta.server_info = Some(info.clone());
     }
 }
 

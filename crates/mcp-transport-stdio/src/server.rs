@@ -126,11 +126,15 @@ where
     let (out_tx, mut out_rx) = mpsc::channel::<JsonRpcMessage>(limits.output_queue.max(1));
     let writer_task = tokio::spawn(async move {
         let mut writer = writer;
+        // One buffer for every line written, serialized straight into it.
+        let mut line = Vec::with_capacity(1024);
         while let Some(message) = out_rx.recv().await {
-            let mut line = message.to_string();
-            line.push('\n');
-            writer.write_all(line.as_bytes()).await?;
+            line.clear();
+            serde_json::to_writer(&mut line, &message).map_err(std::io::Error::other)?;
+            line.push(b'\n');
+            writer.write_all(&line).await?;
             writer.flush().await?;
+            line.shrink_to(KEPT_LINE_CAPACITY);
         }
         Ok::<_, std::io::Error>(())
     });
@@ -181,7 +185,7 @@ where
         line.shrink_to(KEPT_LINE_CAPACITY);
         if let Some(mut stream) = stream {
             let out = out_tx.clone();
-            in_flight.spawn(async move {
+            let mut forward = Box::pin(async move {
                 let _permit = permit;
                 while let Some(message) = stream.next().await {
                     if out.send(message).await.is_err() {
@@ -189,6 +193,12 @@ where
                     }
                 }
             });
+            // A request that was answered at once (most are) is forwarded here; only one
+            // that is still running, or an output queue that is full, gets a task.
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            if forward.as_mut().poll(&mut cx).is_pending() {
+                in_flight.spawn(forward);
+            }
         }
         // Reap finished requests so the set does not grow without bound.
         while in_flight.try_join_next().is_some() {}

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::JsonObject;
 
 /// What a client can do for a server.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ClientCapabilities {
     /// Experimental, non-standard capabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -36,8 +36,10 @@ pub struct ClientCapabilities {
     pub extra: JsonObject,
 }
 
+crate::de::deserialize_with_extra!(ClientCapabilities, "client capabilities", { experimental: "experimental" => optional, roots: "roots" => optional, sampling: "sampling" => optional, elicitation: "elicitation" => optional, tasks: "tasks" => optional, extensions: "extensions" => optional });
+
 /// `roots` capability.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct RootsCapability {
     /// The client notifies when its roots change (2025-11-25 only).
     #[serde(
@@ -51,8 +53,10 @@ pub struct RootsCapability {
     pub extra: JsonObject,
 }
 
+crate::de::deserialize_with_extra!(RootsCapability, "the roots capability", { list_changed: "listChanged" => optional });
+
 /// `sampling` capability.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SamplingCapability {
     /// The client supports `includeContext` other than `none`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -65,8 +69,10 @@ pub struct SamplingCapability {
     pub extra: JsonObject,
 }
 
+crate::de::deserialize_with_extra!(SamplingCapability, "the sampling capability", { context: "context" => optional, tools: "tools" => optional });
+
 /// `elicitation` capability. `{}` alone means form mode only.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ElicitationCapability {
     /// Form mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -78,6 +84,8 @@ pub struct ElicitationCapability {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+crate::de::deserialize_with_extra!(ElicitationCapability, "the elicitation capability", { form: "form" => optional, url: "url" => optional });
 
 impl ElicitationCapability {
     /// Whether form mode is declared: `form` present, or neither mode named (`{}`).

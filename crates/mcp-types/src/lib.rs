@@ -44,6 +44,7 @@ pub mod capabilities;
 pub mod common;
 pub mod completion;
 pub mod content;
+mod de;
 pub mod discover;
 pub mod elicitation;
 pub mod error;

@@ -8,7 +8,7 @@ use crate::content::Icon;
 use crate::meta::Meta;
 
 /// The name and version of a client or server.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Implementation {
     /// The programmatic name.
     pub name: String,
@@ -34,6 +34,8 @@ pub struct Implementation {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+crate::de::deserialize_with_extra!(Implementation, "an implementation (name and version)", { name: "name" => required, version: "version" => required, title: "title" => optional, description: "description" => optional, icons: "icons" => optional, website_url: "websiteUrl" => optional });
 
 impl Implementation {
     /// An implementation with a name and a version.

@@ -5,7 +5,9 @@
 //! client info, log level); results carry `serverInfo`. Keys this crate does not know stay in
 //! [`Meta::extra`] and are written back unchanged.
 
-use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+use serde::Serialize;
 
 use crate::JsonObject;
 use crate::capabilities::ClientCapabilities;
@@ -40,10 +42,12 @@ pub const BAGGAGE: &str = "baggage";
 
 /// A `_meta` object with typed access to the reserved keys.
 ///
-/// The larger members are boxed so every type that carries a `_meta` stays small.
+/// The larger members are behind pointers so every type that carries a `_meta` stays small;
+/// the client's capabilities and identity are shared (`Arc`), so a server hands them to a
+/// request's context without copying them.
 /// One type serves requests (the per-request envelope), results (`serverInfo`) and
 /// notifications (`subscriptionId`); keys that do not belong where they appear are simply absent.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Meta {
     /// `progressToken`.
     #[serde(
@@ -65,14 +69,14 @@ pub struct Meta {
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub client_capabilities: Option<Box<ClientCapabilities>>,
+    pub client_capabilities: Option<Arc<ClientCapabilities>>,
     /// `io.modelcontextprotocol/clientInfo`.
     #[serde(
         rename = "io.modelcontextprotocol/clientInfo",
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub client_info: Option<Box<Implementation>>,
+    pub client_info: Option<Arc<Implementation>>,
     /// `io.modelcontextprotocol/logLevel`.
     #[serde(
         rename = "io.modelcontextprotocol/logLevel",
@@ -86,7 +90,7 @@ pub struct Meta {
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub server_info: Option<Box<Implementation>>,
+    pub server_info: Option<Arc<Implementation>>,
     /// `io.modelcontextprotocol/subscriptionId`.
     #[serde(
         rename = "io.modelcontextprotocol/subscriptionId",
@@ -99,12 +103,14 @@ pub struct Meta {
     pub extra: JsonObject,
 }
 
+crate::de::deserialize_with_extra!(Meta, "a _meta object", { progress_token: PROGRESS_TOKEN => optional, protocol_version: PROTOCOL_VERSION => optional, client_capabilities: CLIENT_CAPABILITIES => optional, client_info: CLIENT_INFO => optional, log_level: LOG_LEVEL => optional, server_info: SERVER_INFO => optional, subscription_id: SUBSCRIPTION_ID => optional });
+
 impl Meta {
     /// The per-request envelope of a 2026-07-28 request.
     pub fn request(protocol_version: &str, client_capabilities: ClientCapabilities) -> Self {
         Meta {
             protocol_version: Some(protocol_version.to_owned()),
-            client_capabilities: Some(Box::new(client_capabilities)),
+            client_capabilities: Some(Arc::new(client_capabilities)),
             ..Meta::default()
         }
     }
@@ -112,7 +118,7 @@ impl Meta {
     /// The `_meta` of a 2026-07-28 result: the server's identity.
     pub fn result(server_info: Implementation) -> Self {
         Meta {
-            server_info: Some(Box::new(server_info)),
+            server_info: Some(Arc::new(server_info)),
             ..Meta::default()
         }
     }

@@ -140,7 +140,7 @@ pub struct ListToolsResult {
 }
 
 /// Params of `tools/call`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct CallToolRequestParams {
     /// The tool to call.
     pub name: String,
@@ -173,6 +173,8 @@ pub struct CallToolRequestParams {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+crate::de::deserialize_with_extra!(CallToolRequestParams, "the params of tools/call", { name: "name" => required, arguments: "arguments" => optional, input_responses: "inputResponses" => optional, request_state: "requestState" => optional, task: "task" => optional, meta: "_meta" => optional });
 
 /// The complete result of `tools/call`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -99,7 +99,10 @@ fn obj(value: Value) -> JsonObject {
 
 fn modern_meta() -> Option<Meta> {
     let mut meta = Meta::request("2026-07-28", ClientCapabilities::form_elicitation());
-    meta.client_info = Some(Box::new(Implementation::new("rs-client", "0.1.0")));
+    meta.client_info = Some(std::sync::Arc::new(Implementation::new(
+        "rs-client",
+        "0.1.0",
+    )));
     meta.log_level = Some(LoggingLevel::Info);
     meta.progress_token = Some(7.into());
     Some(meta)

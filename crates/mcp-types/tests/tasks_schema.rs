@@ -47,7 +47,10 @@ const EXTENSION_DEFS: [&str; 20] = [
 fn meta() -> Option<Meta> {
     let caps = ClientCapabilities::default().with_extension(mcp_types::ext::tasks::EXTENSION_ID);
     let mut meta = Meta::request("2026-07-28", caps);
-    meta.client_info = Some(Box::new(Implementation::new("rs-client", "0.1.0")));
+    meta.client_info = Some(std::sync::Arc::new(Implementation::new(
+        "rs-client",
+        "0.1.0",
+    )));
     Some(meta)
 }
 
