@@ -40,10 +40,11 @@ pub struct RequestContext {
     pub(crate) protocol_version: String,
     pub(crate) client_capabilities: Arc<ClientCapabilities>,
     pub(crate) client_info: Option<Arc<Implementation>>,
-    pub(crate) meta: Option<Meta>,
+    pub(crate) meta: Option<Arc<Meta>>,
     pub(crate) principal: Option<Principal>,
     pub(crate) request_state: Option<String>,
-    pub(crate) input_responses: Option<InputResponses>,
+    /// Shared: resolvers get clones of the context, one per resolver and round.
+    pub(crate) input_responses: Option<Arc<InputResponses>>,
     pub(crate) progress_token: Option<ProgressToken>,
     pub(crate) log_level: Option<LoggingLevel>,
     pub(crate) sink: Sink,
@@ -112,7 +113,7 @@ impl RequestContext {
 
     /// The request's `_meta`, as sent.
     pub fn meta(&self) -> Option<&Meta> {
-        self.meta.as_ref()
+        self.meta.as_deref()
     }
 
     /// The authenticated principal, when the transport authenticated one.
@@ -128,7 +129,7 @@ impl RequestContext {
 
     /// The `inputResponses` of this retry, keyed like the previous round's `inputRequests`.
     pub fn input_responses(&self) -> Option<&InputResponses> {
-        self.input_responses.as_ref()
+        self.input_responses.as_deref()
     }
 
     /// A signal that trips when the client cancels the request (or the transport drops it).

@@ -958,7 +958,7 @@ async fn serve_modern(
                     client_info: meta.client_info.clone(),
                     progress_token: meta.progress_token.clone(),
                     log_level: meta.log_level,
-                    meta: Some(meta),
+                    meta: Some(Arc::new(meta)),
                     principal: transport.principal.clone(),
                     request_state: None,
                     input_responses: None,
@@ -1012,7 +1012,7 @@ async fn serve_modern(
         protocol_version: version,
         client_capabilities: meta.client_capabilities.clone().unwrap_or_default(),
         client_info: meta.client_info.clone(),
-        meta: Some(meta.clone()),
+        meta: Some(Arc::new(meta.clone())),
         principal: transport.principal.clone(),
         request_state: None,
         input_responses: None,
@@ -1070,7 +1070,7 @@ async fn serve_legacy(
                 client_capabilities: legacy.capabilities.clone(),
                 client_info: legacy.client_info.clone(),
                 progress_token: meta.as_ref().and_then(|m| m.progress_token.clone()),
-                meta,
+                meta: meta.map(Arc::new),
                 principal: call.transport.principal.clone(),
                 request_state: None,
                 input_responses: None,
@@ -1106,7 +1106,7 @@ async fn serve_legacy(
         client_capabilities: legacy.capabilities.clone(),
         client_info: legacy.client_info.clone(),
         progress_token: meta.as_ref().and_then(|m| m.progress_token.clone()),
-        meta,
+        meta: meta.map(Arc::new),
         principal: call.transport.principal.clone(),
         request_state: None,
         input_responses: None,
@@ -1608,7 +1608,7 @@ where
             ));
         }
         ctx.request_state = params.request_state().map(str::to_owned);
-        ctx.input_responses = params.input_responses().cloned();
+        ctx.input_responses = params.input_responses().cloned().map(Arc::new);
     } else {
         // 2025-11-25 has no requestState: a client's value is never handed on unverified.
         params.set_request_state(None);
