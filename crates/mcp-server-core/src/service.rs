@@ -948,26 +948,9 @@ async fn serve_modern(
                 let meta: Meta = probe_meta(request.params.as_deref())
                     .and_then(|m| serde_json::from_value(Value::Object(m)).ok())
                     .unwrap_or_default();
-                let version = meta.protocol_version.clone().unwrap_or_default();
-                let ctx = RequestContext {
-                    id: request.id.clone(),
-                    method: request.method.clone(),
-                    era: Era::Modern,
-                    protocol_version: version,
-                    client_capabilities: meta.client_capabilities.clone().unwrap_or_default(),
-                    client_info: meta.client_info.clone(),
-                    progress_token: meta.progress_token.clone(),
-                    log_level: meta.log_level,
-                    meta: Some(Arc::new(meta)),
-                    principal: transport.principal.clone(),
-                    request_state: None,
-                    input_responses: None,
-                    sink: sink.clone(),
-                    cancellation: cancel.clone(),
-                    peer: None,
-                    notifier: inner.notifier.clone(),
-                    task: Default::default(),
-                };
+                let method_name = request.method.clone();
+                let ctx =
+                    modern_context(inner, request, method_name, meta, transport, sink, cancel);
                 return Some(Box::pin(extension_request(inner, method, request, ctx)).await);
             }
             // The method is checked before its params: a removed method (`initialize`,
@@ -1005,25 +988,15 @@ async fn serve_modern(
     if !modern_method_served(&inner.server, method) {
         return Some(Err(ErrorObject::method_not_found(&request.method)));
     }
-    let ctx = RequestContext {
-        id: request.id.clone(),
-        method: method.to_owned(),
-        era: Era::Modern,
-        protocol_version: version,
-        client_capabilities: meta.client_capabilities.clone().unwrap_or_default(),
-        client_info: meta.client_info.clone(),
-        meta: Some(Arc::new(meta.clone())),
-        principal: transport.principal.clone(),
-        request_state: None,
-        input_responses: None,
-        progress_token: meta.progress_token.clone(),
-        log_level: meta.log_level,
-        sink: sink.clone(),
-        cancellation: cancel.clone(),
-        peer: None,
-        notifier: inner.notifier.clone(),
-        task: Default::default(),
-    };
+    let ctx = modern_context(
+        inner,
+        request,
+        method.to_owned(),
+        meta.clone(),
+        transport,
+        sink,
+        cancel,
+    );
     match typed {
         ClientRequest::Discover(_) => Some(discover(inner)),
         ClientRequest::SubscriptionsListen(params) => {
@@ -1031,6 +1004,74 @@ async fn serve_modern(
             Box::pin(listen(inner, &request.id, params, principal, sink, cancel)).await
         }
         other => Some(execute(inner, other, ctx, transport).await),
+    }
+}
+
+/// The context of a 2026-07-28 request: what it knows of its client comes from its `_meta`.
+fn modern_context(
+    inner: &Inner,
+    request: &JsonRpcRequest,
+    method: String,
+    meta: Meta,
+    transport: &TransportContext,
+    sink: &Sink,
+    cancel: &CancellationToken,
+) -> RequestContext {
+    RequestContext {
+        id: request.id.clone(),
+        method,
+        era: Era::Modern,
+        protocol_version: meta.protocol_version.clone().unwrap_or_default(),
+        client_capabilities: meta.client_capabilities.clone().unwrap_or_default(),
+        client_info: meta.client_info.clone(),
+        progress_token: meta.progress_token.clone(),
+        log_level: meta.log_level,
+        meta: Some(Arc::new(meta)),
+        principal: transport.principal.clone(),
+        request_state: None,
+        input_responses: None,
+        sink: sink.clone(),
+        cancellation: cancel.clone(),
+        peer: None,
+        notifier: inner.notifier.clone(),
+        task: Default::default(),
+    }
+}
+
+/// The context of a 2025-11-25 request: what it knows of its client comes from the session's
+/// `initialize`, the request's own `_meta` adds its progress token.
+#[allow(clippy::too_many_arguments)]
+fn legacy_context(
+    inner: &Inner,
+    request: &JsonRpcRequest,
+    method: String,
+    meta: Option<Meta>,
+    legacy: &LegacyState,
+    call: &LegacyCall<'_>,
+    sink: &Sink,
+    cancel: &CancellationToken,
+) -> RequestContext {
+    RequestContext {
+        id: request.id.clone(),
+        method,
+        era: Era::Legacy,
+        protocol_version: legacy.protocol_version.clone(),
+        client_capabilities: legacy.capabilities.clone(),
+        client_info: legacy.client_info.clone(),
+        progress_token: meta.as_ref().and_then(|m| m.progress_token.clone()),
+        meta: meta.map(Arc::new),
+        principal: call.transport.principal.clone(),
+        request_state: None,
+        input_responses: None,
+        log_level: legacy.log_level,
+        sink: sink.clone(),
+        cancellation: cancel.clone(),
+        peer: call.back_channel.then(|| Peer {
+            pending: call.session.pending.clone(),
+            timeout: inner.server.request_timeout,
+        }),
+        notifier: inner.notifier.clone(),
+        task: Default::default(),
     }
 }
 
@@ -1062,28 +1103,17 @@ async fn serve_legacy(
             };
             let meta: Option<Meta> = probe_meta(request.params.as_deref())
                 .and_then(|m| serde_json::from_value(Value::Object(m)).ok());
-            let ctx = RequestContext {
-                id: request.id.clone(),
-                method: request.method.clone(),
-                era: Era::Legacy,
-                protocol_version: legacy.protocol_version.clone(),
-                client_capabilities: legacy.capabilities.clone(),
-                client_info: legacy.client_info.clone(),
-                progress_token: meta.as_ref().and_then(|m| m.progress_token.clone()),
-                meta: meta.map(Arc::new),
-                principal: call.transport.principal.clone(),
-                request_state: None,
-                input_responses: None,
-                log_level: legacy.log_level,
-                sink: sink.clone(),
-                cancellation: cancel.clone(),
-                peer: call.back_channel.then(|| Peer {
-                    pending: session.pending.clone(),
-                    timeout: inner.server.request_timeout,
-                }),
-                notifier: inner.notifier.clone(),
-                task: Default::default(),
-            };
+            let method_name = request.method.clone();
+            let ctx = legacy_context(
+                inner,
+                request,
+                method_name,
+                meta,
+                &legacy,
+                call,
+                sink,
+                cancel,
+            );
             return Some(Box::pin(extension_request(inner, method, request, ctx)).await);
         }
     };
@@ -1098,28 +1128,16 @@ async fn serve_legacy(
         return Some(Err(ErrorObject::method_not_found(&request.method)));
     }
     let meta = typed.meta().cloned();
-    let ctx = RequestContext {
-        id: request.id.clone(),
-        method: method.to_owned(),
-        era: Era::Legacy,
-        protocol_version: legacy.protocol_version.clone(),
-        client_capabilities: legacy.capabilities.clone(),
-        client_info: legacy.client_info.clone(),
-        progress_token: meta.as_ref().and_then(|m| m.progress_token.clone()),
-        meta: meta.map(Arc::new),
-        principal: call.transport.principal.clone(),
-        request_state: None,
-        input_responses: None,
-        log_level: legacy.log_level,
-        sink: sink.clone(),
-        cancellation: cancel.clone(),
-        peer: call.back_channel.then(|| Peer {
-            pending: session.pending.clone(),
-            timeout: inner.server.request_timeout,
-        }),
-        notifier: inner.notifier.clone(),
-        task: Default::default(),
-    };
+    let ctx = legacy_context(
+        inner,
+        request,
+        method.to_owned(),
+        meta,
+        &legacy,
+        call,
+        sink,
+        cancel,
+    );
     let empty = || to_raw(&EmptyResult::default());
     Some(match typed {
         ClientRequest::Ping(_) => empty(),
