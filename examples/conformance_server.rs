@@ -2,7 +2,7 @@
 //! (`@modelcontextprotocol/conformance`), built on the `mcp` facade.
 //!
 //! ```text
-//! conformance-server [--port N]      # serves http://127.0.0.1:N/mcp (default 3001)
+//! conformance-server [--port N]      # serves http://127.0.0.1:N/mcp (default 3001; 0: any free port, announced on stderr)
 //! ```
 //!
 //! One endpoint serves both eras: a 2025-11-25 client runs `initialize` and gets a session
@@ -959,7 +959,13 @@ async fn main() -> Result<(), mcp::ServeError> {
             std::process::exit(2);
         }
     };
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    // Bound before it is announced, so `--port 0` tells a test the port the system chose
+    // and nobody has to pick a free port and hope it stays free.
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    let addr = listener.local_addr()?;
     eprintln!("conformance-server: serving http://{addr}/mcp");
-    mcp::http::serve(server(), addr).await
+    mcp::http::endpoint(server())?
+        .serve_with_shutdown(listener, "/mcp", std::future::pending())
+        .await?;
+    Ok(())
 }

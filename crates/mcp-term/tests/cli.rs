@@ -1,27 +1,15 @@
 //! `mcp-term` against the example servers, in separate processes, both eras, with no terminal:
 //! answers come from `--answer` and `--answers` files, and an unanswered question exits 10.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-/// `target/<profile>/examples/<name>`; `cargo xtask test` builds the examples first.
-fn example(name: &str) -> PathBuf {
-    let mut dir = std::env::current_exe().expect("the test binary has a path");
-    dir.pop();
-    if dir.ends_with("deps") {
-        dir.pop();
-    }
-    let path = dir.join("examples").join(name);
-    assert!(
-        path.exists(),
-        "{} is not built: run `cargo build -p mcp-examples --examples` first (`cargo xtask test` does)",
-        path.display()
-    );
-    path
-}
+mod support;
+
+use support::{Http, example};
 
 fn stdio(name: &str) -> Vec<String> {
     vec!["--".into(), example(name).display().to_string()]
@@ -81,66 +69,6 @@ fn temp(name: &str, contents: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, contents).unwrap();
     path
-}
-
-/// An example server over HTTP on a free port, stopped when dropped.
-struct Http {
-    child: Child,
-    url: String,
-}
-
-impl Http {
-    fn start(name: &str, args: &[&str]) -> Http {
-        let mut child = Command::new(example(name))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the example starts");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let line = lines
-            .next()
-            .expect("the server says where it listens")
-            .unwrap();
-        let start = line
-            .find("http://")
-            .unwrap_or_else(|| panic!("no URL in {line:?}"));
-        let mut url = line[start..].trim().to_owned();
-        if !url.ends_with("/mcp") {
-            url.push_str("/mcp");
-        }
-        std::thread::spawn(move || for _ in lines {});
-        // Some servers announce the address before they bind it: wait until it accepts.
-        let addr = url
-            .trim_start_matches("http://")
-            .trim_end_matches("/mcp")
-            .to_owned();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while std::net::TcpStream::connect(&addr).is_err() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{name} never accepted on {addr}"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        Http { child, url }
-    }
-}
-
-impl Drop for Http {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[test]
@@ -676,8 +604,7 @@ fn info_shows_the_era_and_exactly_what_was_advertised() {
 
 #[test]
 fn sampling_and_roots_answer_rounds_in_both_eras() {
-    let port = free_port().to_string();
-    let server = Http::start("conformance-server", &["--port", &port]);
+    let server = Http::start("conformance-server", &["--port", "0"]);
     let root = std::env::temp_dir();
     let out = term(
         &[
@@ -743,8 +670,7 @@ fn sampling_and_roots_answer_rounds_in_both_eras() {
 
 #[test]
 fn prompts_resources_and_read_out() {
-    let port = free_port().to_string();
-    let server = Http::start("conformance-server", &["--port", &port]);
+    let server = Http::start("conformance-server", &["--port", "0"]);
     let out = term(&["prompts", &server.url], &[], None);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stdout.is_empty());
@@ -839,8 +765,7 @@ fn bearer_tokens_from_the_environment_or_a_header() {
 
 #[test]
 fn progress_and_logs_go_to_stderr_in_both_eras() {
-    let port = free_port().to_string();
-    let server = Http::start("conformance-server", &["--port", &port]);
+    let server = Http::start("conformance-server", &["--port", "0"]);
     for era in ["2026-07-28", "2025-11-25"] {
         let out = term(
             &["call", "test_tool_with_progress", &server.url, "--era", era],

@@ -2,24 +2,12 @@
 //! person (one answer is invalid and must be asked again), `capture-pane` checks the screen.
 //! `.ci/run` installs tmux; without it these tests fail and say so.
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-fn example(name: &str) -> PathBuf {
-    let mut dir = std::env::current_exe().expect("the test binary has a path");
-    dir.pop();
-    if dir.ends_with("deps") {
-        dir.pop();
-    }
-    let path = dir.join("examples").join(name);
-    assert!(
-        path.exists(),
-        "{} is not built: run `cargo xtask test`",
-        path.display()
-    );
-    path
-}
+mod support;
+
+use support::{Http, example};
 
 /// One detached tmux session on its own socket, killed when dropped.
 struct Pane {
@@ -224,38 +212,11 @@ fn a_url_request_shows_the_host_and_waits_for_consent() {
 
 #[test]
 fn a_person_answers_a_sampling_request() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    struct Stop(std::process::Child);
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let _server = Stop(
-        Command::new(example("conformance-server"))
-            .args(["--port", &port.to_string()])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "the conformance server never listened"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let server = Http::start("conformance-server", &["--port", "0"]);
     let cmd = format!(
-        "{} call test_sampling 'prompt=Capital of France?' http://127.0.0.1:{port}/mcp --sampling prompt; echo EXIT=$?; sleep 600",
-        env!("CARGO_BIN_EXE_mcp-term")
+        "{} call test_sampling 'prompt=Capital of France?' {} --sampling prompt; echo EXIT=$?; sleep 600",
+        env!("CARGO_BIN_EXE_mcp-term"),
+        server.url
     );
     let pane = Pane::start("sampling", &cmd);
     let screen = pane.wait_for("reply (empty declines):");
@@ -359,33 +320,8 @@ fn the_readme_shows_the_true_terminal_text() {
 
 #[test]
 fn ctrl_c_in_a_tasks_form_cancels_the_task() {
-    struct Stop(std::process::Child);
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let _server = Stop(
-        Command::new(example("builds"))
-            .args(["--http", &format!("127.0.0.1:{port}")])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "Builds never listened");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let url = format!("http://127.0.0.1:{port}/mcp");
+    let server = Http::start("builds", &["--http", "127.0.0.1:0"]);
+    let url = server.url.clone();
     let term = env!("CARGO_BIN_EXE_mcp-term");
     // A first run without a terminal leaves the task waiting and its pending file.
     let first = Command::new(term)
