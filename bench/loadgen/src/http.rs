@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
+use hyper::header::{self, HeaderValue};
 use hyper::{Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
@@ -25,7 +26,7 @@ const STOP: u8 = 2;
 /// One client connection.
 struct Connection {
     sender: SendRequest<Full<Bytes>>,
-    host: String,
+    host: HeaderValue,
 }
 
 impl Connection {
@@ -39,7 +40,7 @@ impl Connection {
         tokio::spawn(connection);
         Ok(Self {
             sender,
-            host: addr.to_string(),
+            host: HeaderValue::from_str(&addr.to_string()).map_err(|e| e.to_string())?,
         })
     }
 
@@ -50,11 +51,22 @@ impl Connection {
         name: &str,
         body: Vec<u8>,
     ) -> Result<(StatusCode, String, Bytes), String> {
+        // The constant headers are built once (`from_static`), not parsed per request: the
+        // load generator's CPU is taken from the server it measures.
         let request = Request::post("/mcp")
-            .header("host", &self.host)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", wire::VERSION)
+            .header(header::HOST, self.host.clone())
+            .header(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )
+            .header(
+                header::ACCEPT,
+                HeaderValue::from_static("application/json, text/event-stream"),
+            )
+            .header(
+                "mcp-protocol-version",
+                HeaderValue::from_static(wire::VERSION),
+            )
             .header("mcp-method", method)
             .header("mcp-name", name)
             .body(Full::new(Bytes::from(body)))

@@ -1,31 +1,94 @@
 //! The 2026-07-28 wire as the load generator speaks it: request bodies with the per-request
 //! `_meta` envelope, and the checks every answer must pass.
 
+use std::borrow::Cow;
+use std::fmt::Display;
+
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 /// The protocol revision every request is sent at.
 pub const VERSION: &str = "2026-07-28";
 
 /// The `tools/call` body for `tool(text)`, with `inputResponses`/`requestState` on a retry.
+///
+/// Written through typed structs rather than a `json!` tree: the load generator shares two
+/// cores with the server, and every microsecond it spends per request is taken from the
+/// server it measures (see docs/performance.md, "The load generator's own cost").
 pub fn call_body(id: u64, tool: &str, text: &str, retry: Option<&Retry>) -> Vec<u8> {
-    let mut params = json!({
-        "name": tool,
-        "arguments": {"text": text},
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": VERSION,
-            "io.modelcontextprotocol/clientInfo": {"name": "loadgen", "version": "0.0.0"},
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}
-        }
-    });
-    if let Some(retry) = retry {
-        params["inputResponses"] = Value::Object(retry.responses.clone());
-        if let Some(state) = &retry.state {
-            params["requestState"] = Value::String(state.clone());
-        }
-    }
-    let message = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    let message = CallMessage {
+        jsonrpc: "2.0",
+        id,
+        method: "tools/call",
+        params: CallParams {
+            name: tool,
+            arguments: Text { text },
+            meta: RequestMeta {
+                protocol_version: VERSION,
+                client_info: ClientInfo {
+                    name: "loadgen",
+                    version: "0.0.0",
+                },
+                client_capabilities: Capabilities {
+                    elicitation: Empty {},
+                },
+            },
+            input_responses: retry.map(|r| &r.responses),
+            request_state: retry.and_then(|r| r.state.as_deref()),
+        },
+    };
     serde_json::to_vec(&message).unwrap_or_default()
 }
+
+#[derive(Serialize)]
+struct CallMessage<'a> {
+    jsonrpc: &'static str,
+    id: u64,
+    method: &'static str,
+    params: CallParams<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CallParams<'a> {
+    name: &'a str,
+    arguments: Text<'a>,
+    #[serde(rename = "_meta")]
+    meta: RequestMeta,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    input_responses: Option<&'a Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request_state: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct Text<'a> {
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+struct RequestMeta {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+    protocol_version: &'static str,
+    #[serde(rename = "io.modelcontextprotocol/clientInfo")]
+    client_info: ClientInfo,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
+    client_capabilities: Capabilities,
+}
+
+#[derive(Serialize)]
+struct ClientInfo {
+    name: &'static str,
+    version: &'static str,
+}
+
+#[derive(Serialize)]
+struct Capabilities {
+    elicitation: Empty,
+}
+
+#[derive(Serialize)]
+struct Empty {}
 
 /// What the second leg of a multi-round call sends back.
 #[derive(Debug)]
@@ -45,6 +108,38 @@ pub enum Answer {
     InputRequired(Retry),
 }
 
+/// The members of a JSON-RPC response the checks read; the rest is skipped unparsed.
+#[derive(Deserialize)]
+struct Reply<'a> {
+    #[serde(borrow, default)]
+    jsonrpc: Cow<'a, str>,
+    #[serde(default)]
+    id: Option<u64>,
+    #[serde(borrow, default)]
+    result: Option<ReplyResult<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReplyResult<'a> {
+    #[serde(borrow, default)]
+    result_type: Option<Cow<'a, str>>,
+    #[serde(default)]
+    is_error: Option<bool>,
+    #[serde(borrow, default)]
+    content: Vec<Block<'a>>,
+    #[serde(default)]
+    input_requests: Option<Map<String, Value>>,
+    #[serde(borrow, default)]
+    request_state: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Block<'a> {
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+}
+
 /// Finds the response to `id` in a body (JSON, or SSE whose `data:` lines hold messages) and
 /// checks it: same id, and either a complete result whose first content block is `text`, or
 /// (when `allow_input` is set) an `InputRequiredResult` asking for elicitations only.
@@ -55,14 +150,16 @@ pub fn check(
     text: &str,
     allow_input: bool,
 ) -> Result<Answer, String> {
-    let message = if content_type.starts_with("text/event-stream") {
-        find_in_sse(body, id)?
+    if content_type.starts_with("text/event-stream") {
+        let message = find_in_sse(body, id)?;
+        check_message(&message, id, text, allow_input)
     } else if content_type.starts_with("application/json") {
-        serde_json::from_slice(body).map_err(|e| format!("response is not JSON: {e}"))?
+        let reply: Reply<'_> =
+            serde_json::from_slice(body).map_err(|e| format!("response is not JSON: {e}"))?;
+        check_reply(reply, id, text, allow_input, &String::from_utf8_lossy(body))
     } else {
-        return Err(format!("unexpected content-type {content_type:?}"));
-    };
-    check_message(&message, id, text, allow_input)
+        Err(format!("unexpected content-type {content_type:?}"))
+    }
 }
 
 /// Checks one parsed JSON-RPC response (see [`check`]).
@@ -72,42 +169,49 @@ pub fn check_message(
     text: &str,
     allow_input: bool,
 ) -> Result<Answer, String> {
-    if message["id"].as_u64() != Some(id) {
-        return Err(format!("response id {} is not {id}", message["id"]));
+    let reply = Reply::deserialize(message).map_err(|e| format!("{e}: {message}"))?;
+    check_reply(reply, id, text, allow_input, message)
+}
+
+fn check_reply(
+    reply: Reply<'_>,
+    id: u64,
+    text: &str,
+    allow_input: bool,
+    raw: &dyn Display,
+) -> Result<Answer, String> {
+    if reply.id != Some(id) {
+        return Err(format!("response id {:?} is not {id}: {raw}", reply.id));
     }
-    if message["jsonrpc"] != "2.0" {
+    if reply.jsonrpc != "2.0" {
         return Err("response without jsonrpc 2.0".into());
     }
-    let result = &message["result"];
-    if !result.is_object() {
-        return Err(format!("no result: {message}"));
-    }
-    match result["resultType"].as_str() {
+    let Some(result) = reply.result else {
+        return Err(format!("no result: {raw}"));
+    };
+    match result.result_type.as_deref() {
         None | Some("complete") => {
-            if result["isError"] == true {
-                return Err(format!("tool error: {result}"));
+            if result.is_error == Some(true) {
+                return Err(format!("tool error: {raw}"));
             }
-            let echoed = result["content"][0]["text"].as_str();
+            let echoed = result.content.first().and_then(|b| b.text.as_deref());
             if echoed != Some(text) {
                 return Err(format!("echoed {echoed:?}, sent {text:?}"));
             }
             Ok(Answer::Complete)
         }
         Some("input_required") if allow_input => {
-            let requests = result["inputRequests"]
-                .as_object()
+            let requests = result
+                .input_requests
                 .ok_or("input_required without inputRequests")?;
             let mut responses = Map::new();
             for (key, request) in requests {
                 if request["method"] != "elicitation/create" {
                     return Err(format!("unexpected input request {request}"));
                 }
-                responses.insert(
-                    key.clone(),
-                    json!({"action": "accept", "content": {"ok": true}}),
-                );
+                responses.insert(key, json!({"action": "accept", "content": {"ok": true}}));
             }
-            let state = result["requestState"].as_str().map(str::to_owned);
+            let state = result.request_state.map(Cow::into_owned);
             Ok(Answer::InputRequired(Retry { responses, state }))
         }
         Some(other) => Err(format!("unexpected resultType {other:?}")),
@@ -145,6 +249,53 @@ fn parse_event(data: &str, id: u64) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The typed body is the `json!` tree the load generator sent before, member for member.
+    #[test]
+    fn call_bodies_are_the_json_they_were() {
+        let plain: Value = serde_json::from_slice(&call_body(7, "echo", "a \"b\"", None)).unwrap();
+        assert_eq!(
+            plain,
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+                "name": "echo",
+                "arguments": {"text": "a \"b\""},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": VERSION,
+                    "io.modelcontextprotocol/clientInfo": {"name": "loadgen", "version": "0.0.0"},
+                    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}
+                }
+            }})
+        );
+        let mut responses = Map::new();
+        responses.insert("c".into(), json!({"action": "accept"}));
+        let retry = Retry {
+            responses,
+            state: Some("s.1".into()),
+        };
+        let again: Value =
+            serde_json::from_slice(&call_body(8, "confirm_echo", "t", Some(&retry))).unwrap();
+        assert_eq!(
+            again["params"]["inputResponses"],
+            json!({"c": {"action": "accept"}})
+        );
+        assert_eq!(again["params"]["requestState"], "s.1");
+        assert_eq!(plain["params"].as_object().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn a_tool_error_and_a_missing_result_fail() {
+        let error = br#"{"jsonrpc":"2.0","id":3,"result":{"isError":true,"content":[{"type":"text","text":"hi"}]}}"#;
+        let e = check("application/json", error, 3, "hi", false).unwrap_err();
+        assert!(e.starts_with("tool error: "), "{e}");
+        let none = br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"no"}}"#;
+        let e = check("application/json", none, 3, "hi", false).unwrap_err();
+        assert!(e.starts_with("no result: "), "{e}");
+        let old = br#"{"jsonrpc":"1.0","id":3,"result":{"content":[{"type":"text","text":"hi"}]}}"#;
+        assert_eq!(
+            check("application/json", old, 3, "hi", false).unwrap_err(),
+            "response without jsonrpc 2.0"
+        );
+    }
 
     #[test]
     fn json_echo_is_checked() {
