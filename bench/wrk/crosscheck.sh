@@ -29,10 +29,16 @@ one() { # server conns
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     "$bin/$server" --http "$port" >/dev/null 2>&1 &
     pid=$!
+    local up=
     for _ in $(seq 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then up=1; break; fi
         sleep 0.05
     done
+    if [ -z "$up" ]; then
+        kill "$pid" 2>/dev/null || true
+        echo "$server never listened on 127.0.0.1:$port" >&2
+        exit 1
+    fi
     wrk -t1 -c"$conns" -d1s -s "$script" "http://127.0.0.1:$port/mcp" >/dev/null
     before=$(cpu_ticks "$pid")
     out=$(wrk -t1 -c"$conns" -d"${secs}s" -s "$script" "http://127.0.0.1:$port/mcp")

@@ -156,7 +156,7 @@ pub fn check(
     } else if content_type.starts_with("application/json") {
         let reply: Reply<'_> =
             serde_json::from_slice(body).map_err(|e| format!("response is not JSON: {e}"))?;
-        check_reply(reply, id, text, allow_input, &String::from_utf8_lossy(body))
+        check_reply(reply, id, text, allow_input, &Lossy(body))
     } else {
         Err(format!("unexpected content-type {content_type:?}"))
     }
@@ -171,6 +171,16 @@ pub fn check_message(
 ) -> Result<Answer, String> {
     let reply = Reply::deserialize(message).map_err(|e| format!("{e}: {message}"))?;
     check_reply(reply, id, text, allow_input, message)
+}
+
+/// A body shown in an error message, decoded only if one is written: a correct answer pays
+/// no UTF-8 scan for it.
+struct Lossy<'a>(&'a [u8]);
+
+impl Display for Lossy<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&String::from_utf8_lossy(self.0))
+    }
 }
 
 fn check_reply(
@@ -279,7 +289,6 @@ mod tests {
             json!({"c": {"action": "accept"}})
         );
         assert_eq!(again["params"]["requestState"], "s.1");
-        assert_eq!(plain["params"].as_object().unwrap().len(), 3);
     }
 
     #[test]

@@ -948,9 +948,7 @@ async fn serve_modern(
                 let meta: Meta = probe_meta(request.params.as_deref())
                     .and_then(|m| serde_json::from_value(Value::Object(m)).ok())
                     .unwrap_or_default();
-                let method_name = request.method.clone();
-                let ctx =
-                    modern_context(inner, request, method_name, meta, transport, sink, cancel);
+                let ctx = modern_context(inner, request, meta, transport, sink, cancel);
                 return Some(Box::pin(extension_request(inner, method, request, ctx)).await);
             }
             // The method is checked before its params: a removed method (`initialize`,
@@ -988,15 +986,7 @@ async fn serve_modern(
     if !modern_method_served(&inner.server, method) {
         return Some(Err(ErrorObject::method_not_found(&request.method)));
     }
-    let ctx = modern_context(
-        inner,
-        request,
-        method.to_owned(),
-        meta.clone(),
-        transport,
-        sink,
-        cancel,
-    );
+    let ctx = modern_context(inner, request, meta.clone(), transport, sink, cancel);
     match typed {
         ClientRequest::Discover(_) => Some(discover(inner)),
         ClientRequest::SubscriptionsListen(params) => {
@@ -1011,7 +1001,6 @@ async fn serve_modern(
 fn modern_context(
     inner: &Inner,
     request: &JsonRpcRequest,
-    method: String,
     meta: Meta,
     transport: &TransportContext,
     sink: &Sink,
@@ -1019,7 +1008,7 @@ fn modern_context(
 ) -> RequestContext {
     RequestContext {
         id: request.id.clone(),
-        method,
+        method: request.method.clone(),
         era: Era::Modern,
         protocol_version: meta.protocol_version.clone().unwrap_or_default(),
         client_capabilities: meta.client_capabilities.clone().unwrap_or_default(),
@@ -1040,11 +1029,9 @@ fn modern_context(
 
 /// The context of a 2025-11-25 request: what it knows of its client comes from the session's
 /// `initialize`, the request's own `_meta` adds its progress token.
-#[allow(clippy::too_many_arguments)]
 fn legacy_context(
     inner: &Inner,
     request: &JsonRpcRequest,
-    method: String,
     meta: Option<Meta>,
     legacy: &LegacyState,
     call: &LegacyCall<'_>,
@@ -1053,7 +1040,7 @@ fn legacy_context(
 ) -> RequestContext {
     RequestContext {
         id: request.id.clone(),
-        method,
+        method: request.method.clone(),
         era: Era::Legacy,
         protocol_version: legacy.protocol_version.clone(),
         client_capabilities: legacy.capabilities.clone(),
@@ -1103,17 +1090,7 @@ async fn serve_legacy(
             };
             let meta: Option<Meta> = probe_meta(request.params.as_deref())
                 .and_then(|m| serde_json::from_value(Value::Object(m)).ok());
-            let method_name = request.method.clone();
-            let ctx = legacy_context(
-                inner,
-                request,
-                method_name,
-                meta,
-                &legacy,
-                call,
-                sink,
-                cancel,
-            );
+            let ctx = legacy_context(inner, request, meta, &legacy, call, sink, cancel);
             return Some(Box::pin(extension_request(inner, method, request, ctx)).await);
         }
     };
@@ -1128,16 +1105,7 @@ async fn serve_legacy(
         return Some(Err(ErrorObject::method_not_found(&request.method)));
     }
     let meta = typed.meta().cloned();
-    let ctx = legacy_context(
-        inner,
-        request,
-        method.to_owned(),
-        meta,
-        &legacy,
-        call,
-        sink,
-        cancel,
-    );
+    let ctx = legacy_context(inner, request, meta, &legacy, call, sink, cancel);
     let empty = || to_raw(&EmptyResult::default());
     Some(match typed {
         ClientRequest::Ping(_) => empty(),
