@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -90,26 +90,6 @@ fn free_port() -> Result<u16, String> {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .map_err(|e| format!("no free port: {e}"))
-}
-
-fn ensure_installed(binary: &str, package: &str) -> Result<PathBuf, String> {
-    let find = || {
-        ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"]
-            .iter()
-            .map(|d| Path::new(d).join(binary))
-            .find(|p| p.is_file())
-    };
-    if let Some(path) = find() {
-        return Ok(path);
-    }
-    eprintln!("xtask: {binary} is missing; apt-get install {package}");
-    let _ = Command::new("apt-get").args(["update", "-qq"]).status();
-    run(Command::new("apt-get")
-        .args(["install", "-y", "-qq", package])
-        .env("DEBIAN_FRONTEND", "noninteractive"))?;
-    find().ok_or(format!(
-        "{binary} is still missing after installing {package}"
-    ))
 }
 
 fn wait_for_port(port: u16, what: &str) -> Result<(), String> {
@@ -237,8 +217,9 @@ impl Drop for Guard {
 pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
     let o = options(args)?;
     let started = Instant::now();
-    let redis_server = ensure_installed("redis-server", "redis-server")?;
-    let nginx = ensure_installed("nginx", "nginx")?;
+    // `cargo xtask fleet` has installed both (xtask/setup), or stopped naming them.
+    let redis_server = xtask_setup::require_program("redis-server")?;
+    let nginx = xtask_setup::require_program("nginx")?;
     let mut build = cargo();
     build.args([
         "build",

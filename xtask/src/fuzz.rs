@@ -72,10 +72,8 @@ pub(crate) fn fuzz(args: &[String]) -> Result<(), String> {
         .status()
         .is_ok_and(|s| s.success());
     if !has_fuzz {
-        if !ci {
-            return Err("cargo-fuzz is not installed (`cargo install cargo-fuzz --locked`)".into());
-        }
-        crate::run(Command::new("cargo").args(["install", "cargo-fuzz", "--locked", "--quiet"]))?;
+        // `cargo xtask fuzz` installs it first (xtask/setup) unless installing is off.
+        return Err("cargo-fuzz is not installed (`cargo install cargo-fuzz --locked`)".into());
     }
     let root = workspace_root();
     let fuzz_dir = root.join("fuzz");

@@ -1,5 +1,10 @@
 //! Project automation, run as `cargo xtask <command>`.
 //!
+//! `cargo xtask` runs the `xtask-setup` crate first (`xtask/setup`): it checks, and installs
+//! where it can, what the command needs from the machine, then runs this program.
+//!
+//! - `setup`: what every suite needs from the machine (packages, toolchains, tools), installed
+//!   as root or named with the command that installs it (see `xtask/setup`).
 //! - `layers`: fails when a crate depends on a crate above it in the layer table of DESIGN.md,
 //!   or on a third-party crate its row does not allow, or when a tracked file refers to a path
 //!   outside the repository (a folder beside the clone, a machine's absolute paths).
@@ -37,7 +42,15 @@ const PYTHON_MCP: &str = "mcp==2.3.0";
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
+    // Run directly (`cargo run -p xtask`), nothing has checked the machine yet.
+    if let Some(command) = args.first().filter(|c| *c != "setup")
+        && let Err(message) = xtask_setup::ensure_for_command(command)
+    {
+        eprintln!("xtask: {message}");
+        return ExitCode::FAILURE;
+    }
     let result = match args.first().map(String::as_str) {
+        Some("setup") => xtask_setup::command(&args[1..]),
         Some("layers") => layers(),
         Some("test") => test(&args[1..]),
         Some("ci") => ci(),
@@ -50,7 +63,8 @@ fn main() -> ExitCode {
         Some("fleet") => fleet::fleet(&args[1..]),
         Some("python-env") => python_env().map(|py| println!("{}", py.display())),
         _ => Err(format!(
-            "usage: cargo xtask <layers|test|ci|conformance|interop|bench|attack|fuzz|fleet|python-env>\n  \
+            "usage: cargo xtask <setup|layers|test|ci|conformance|interop|bench|attack|fuzz|fleet|python-env>\n  \
+             setup       check and install what the tests need from the machine [--check] [SUITE...]\n  \
              layers      check the crate layering of DESIGN.md and that no file points outside the tree\n  \
              test        run every test (sets up the Python interop venv first)\n  \
              ci          fmt, clippy, cargo-deny, test, conformance, interop, attack --quick\n  \
@@ -61,10 +75,8 @@ fn main() -> ExitCode {
              bench       side-by-side benchmarks vs rmcp, a hyper floor, the Python SDK [--quick]\n  \
              attack      hostile peers against the example servers, with a legitimate client beside [--quick]\n  \
              fuzz        every fuzz target (nightly, cargo-fuzz) [--seconds N] [--ci] [TARGET...]\n  \
-             fleet       3 fleet instances behind nginx on Redis, a load through a key rotation and
-              \
-             a SIGKILL (installs nginx and redis-server when missing) [--flows N] [--concurrency C]
-  \
+             fleet       3 fleet instances behind nginx on Redis, a load through a key rotation and\n              \
+             a SIGKILL [--flows N] [--concurrency C]\n  \
              python-env  create target/py with {PYTHON_MCP} and print its python"
         )),
     };

@@ -53,7 +53,7 @@ impl Redis {
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("redis-server is not installed (apt-get install redis-server)");
+            .expect("redis-server is not installed: `cargo xtask test` checks for it first, and `cargo xtask setup test` installs it");
         for _ in 0..500 {
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
                 return Redis { child, port };

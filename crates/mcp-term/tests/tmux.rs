@@ -41,7 +41,7 @@ impl Pane {
                 shell_command,
             ])
             .status()
-            .expect("tmux is installed (.ci/run installs it: apt-get install tmux)");
+            .expect("tmux is not installed: `cargo xtask test` checks for it first, and `cargo xtask setup test` installs it");
         assert!(status.success(), "tmux new-session failed");
         pane
     }
