@@ -80,6 +80,26 @@ impl std::fmt::Debug for RequestContext {
 }
 
 impl RequestContext {
+    /// Trims what a task's body keeps of its creating request for the task's whole life
+    /// (review W1): the declared capabilities as flags, the extensions by name without their
+    /// settings, and `_meta` sharing that trimmed copy instead of whatever the client sent.
+    pub(crate) fn keep_for_task(&mut self) {
+        let declared = &self.client_capabilities;
+        let mut caps = crate::gating::ClientSupport::of(declared).to_capabilities();
+        caps.extensions = declared.extensions.as_ref().map(|e| {
+            e.keys()
+                .map(|k| (k.clone(), mcp_types::JsonObject::new()))
+                .collect()
+        });
+        let caps = Arc::new(caps);
+        if let Some(meta) = &self.meta {
+            let mut meta = Meta::clone(meta);
+            meta.client_capabilities = Some(caps.clone());
+            self.meta = Some(Arc::new(meta));
+        }
+        self.client_capabilities = caps;
+    }
+
     /// The JSON-RPC id of the request.
     pub fn request_id(&self) -> &RequestId {
         &self.id

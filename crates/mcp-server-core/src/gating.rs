@@ -115,6 +115,72 @@ impl Requirement {
     }
 }
 
+/// What a client declared it can answer, in five flags: all that a task keeps of the
+/// capabilities its creating request carried (review W1). Arbitrary JSON a client put in its
+/// capabilities is not kept for the task's life, nor copied on every poll and lease renewal.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct ClientSupport {
+    /// Form-mode elicitation.
+    #[serde(default)]
+    pub form_elicitation: bool,
+    /// URL-mode elicitation.
+    #[serde(default)]
+    pub url_elicitation: bool,
+    /// Sampling.
+    #[serde(default)]
+    pub sampling: bool,
+    /// Sampling with tools.
+    #[serde(default)]
+    pub sampling_tools: bool,
+    /// Roots.
+    #[serde(default)]
+    pub roots: bool,
+}
+
+impl ClientSupport {
+    const REQUIREMENTS: [Requirement; 5] = [
+        Requirement::FormElicitation,
+        Requirement::UrlElicitation,
+        Requirement::Sampling,
+        Requirement::SamplingTools,
+        Requirement::Roots,
+    ];
+
+    /// The flags of `caps`.
+    pub fn of(caps: &ClientCapabilities) -> Self {
+        ClientSupport {
+            form_elicitation: caps.supports_form_elicitation(),
+            url_elicitation: caps.supports_url_elicitation(),
+            sampling: caps.supports_sampling(),
+            sampling_tools: caps.supports_sampling_tools(),
+            roots: caps.supports_roots(),
+        }
+    }
+
+    /// Whether `requirement` is declared.
+    pub fn meets(self, requirement: Requirement) -> bool {
+        match requirement {
+            Requirement::FormElicitation => self.form_elicitation,
+            Requirement::UrlElicitation => self.url_elicitation,
+            Requirement::Sampling => self.sampling,
+            Requirement::SamplingTools => self.sampling_tools,
+            Requirement::Roots => self.roots,
+        }
+    }
+
+    /// Capabilities that declare exactly these flags, each with an empty settings object.
+    pub fn to_capabilities(self) -> ClientCapabilities {
+        let mut caps = ClientCapabilities::default();
+        for requirement in Self::REQUIREMENTS {
+            if self.meets(requirement) {
+                requirement.add_to(&mut caps);
+            }
+        }
+        caps
+    }
+}
+
 /// Checks every input request of a round against the declared capabilities. On a gap, the
 /// `-32021` error lists every missing capability.
 pub(crate) fn check_input_requests<'a>(

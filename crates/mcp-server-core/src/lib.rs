@@ -21,6 +21,7 @@ mod cancel;
 mod context;
 pub mod events;
 pub mod gating;
+mod json_size;
 mod limits;
 mod memory;
 mod notify;

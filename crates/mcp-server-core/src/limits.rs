@@ -12,7 +12,9 @@ pub struct SessionLimits {
     pub max_subscription_uri: usize,
     /// The largest `initialize` params kept for a session's life, in bytes of JSON (default
     /// 16 KiB): `clientInfo` and `capabilities` are stored, so a larger `initialize` is refused
-    /// with `-32602 "initialize params exceed N bytes"` and no session is opened.
+    /// with `-32602 "initialize params exceed N bytes"` and no session is opened. The same cap
+    /// applies to every request's `_meta`, which is kept while the request runs (a task's for
+    /// the task's life): `-32602 "_meta exceeds N bytes; …"`.
     pub max_initialize_params: usize,
     /// How many unsolicited notifications (list changes, resource updates) wait for a
     /// session's reader (default 256). When the reader does not keep up, newer ones are dropped

@@ -948,6 +948,11 @@ async fn serve_modern(
                 let meta: Meta = probe_meta(request.params.as_deref())
                     .and_then(|m| serde_json::from_value(Value::Object(m)).ok())
                     .unwrap_or_default();
+                if let Err(e) =
+                    check_meta_size(request, &meta, inner.server.limits.max_initialize_params)
+                {
+                    return Some(Err(e));
+                }
                 let ctx = modern_context(inner, request, meta, transport, sink, cancel);
                 return Some(Box::pin(extension_request(inner, method, request, ctx)).await);
             }
@@ -972,6 +977,9 @@ async fn serve_modern(
     if let Err(e) = check_version(&version) {
         return Some(Err(e));
     }
+    if let Err(e) = check_meta_size(request, meta, inner.server.limits.max_initialize_params) {
+        return Some(Err(e));
+    }
     let method = typed.method();
     if crate::tasks::is_task_method(method) {
         let caps = meta.client_capabilities.clone().unwrap_or_default();
@@ -994,6 +1002,27 @@ async fn serve_modern(
             Box::pin(listen(inner, &request.id, params, principal, sink, cancel)).await
         }
         other => Some(execute(inner, other, ctx, transport).await),
+    }
+}
+
+/// A request's `_meta` (its client capabilities and identity on 2026-07-28) is kept for as long
+/// as the request runs, a task's for the task's whole life, so it is capped like the
+/// `initialize` params a legacy session keeps (review W1). Params no longer than the cap cannot
+/// hold a larger `_meta`, so an ordinary request costs one comparison.
+fn check_meta_size(request: &JsonRpcRequest, meta: &Meta, limit: usize) -> Result<(), ErrorObject> {
+    if request
+        .params
+        .as_ref()
+        .is_none_or(|p| p.get().len() <= limit)
+    {
+        return Ok(());
+    }
+    if crate::json_size::encoded_len_within(meta, limit) {
+        Ok(())
+    } else {
+        Err(ErrorObject::invalid_params(format!(
+            "_meta exceeds {limit} bytes; send smaller clientCapabilities, clientInfo and _meta members"
+        )))
     }
 }
 
@@ -1090,6 +1119,12 @@ async fn serve_legacy(
             };
             let meta: Option<Meta> = probe_meta(request.params.as_deref())
                 .and_then(|m| serde_json::from_value(Value::Object(m)).ok());
+            if let Some(meta) = &meta
+                && let Err(e) =
+                    check_meta_size(request, meta, inner.server.limits.max_initialize_params)
+            {
+                return Some(Err(e));
+            }
             let ctx = legacy_context(inner, request, meta, &legacy, call, sink, cancel);
             return Some(Box::pin(extension_request(inner, method, request, ctx)).await);
         }
@@ -1105,6 +1140,11 @@ async fn serve_legacy(
         return Some(Err(ErrorObject::method_not_found(&request.method)));
     }
     let meta = typed.meta().cloned();
+    if let Some(meta) = &meta
+        && let Err(e) = check_meta_size(request, meta, inner.server.limits.max_initialize_params)
+    {
+        return Some(Err(e));
+    }
     let ctx = legacy_context(inner, request, meta, &legacy, call, sink, cancel);
     let empty = || to_raw(&EmptyResult::default());
     Some(match typed {

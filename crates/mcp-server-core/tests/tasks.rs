@@ -369,3 +369,52 @@ async fn a_legacy_session_never_gets_a_task() {
         .await;
     assert_eq!(get["error"]["code"], -32601);
 }
+
+/// Review W1: a task's body lives for the task's whole life, so it keeps only what its
+/// creating request declared (the flags, the extension names), not whatever JSON the client
+/// stuffed into its capabilities; and a `_meta` over the cap is refused before anything runs.
+#[tokio::test]
+async fn a_task_keeps_what_its_client_declared_not_what_it_stuffed_into_meta() {
+    let report = ToolDef::new("report")
+        .arguments::<NoArgs>()
+        .task(TaskSupport::Required)
+        .handler(|ctx, _: NoArgs| async move {
+            let caps = serde_json::to_value(ctx.client_capabilities()).unwrap();
+            let meta_caps = ctx
+                .meta()
+                .and_then(|m| m.client_capabilities.as_deref())
+                .map(|c| serde_json::to_value(c).unwrap());
+            json!({"caps": caps, "meta": meta_caps}).to_string()
+        });
+    let service = McpServer::new("tasks-test")
+        .tool(report)
+        .tasks(TaskConfig::new())
+        .into_service()
+        .unwrap();
+    let mut client = TestClient::new(&service);
+    let stuffed = json!({
+        "elicitation": {"form": {}, "junk": "x"},
+        "sampling": {"tools": {}},
+        "extensions": {TASKS: {"settings": [1, 2, 3]}},
+        "experimental": {"big": {"a": 1}},
+        "pad": "x".repeat(1000),
+    });
+    let created = call(&mut client, "report", stuffed).await;
+    let id = task_id(&created);
+    let done = poll_until(&mut client, &id, |v| status(v) == "completed").await;
+    let text = done["result"]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    let kept: Value = serde_json::from_str(text).unwrap();
+    let trimmed = json!({"elicitation": {"form": {}}, "sampling": {"tools": {}},
+        "extensions": {TASKS: {}}});
+    assert_eq!(kept, json!({"caps": trimmed, "meta": trimmed}));
+
+    // Over the cap (the initialize-params one, 16 KiB by default): refused, no task made.
+    let padded = json!({"extensions": {TASKS: {}}, "pad": "x".repeat(17 * 1024)});
+    let refused = call(&mut client, "report", padded).await;
+    assert_eq!(
+        refused["error"],
+        json!({"code": -32602, "message": "_meta exceeds 16384 bytes; send smaller clientCapabilities, clientInfo and _meta members"})
+    );
+}

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
+use mcp_server_core::gating::ClientSupport;
 use mcp_server_core::tasks::{Lease, StoreError, StoreFuture, TaskRecord, TaskStore, Terminal};
-use mcp_types::capabilities::ClientCapabilities;
 use mcp_types::mrtr::InputRequests;
 use mcp_types::{ErrorObject, JsonObject};
 use serde::{Deserialize, Serialize};
@@ -33,7 +33,10 @@ return 1
 struct Stored {
     id: String,
     owner: Option<String>,
-    client_capabilities: ClientCapabilities,
+    /// Five flags (older records kept the whole capabilities object under another name,
+    /// which is ignored: such a task asks for nothing).
+    #[serde(default)]
+    client_support: ClientSupport,
     status_message: Option<String>,
     created_at_ms: u64,
     last_updated_at_ms: u64,
@@ -58,7 +61,7 @@ fn to_text(r: &TaskRecord) -> Result<String, StoreError> {
     let stored = Stored {
         id: r.id.clone(),
         owner: r.owner.clone(),
-        client_capabilities: r.client_capabilities.clone(),
+        client_support: r.client_support,
         status_message: r.status_message.clone(),
         created_at_ms: r.created_at_ms,
         last_updated_at_ms: r.last_updated_at_ms,
@@ -85,7 +88,7 @@ fn from_text(text: &str) -> Result<TaskRecord, StoreError> {
     Ok(TaskRecord {
         id: s.id,
         owner: s.owner,
-        client_capabilities: s.client_capabilities,
+        client_support: s.client_support,
         status_message: s.status_message,
         created_at_ms: s.created_at_ms,
         last_updated_at_ms: s.last_updated_at_ms,

@@ -98,7 +98,7 @@ fn record(id: &str, ttl_ms: Option<u64>) -> TaskRecord {
     TaskRecord {
         id: id.into(),
         owner: Some("alice".into()),
-        client_capabilities: Default::default(),
+        client_support: Default::default(),
         status_message: None,
         created_at_ms: now,
         last_updated_at_ms: now,

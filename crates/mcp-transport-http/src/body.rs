@@ -107,8 +107,9 @@ impl Drop for SessionStream {
 /// The body of every response the MCP endpoint sends.
 pub struct McpBody {
     kind: Kind,
-    /// A capacity permit (in-flight requests) released when the body is done or dropped.
-    permit: Option<OwnedSemaphorePermit>,
+    /// A capacity permit (in-flight requests) released when the body is done or dropped (and
+    /// when whatever else shares it, such as a detached legacy request, is done too).
+    permit: Option<Arc<OwnedSemaphorePermit>>,
     /// The request's replay-guard claims, marked done when the body is dropped (written, or
     /// its connection gone).
     delivery: Option<Arc<Delivery>>,
@@ -176,7 +177,7 @@ impl McpBody {
     }
 
     /// This body, holding `permit` until it is done.
-    pub(crate) fn holding(mut self, permit: OwnedSemaphorePermit) -> Self {
+    pub(crate) fn holding(mut self, permit: Arc<OwnedSemaphorePermit>) -> Self {
         self.permit = Some(permit);
         self
     }

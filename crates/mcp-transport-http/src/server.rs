@@ -30,7 +30,7 @@ use mcp_types::{
 };
 use serde_json::Value;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::auth::{AuthError, ProtectedResource, TokenVerifier};
 use crate::body::{McpBody, StreamSlot};
@@ -74,6 +74,16 @@ struct LegacySession {
     stream: Arc<StreamSlot>,
     /// Numbers the session's POST streams (`p1`, `p2`, …) for their event ids.
     posts: Arc<std::sync::atomic::AtomicU64>,
+    /// The session's own in-flight cap (`SessionLimits::max_in_flight`), detached requests
+    /// included.
+    in_flight: Arc<Semaphore>,
+}
+
+/// What a legacy request holds until its handler ends, even after its client hung up: its
+/// permits of the server's and the session's in-flight caps.
+struct Held {
+    _server: Arc<OwnedSemaphorePermit>,
+    _session: Option<OwnedSemaphorePermit>,
 }
 
 /// The session's GET stream in event ids (`g.7`); POST streams are `p{n}`.
@@ -861,10 +871,12 @@ impl Inner {
         if let Err(refused) = check_post_headers(&parts.headers, accepted) {
             return refused;
         }
-        // Held until the answer is sent: the whole exchange counts against the cap.
+        // Held until the answer is sent, and by a legacy request that runs on after its client
+        // hung up until it ends: the whole exchange counts against the cap.
         let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
             return busy("Too many requests in flight; retry shortly");
         };
+        let permit = Arc::new(permit);
         let bytes = match self.read_body(body).await {
             Ok(bytes) => bytes,
             Err(refused) => return refused,
@@ -885,6 +897,7 @@ impl Inner {
                 delivery: Some(delivery.clone()),
             },
             headers: request_headers,
+            permit: permit.clone(),
         };
         self.route(message, incoming, session_id)
             .await
@@ -1270,10 +1283,11 @@ impl Inner {
         };
         let session = Arc::new(LegacySession {
             id: id.clone(),
-            session,
             principal,
             stream: Arc::new(StreamSlot::new(unsolicited)),
             posts: Arc::default(),
+            in_flight: Arc::new(Semaphore::new(session.limits().max_in_flight.max(1))),
+            session,
         });
         if let Ok(mut sessions) = self.sessions.lock() {
             sessions.insert(id.clone(), session);
@@ -1296,12 +1310,37 @@ impl Inner {
         let Some(session) = self.session(id, incoming.transport.principal.as_ref()) else {
             return plain(StatusCode::NOT_FOUND, "Session not found");
         };
+        // Only requests run handlers: notifications and the client's answers to the server's
+        // own questions always get through, or a session at its cap could never finish.
+        let session_permit = match &message {
+            JsonRpcMessage::Request(_) => match session.in_flight.clone().try_acquire_owned() {
+                Ok(permit) => Some(permit),
+                Err(_) => {
+                    return busy_owned(format!(
+                        "Too many requests in flight on this session (at most {}); retry shortly",
+                        session.session.limits().max_in_flight
+                    ));
+                }
+            },
+            _ => None,
+        };
+        let held = Held {
+            _server: incoming.permit.clone(),
+            _session: session_permit,
+        };
         let resumable = incoming.sse.then(|| Resumable {
             events: self.events.clone(),
             session: session.id.clone(),
             posts: session.posts.clone(),
         });
-        legacy(&session.session, message, incoming.transport, resumable).await
+        legacy(
+            &session.session,
+            message,
+            incoming.transport,
+            resumable,
+            held,
+        )
+        .await
     }
 
     /// Forgets the SSE history of a session that closed.
@@ -1546,6 +1585,8 @@ struct Incoming {
     headers: Arc<HeaderMap>,
     transport: TransportContext,
     sse: bool,
+    /// The request's share of the server's in-flight cap.
+    permit: Arc<OwnedSemaphorePermit>,
 }
 
 /// `Content-Type` and `Accept` of a POST.
@@ -1672,6 +1713,14 @@ fn preflight(headers: &HeaderMap) -> Response<McpBody> {
     response
 }
 
+fn busy_owned(text: String) -> Response<McpBody> {
+    let mut response = plain_owned(StatusCode::SERVICE_UNAVAILABLE, text);
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
+
 fn plain_owned(status: StatusCode, text: String) -> Response<McpBody> {
     let mut response = Response::new(McpBody::full(text));
     *response.status_mut() = status;
@@ -1783,6 +1832,7 @@ async fn legacy(
     message: JsonRpcMessage,
     transport: TransportContext,
     resumable: Option<Resumable>,
+    held: Held,
 ) -> Response<McpBody> {
     let sse = resumable.is_some();
     match session.handle_with(message, transport, sse) {
@@ -1795,7 +1845,7 @@ async fn legacy(
                 (JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_), _) => {
                     json(StatusCode::OK, &first)
                 }
-                (_, Some(resumable)) => sse_response(record(resumable, first, stream)),
+                (_, Some(resumable)) => sse_response(record(resumable, first, stream, held)),
                 (_, None) => {
                     // A JSON-only client cannot receive mid-call requests; send the final answer.
                     while let Some(next) = stream.next().await {
@@ -1812,8 +1862,14 @@ async fn legacy(
 
 /// The SSE body of a resumable POST answer: a priming event, then each message stored and
 /// sent with its id. The request runs to its end even when the client went away (its session
-/// closing still cancels it), so its answer waits in the history.
-fn record(resumable: Resumable, first: JsonRpcMessage, mut stream: ResponseStream) -> McpBody {
+/// closing still cancels it), so its answer waits in the history; until then it holds its
+/// in-flight permits (`held`), so hanging up does not free a place under the caps.
+fn record(
+    resumable: Resumable,
+    first: JsonRpcMessage,
+    mut stream: ResponseStream,
+    held: Held,
+) -> McpBody {
     let (tx, rx) = tokio::sync::mpsc::channel(FRAME_QUEUE);
     let Resumable {
         events,
@@ -1846,6 +1902,7 @@ fn record(resumable: Resumable, first: JsonRpcMessage, mut stream: ResponseStrea
                 live = None;
             }
         }
+        drop(held);
         if let Err(e) = events.finish(&session, &name).await {
             tracing::warn!(error = %e, "could not mark an SSE stream ended in the event store");
         }

@@ -640,3 +640,117 @@ async fn configured_origins_get_cors_and_other_values_are_refused() {
     assert!(answer.ends_with("Missing Host header"), "{answer}");
     server.shutdown().await;
 }
+
+/// POSTs `tools/call provision` (which elicits) on a legacy session over SSE, reads until the
+/// first `data:` event (the elicitation), and hangs up: the handler goes on, detached, waiting
+/// for an answer that never comes (review W2).
+async fn call_and_hang_up(port: u16, session: &str, id: u32) {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "provision", "arguments": {}}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\nmcp-session-id: {session}\r\n\
+         content-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut seen = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("elicitation/create") {
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut chunk))
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "no elicitation within 10 s: {}",
+                    String::from_utf8_lossy(&seen)
+                )
+            })
+            .unwrap();
+        assert!(
+            n > 0,
+            "the stream ended: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&chunk[..n]);
+    }
+    assert!(seen.starts_with(b"HTTP/1.1 200 OK"));
+}
+
+/// Review W2: a 2025-11-25 client that reads the first SSE event and hangs up leaves its
+/// handler running (a disconnect is not a cancellation), and that handler still counts
+/// against the server's in-flight cap until it ends: the loop cannot pile up handlers.
+#[tokio::test]
+async fn detached_legacy_requests_still_count_against_the_in_flight_cap() {
+    let endpoint = McpHttpService::new(service(Arc::default())).max_in_flight(3);
+    let server = start(endpoint).await;
+    let session = open_session(&server.url, &[]).await;
+    for id in 0..3 {
+        call_and_hang_up(server.port, &session, id).await;
+    }
+    let headers = [("mcp-session-id", session.as_str())];
+    let (status, _, body) = post(&server.url, &headers, &call("whoami", json!({}), false)).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Too many requests in flight; retry shortly"
+        )
+    );
+    // Closing the session cancels its detached handlers, and their permits come back.
+    let (status, _, _) = send(hyper::Method::DELETE, &server.url, &headers, "").await;
+    assert_eq!(status, StatusCode::OK);
+    let fresh = open_session(&server.url, &[]).await;
+    let headers = [("mcp-session-id", fresh.as_str())];
+    let (status, _, body) = post(&server.url, &headers, &call("whoami", json!({}), false)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    server.shutdown().await;
+}
+
+/// Review W2: one legacy session runs at most `SessionLimits::max_in_flight` requests at once
+/// (as `docs/limits.md` says), detached ones included; another session is not affected, and
+/// the session's answers to its own elicitations are never refused by that cap.
+#[tokio::test]
+async fn one_legacy_session_runs_at_most_its_max_in_flight() {
+    let mut limits = mcp_server_core::SessionLimits::default();
+    limits.max_in_flight = 2;
+    let ask = Resolver::new("region", |_| async {
+        Resolution::<Region>::elicit("Which region?")
+    });
+    let provision = ToolDef::new("provision")
+        .resolve::<Accepted<Region>>("region", ask)
+        .handler_resolved(|_c, _a: JsonObject, mut r| async move {
+            let Accepted(Region { region }) = r.take::<Accepted<Region>>("region")?;
+            Ok::<_, String>(region)
+        });
+    let service = McpServer::new("Limits")
+        .tool(provision)
+        .tool(ToolDef::new("whoami").handler(|_c, _a: JsonObject| async { "anonymous" }))
+        .session_limits(limits)
+        .into_service()
+        .unwrap();
+    let server = start(McpHttpService::new(service)).await;
+    let session = open_session(&server.url, &[]).await;
+    for id in 0..2 {
+        call_and_hang_up(server.port, &session, id).await;
+    }
+    let headers = [("mcp-session-id", session.as_str())];
+    let (status, _, body) = post(&server.url, &headers, &call("whoami", json!({}), false)).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Too many requests in flight on this session (at most 2); retry shortly"
+        )
+    );
+    // Notifications and responses are not requests: the cap does not refuse them.
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let (status, _, body) = post(&server.url, &headers, &note).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let other = open_session(&server.url, &[]).await;
+    let headers = [("mcp-session-id", other.as_str())];
+    let (status, _, body) = post(&server.url, &headers, &call("whoami", json!({}), false)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    server.shutdown().await;
+}

@@ -50,7 +50,7 @@ pub use store::{
 
 use crate::cancel::CancellationToken;
 use crate::context::RequestContext;
-use crate::gating::Requirement;
+use crate::gating::{ClientSupport, Requirement};
 use crate::peer::PeerError;
 use crate::server::{BoxFuture, HandlerResult};
 use crate::service::CatchUnwind;
@@ -668,7 +668,7 @@ impl RequestContext {
         let record = TaskRecord {
             id: id.clone(),
             owner: launch.owner.clone(),
-            client_capabilities: self.client_capabilities().clone(),
+            client_support: ClientSupport::of(self.client_capabilities()),
             status_message: None,
             created_at_ms: now,
             last_updated_at_ms: now,
@@ -703,6 +703,7 @@ impl RequestContext {
         ctx.request_state = None;
         ctx.input_responses = None;
         ctx.sink = crate::sink::Sink::detached();
+        ctx.keep_for_task();
         let work: BoxFuture<HandlerResult<CallToolResult>> = Box::pin(body(ctx));
         let running = Running::start(&engine.inner.running);
         tokio::spawn(async move {

@@ -13,7 +13,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use mcp_types::capabilities::ClientCapabilities;
+use crate::gating::ClientSupport;
 use mcp_types::ext::tasks::TaskStatus;
 use mcp_types::mrtr::InputRequests;
 use mcp_types::{ErrorObject, JsonObject};
@@ -63,9 +63,9 @@ pub struct TaskRecord {
     /// The principal that created it (see [`owner_key`](super::owner_key)); `None` without
     /// authentication. Every `tasks/*` call is checked against it.
     pub owner: Option<String>,
-    /// The `clientCapabilities` of the creating request: the task asks only for what they
-    /// declared.
-    pub client_capabilities: ClientCapabilities,
+    /// What the creating request's `clientCapabilities` declared (five flags, not the
+    /// capabilities themselves): the task asks only for that.
+    pub client_support: ClientSupport,
     /// Free text about the status.
     pub status_message: Option<String>,
     /// Creation time, ms since the Unix epoch.
@@ -599,7 +599,7 @@ mod tests {
         TaskRecord {
             id: id.into(),
             owner: None,
-            client_capabilities: ClientCapabilities::default(),
+            client_support: ClientSupport::default(),
             status_message: None,
             created_at_ms: now,
             last_updated_at_ms: now,
