@@ -246,6 +246,36 @@ impl ProtectedResource {
     }
 }
 
+/// What a client is told of a verifier's refusal: fixed texts, and a scope list only when it
+/// is one (RFC 6749 scope tokens), else this resource's required scopes. The verifier's own
+/// words may name internal hosts or leak why a token failed: they go to the log at debug.
+fn normalize_verifier_error(error: AuthError, protected: &ProtectedResource) -> AuthError {
+    tracing::debug!(reason = %error, "the verifier refused a token");
+    match error {
+        AuthError::Missing => AuthError::Missing,
+        AuthError::InvalidToken(_) => {
+            AuthError::InvalidToken(crate::server::VERIFIER_REFUSAL.to_owned())
+        }
+        AuthError::InvalidDpopProof(_) => {
+            AuthError::InvalidDpopProof(crate::server::VERIFIER_DPOP_REFUSAL.to_owned())
+        }
+        AuthError::InsufficientScope(scope) => {
+            let token_char =
+                |c: char| c == '!' || ('#'..='[').contains(&c) || (']'..='~').contains(&c);
+            let is_scope_list = !scope.trim().is_empty()
+                && scope.len() <= 1024
+                && scope
+                    .split(' ')
+                    .all(|t| !t.is_empty() && t.chars().all(token_char));
+            if is_scope_list {
+                AuthError::InsufficientScope(scope)
+            } else {
+                AuthError::InsufficientScope(protected.required_scopes.join(" "))
+            }
+        }
+    }
+}
+
 /// Authenticates a `method` request with `headers`: the token from `Authorization: Bearer`
 /// or `Authorization: DPoP`, what `verifier` says of it, this resource's audience and scopes,
 /// and for a DPoP-bound token the `DPoP` proof.
@@ -270,13 +300,8 @@ pub(crate) async fn authenticate(
     let verified = match verifier.verify(token).await {
         Ok(verified) => verified,
         // The verifier's own words may name internal hosts: they stay in the log.
-        Err(AuthError::InvalidToken(why)) => {
-            tracing::debug!(reason = %why, "the verifier refused a token");
-            return Err(AuthError::InvalidToken(
-                crate::server::VERIFIER_REFUSAL.to_owned(),
-            ));
-        }
-        Err(e) => return Err(e),
+        // Every variant is normalized (review W21), not only `InvalidToken`.
+        Err(e) => return Err(normalize_verifier_error(e, protected)),
     };
     protected.admit(&verified)?;
     match (&verified.dpop_jkt, dpop_scheme) {

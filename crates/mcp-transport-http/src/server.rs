@@ -512,6 +512,9 @@ pub async fn shutdown_signal() {
 /// The `error_description` of every token a verifier refuses, whatever its reason.
 pub(crate) const VERIFIER_REFUSAL: &str = "the access token is not valid";
 
+/// What a client is told when the token verifier refuses the DPoP binding (its reason is logged).
+pub(crate) const VERIFIER_DPOP_REFUSAL: &str = "the DPoP proof was refused";
+
 /// How often a draining server looks whether its connections and tasks are done.
 const DRAIN_POLL: Duration = Duration::from_millis(20);
 
@@ -912,12 +915,19 @@ impl Inner {
         parts: &hyper::http::request::Parts,
     ) -> Result<Option<String>, Response<McpBody>> {
         let mut cors = None;
+        // A second Origin or Host is refused rather than ignored (review W23): whoever reads
+        // the other one would decide on another value than this check did. Scheme and host
+        // compare without regard to case, as browsers and DNS treat them.
+        let repeated = |name| parts.headers.get_all(name).iter().nth(1).is_some();
         if let Some(origin) = parts.headers.get(header::ORIGIN) {
             let refused = || plain(StatusCode::FORBIDDEN, "Invalid Origin header");
+            if repeated(header::ORIGIN) {
+                return Err(refused());
+            }
             let origin = origin.to_str().map_err(|_| refused())?;
             let allowed = match &self.allowed_origins {
-                Some(list) => list.iter().any(|o| o == origin),
-                None => local_origin(origin),
+                Some(list) => list.iter().any(|o| o.eq_ignore_ascii_case(origin)),
+                None => local_origin(&origin.to_ascii_lowercase()),
             };
             if !allowed {
                 return Err(refused());
@@ -927,6 +937,9 @@ impl Inner {
             }
         }
         let refused = || plain(StatusCode::MISDIRECTED_REQUEST, "Invalid Host header");
+        if repeated(header::HOST) {
+            return Err(refused());
+        }
         let host = match parts.headers.get(header::HOST) {
             Some(host) => host.to_str().map_err(|_| refused())?,
             None => match parts.uri.authority() {
@@ -940,8 +953,8 @@ impl Inner {
             },
         };
         let allowed = match &self.allowed_hosts {
-            Some(list) => list.iter().any(|h| h == host),
-            None => local_host(host),
+            Some(list) => list.iter().any(|h| h.eq_ignore_ascii_case(host)),
+            None => local_host(&host.to_ascii_lowercase()),
         };
         if !allowed {
             return Err(refused());
@@ -1262,7 +1275,14 @@ impl Inner {
             );
         }
         let principal = incoming.transport.principal.clone();
-        let (session, unsolicited) = self.service.connect(incoming.transport.clone());
+        // The session keeps who opened it, never the handshake's headers (review W5: up to
+        // hyper's ~400 KB of them, for the session's whole life); each later request brings
+        // its own.
+        let kept = TransportContext {
+            principal: incoming.transport.principal.clone(),
+            ..TransportContext::default()
+        };
+        let (session, unsolicited) = self.service.connect(kept);
         let answer = session
             .handle_with(
                 JsonRpcMessage::Request(request),
@@ -1629,16 +1649,28 @@ fn parse_message(bytes: &[u8]) -> Result<JsonRpcMessage, Response<McpBody>> {
     })
 }
 
-/// Whether a decoded `Mcp-Param-*` value mirrors the argument: strings exactly, integers
-/// numerically (`42.0` is `42`), booleans as `true`/`false`.
+/// Whether a decoded `Mcp-Param-*` value mirrors the argument: strings exactly, booleans as
+/// `true`/`false`, integers exactly (`42.0` is `42` only where a double holds every integer,
+/// up to 2^53: review W16, an intermediary must not see another id than the tool acts on),
+/// other numbers as doubles.
 fn mirrors(header: &str, value: &Value) -> bool {
     match value {
         Value::String(s) => header == s,
         Value::Bool(b) => header == if *b { "true" } else { "false" },
-        Value::Number(n) => match (header.parse::<f64>(), n.as_f64()) {
-            (Ok(h), Some(v)) => h.is_finite() && h == v,
-            _ => false,
-        },
+        Value::Number(n) => {
+            let integer = n.as_i64().map(i128::from).or(n.as_u64().map(i128::from));
+            let double = header.parse::<f64>().ok().filter(|h| h.is_finite());
+            match integer {
+                Some(v) => match header.parse::<i128>() {
+                    Ok(h) => h == v,
+                    Err(_) => double.is_some_and(|h| {
+                        const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+                        h.fract() == 0.0 && h.abs() <= EXACT && h as i128 == v
+                    }),
+                },
+                None => double.is_some_and(|h| n.as_f64() == Some(h)),
+            }
+        }
         _ => false,
     }
 }
@@ -1955,6 +1987,20 @@ fn history_refusal(error: &EventStoreError) -> Response<McpBody> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Review W16: past 2^53 two integers a double cannot tell apart are different arguments.
+    #[test]
+    fn a_param_header_mirrors_an_integer_exactly() {
+        let big = serde_json::json!(9_007_199_254_740_993_u64);
+        assert!(mirrors("9007199254740993", &big));
+        assert!(!mirrors("9007199254740992", &big));
+        assert!(!mirrors("9007199254740992.0", &big));
+        assert!(mirrors("-5", &serde_json::json!(-5)));
+        assert!(mirrors("42.0", &serde_json::json!(42)));
+        assert!(!mirrors("42.5", &serde_json::json!(42)));
+        assert!(mirrors("0.5", &serde_json::json!(0.5)));
+        assert!(!mirrors("NaN", &serde_json::json!(0.5)));
+    }
 
     fn probe(params: &str) -> ParamsProbe {
         serde_json::from_str(params).unwrap()

@@ -255,6 +255,13 @@ impl TokenVerifier for Users {
         let result = match token {
             "alice-token" => Ok(user("client-a")),
             "bob-token" => Ok(user("client-b")),
+            "proof-token" => Err(AuthError::InvalidDpopProof(
+                "jti cache at redis://10.0.0.4 is down".into(),
+            )),
+            "scoped-token" => Err(AuthError::InsufficientScope("mcp.admin".into())),
+            "chatty-scope-token" => Err(AuthError::InsufficientScope(
+                "see http://10.0.0.3/\"policy\"".into(),
+            )),
             _ => Err(AuthError::InvalidToken(
                 "introspection at http://10.0.0.3 failed".into(),
             )),
@@ -316,6 +323,41 @@ async fn a_session_answers_only_the_principal_that_opened_it() {
         ),
         "{challenge}"
     );
+    // Every kind of refusal, not only invalid_token (review W21): a DPoP refusal gets a fixed
+    // text, and a scope list only when it is one.
+    let challenge_for = |token: &'static str| {
+        let url = server.url.clone();
+        async move {
+            let header = format!("Bearer {token}");
+            let (status, headers, _) =
+                post(&url, &[("authorization", header.as_str())], "{}").await;
+            (
+                status,
+                headers["www-authenticate"].to_str().unwrap().to_owned(),
+            )
+        }
+    };
+    let (status, challenge) = challenge_for("proof-token").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(
+        challenge.ends_with(
+            "error=\"invalid_dpop_proof\", error_description=\"the DPoP proof was refused\""
+        ),
+        "{challenge}"
+    );
+    let (status, challenge) = challenge_for("scoped-token").await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(
+        challenge.ends_with("error=\"insufficient_scope\", scope=\"mcp.admin\""),
+        "{challenge}"
+    );
+    let (status, challenge) = challenge_for("chatty-scope-token").await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(
+        challenge.ends_with("error=\"insufficient_scope\", scope=\"\""),
+        "{challenge}"
+    );
+    assert!(!challenge.contains("10.0.0"), "{challenge}");
     server.shutdown().await;
 }
 
@@ -752,5 +794,39 @@ async fn one_legacy_session_runs_at_most_its_max_in_flight() {
     let headers = [("mcp-session-id", other.as_str())];
     let (status, _, body) = post(&server.url, &headers, &call("whoami", json!({}), false)).await;
     assert_eq!(status, StatusCode::OK, "{body}");
+    server.shutdown().await;
+}
+
+/// Review W23: a second `Origin` or `Host` is refused, not ignored (only the first was
+/// checked before), and origins and hosts compare without regard to case.
+#[tokio::test]
+async fn repeated_origin_or_host_headers_are_refused_and_case_does_not_matter() {
+    let endpoint =
+        McpHttpService::new(service(Arc::default())).allowed_origins(["https://app.example"]);
+    let server = start(endpoint).await;
+    let port = server.port;
+    let body = initialize(client_info());
+    let request = |extra: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\n\
+             accept: application/json, text/event-stream\r\nconnection: close\r\n{extra}\
+             content-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let two_origins = request("origin: https://app.example\r\norigin: https://evil.example\r\n");
+    let answer = raw(port, two_origins.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 403 Forbidden"), "{answer}");
+    assert!(answer.ends_with("Invalid Origin header"), "{answer}");
+    let two_hosts = request("host: evil.example\r\n");
+    let answer = raw(port, two_hosts.as_bytes()).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 421 Misdirected Request"),
+        "{answer}"
+    );
+    assert!(answer.ends_with("Invalid Host header"), "{answer}");
+    let shouting = request("origin: HTTPS://APP.EXAMPLE\r\n");
+    let answer = raw(port, shouting.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
     server.shutdown().await;
 }
