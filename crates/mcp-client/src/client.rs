@@ -123,6 +123,7 @@ pub struct ClientBuilder {
     max_server_requests: usize,
     max_input_requests: usize,
     tasks: bool,
+    max_task_wait: Duration,
 }
 
 impl Default for ClientBuilder {
@@ -143,6 +144,7 @@ impl Default for ClientBuilder {
             max_server_requests: DEFAULT_MAX_SERVER_REQUESTS,
             max_input_requests: DEFAULT_MAX_INPUT_REQUESTS,
             tasks: false,
+            max_task_wait: tasks::DEFAULT_MAX_TASK_WAIT,
         }
     }
 }
@@ -347,6 +349,7 @@ impl ClientBuilder {
             log_level: self.log_level,
             max_server_requests: self.max_server_requests,
             max_input_requests: self.max_input_requests,
+            max_task_wait: self.max_task_wait,
             serving: Arc::new(AtomicUsize::new(0)),
             negotiated: Mutex::new(None),
             closed: Mutex::new(None),
@@ -372,6 +375,8 @@ struct Inner {
     log_level: Option<LoggingLevel>,
     max_server_requests: usize,
     max_input_requests: usize,
+    /// The longest a task is followed, whatever TTL its server names.
+    max_task_wait: Duration,
     /// Server-to-client requests being served now.
     serving: Arc<AtomicUsize>,
     negotiated: Mutex<Option<Negotiated>>,

@@ -22,7 +22,8 @@ pub use callbacks::RequestInfo;
 /// The poll limits of the client's task loop.
 pub use client::skills::{LoadedSkill, MAX_SKILL_PAGES, SkillFileContent};
 pub use client::tasks::{
-    DEFAULT_POLL_INTERVAL, MAX_POLL_INTERVAL, MAX_TASK_QUESTIONS, MIN_POLL_INTERVAL,
+    DEFAULT_MAX_TASK_WAIT, DEFAULT_POLL_INTERVAL, MAX_POLL_INTERVAL, MAX_TASK_QUESTIONS,
+    MIN_POLL_INTERVAL,
 };
 pub use client::{
     BACKOFF_CAP, BACKOFF_START, CallOptions, CallOutcome, Client, ClientBuilder,

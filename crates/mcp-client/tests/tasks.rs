@@ -275,3 +275,51 @@ async fn a_leg_hands_the_task_back_and_a_second_client_attaches_to_it() {
         Err(ClientError::InvalidRequest(_))
     ));
 }
+
+/// Review W18: a server whose task stays `working` forever and names no TTL no longer keeps
+/// `call_tool` polling forever: the client's own bound on a task's wait ends it, and the task
+/// it gave up on is cancelled.
+#[tokio::test]
+async fn a_task_that_never_ends_and_has_no_ttl_stops_at_the_clients_bound() {
+    let (stopped, mut saw_stop) = tokio::sync::mpsc::unbounded_channel();
+    let hang = ToolDef::new("hang")
+        .arguments::<NoArgs>()
+        .task(TaskSupport::Required)
+        .handler(move |ctx, _: NoArgs| {
+            let stopped = stopped.clone();
+            async move {
+                ctx.cancellation().cancelled().await;
+                let _ = stopped.send(());
+                "stopped"
+            }
+        });
+    let service = McpServer::new("forever")
+        .tool(hang)
+        .tasks(
+            TaskConfig::new()
+                .ttl(None)
+                .poll_interval(Duration::from_millis(50)),
+        )
+        .into_service()
+        .unwrap();
+    let client = Client::builder()
+        .tasks(true)
+        .max_task_wait(Duration::from_millis(300))
+        .connect(MemoryTransport::new(&service))
+        .await
+        .unwrap();
+    let outcome =
+        tokio::time::timeout(Duration::from_secs(10), client.call_tool("hang", json!({})))
+            .await
+            .expect("call_tool still polls after 10 s");
+    match outcome {
+        Err(ClientError::Timeout { method, after }) => {
+            assert_eq!(method, "tasks/get");
+            assert_eq!(after, Duration::from_millis(300));
+        }
+        other => panic!("expected the task-wait timeout, got {other:?}"),
+    }
+    tokio::time::timeout(Duration::from_secs(10), saw_stop.recv())
+        .await
+        .expect("the abandoned task was not cancelled");
+}

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use mcp::Outcome;
 use mcp::client::{
-    BACKOFF_CAP, BACKOFF_START, CallOptions, Client, ClientError, DEFAULT_POLL_INTERVAL,
-    MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, TaskHandle, ToolLeg,
+    BACKOFF_CAP, BACKOFF_START, CallOptions, Client, ClientError, DEFAULT_MAX_TASK_WAIT,
+    DEFAULT_POLL_INTERVAL, MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, TaskHandle, ToolLeg,
 };
 use mcp::types::InputRequiredResult;
 use mcp::types::ext::tasks::{Task, TaskPayload};
@@ -448,7 +448,11 @@ impl Driver {
         mut carry: InputResponses,
     ) -> Finished {
         let started = tokio::time::Instant::now();
-        let ttl = handle.created().ttl_ms.map(Duration::from_millis);
+        // A server may name no TTL and answer `working` forever (review W18): the client's
+        // bound applies as for `call_tool`.
+        let ttl = Some(handle.created().ttl_ms.map_or(DEFAULT_MAX_TASK_WAIT, |ms| {
+            Duration::from_millis(ms).min(DEFAULT_MAX_TASK_WAIT)
+        }));
         let clamp = |ms: Option<u64>| {
             ms.map(Duration::from_millis)
                 .unwrap_or(DEFAULT_POLL_INTERVAL)

@@ -34,6 +34,10 @@ pub const MAX_POLL_INTERVAL: Duration = Duration::from_secs(10);
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(500);
 /// How many input requests one task may ask the client's callbacks to answer.
 pub const MAX_TASK_QUESTIONS: usize = 1024;
+/// How long [`TaskHandle::wait`] (and so `call_tool`) follows a task by default, whatever TTL
+/// the server names: a server that answers `working` forever cannot keep a caller waiting
+/// forever.
+pub const DEFAULT_MAX_TASK_WAIT: Duration = Duration::from_secs(3600);
 
 pub(crate) type TaskStatusFn = Arc<dyn Fn(&DetailedTask) + Send + Sync>;
 
@@ -42,6 +46,15 @@ impl ClientBuilder {
     /// then answer a `tools/call` with a task, which `call_tool` follows to the end.
     pub fn tasks(mut self, enabled: bool) -> Self {
         self.tasks = enabled;
+        self
+    }
+
+    /// The longest a task is followed to its end (default [`DEFAULT_MAX_TASK_WAIT`], one
+    /// hour), or until its TTL when the server names a shorter one: past it the wait fails
+    /// with [`ClientError::Timeout`] for `tasks/get`, and the task is cancelled when
+    /// `call_tool` started it.
+    pub fn max_task_wait(mut self, limit: Duration) -> Self {
+        self.max_task_wait = limit;
         self
     }
 
@@ -167,10 +180,17 @@ impl TaskHandle {
 
     /// Polls until the task ends, answering its input requests with the client's callbacks
     /// (each key once): the result, the task's JSON-RPC error as [`ClientError::Server`], or
-    /// [`ClientError::Cancelled`]. Gives up once the task's TTL has passed.
+    /// [`ClientError::Cancelled`]. Gives up with [`ClientError::Timeout`] once the task's TTL
+    /// or the client's [`max_task_wait`](ClientBuilder::max_task_wait), whichever is shorter,
+    /// has passed (review W18: a server may name no TTL and answer `working` forever).
     pub async fn wait(&self) -> Result<CallToolResult, ClientError> {
         let started = tokio::time::Instant::now();
-        let backstop = self.created.ttl_ms.map(Duration::from_millis);
+        let limit = self.client.inner.max_task_wait;
+        let backstop = Some(
+            self.created
+                .ttl_ms
+                .map_or(limit, |ttl| Duration::from_millis(ttl).min(limit)),
+        );
         let mut interval = clamp(self.created.poll_interval_ms);
         let mut last: Option<(wire::TaskStatus, Option<String>)> = None;
         loop {
@@ -272,7 +292,10 @@ impl Client {
         let handle = self.task_handle(method, answer, options)?;
         let mut guard = CancelOnDrop(Some(handle.clone()));
         let ended = handle.wait().await;
-        guard.0 = None;
+        // A wait that gave up leaves the task to be cancelled: nobody follows it any more.
+        if !matches!(ended, Err(ClientError::Timeout { .. })) {
+            guard.0 = None;
+        }
         let result = ended?;
         mcp_types::jsonrpc::to_raw(&result).map_err(|e| ClientError::InvalidResponse(e.to_string()))
     }
