@@ -983,11 +983,15 @@ async fn serve_modern(
     let method = typed.method();
     if crate::tasks::is_task_method(method) {
         let caps = meta.client_capabilities.clone().unwrap_or_default();
+        let principal = match task_principal(inner, method, transport) {
+            Ok(principal) => principal,
+            Err(e) => return Some(Err(e)),
+        };
         let served = crate::tasks::TaskEngine::serve(
             inner.server.tasks.as_ref(),
             typed,
             &caps,
-            transport.principal.as_ref(),
+            principal.as_ref(),
         );
         return Some(Box::pin(served).await);
     }
@@ -1024,6 +1028,35 @@ fn check_meta_size(request: &JsonRpcRequest, meta: &Meta, limit: usize) -> Resul
             "_meta exceeds {limit} bytes; send smaller clientCapabilities, clientInfo and _meta members"
         )))
     }
+}
+
+/// Who a `tasks/*` request comes from: the authenticated principal, else the one the sealing
+/// boundary's principal binding resolves (a deployment whose authentication ends at a gateway),
+/// the same identity a task was created under (review W19). A binding that fails refuses the
+/// request: a task is never served to a caller nobody could name.
+fn task_principal(
+    inner: &Inner,
+    method: &str,
+    transport: &TransportContext,
+) -> Result<Option<Principal>, ErrorObject> {
+    if transport.principal.is_some() {
+        return Ok(transport.principal.clone());
+    }
+    let Some(boundary) = inner.server.boundary.as_ref() else {
+        return Ok(None);
+    };
+    let source = PrincipalSource::new(method, None);
+    let source = match transport.context.as_deref() {
+        Some(context) => source.with_context(context),
+        None => source,
+    };
+    boundary.principal(&source).map_err(|e| {
+        tracing::debug!(reason = %e.reason(), "principal binding failed for a task request");
+        ErrorObject::new(
+            mcp_types::ErrorCode::INVALID_REQUEST,
+            "The caller of this request could not be determined",
+        )
+    })
 }
 
 /// The context of a 2026-07-28 request: what it knows of its client comes from its `_meta`.
@@ -1509,12 +1542,25 @@ async fn call_tool(
     let launch = if ctx.era == Era::Modern {
         // The 2025-11-25 opt-in `params.task` means nothing on 2026-07-28.
         p.task = None;
-        crate::tasks::TaskEngine::admit(
+        // A task belongs to the caller the sealing boundary would bind state to (review W19);
+        // a binding that cannot name the caller refuses the task, not a plain call.
+        let owner = match inner.server.tasks {
+            Some(_) => task_principal(inner, methods::TOOLS_CALL, transport),
+            None => Ok(None),
+        };
+        let launch = crate::tasks::TaskEngine::admit(
             inner.server.tasks.as_ref(),
             inner.server.task_support(&p.name),
             &p.name,
             &ctx,
-        )?
+            owner.as_ref().ok().and_then(Option::as_ref),
+        )?;
+        if launch.is_some()
+            && let Err(e) = owner
+        {
+            return Err(e);
+        }
+        launch
     } else {
         None
     };

@@ -418,3 +418,59 @@ async fn a_task_keeps_what_its_client_declared_not_what_it_stuffed_into_meta() {
         json!({"code": -32602, "message": "_meta exceeds 16384 bytes; send smaller clientCapabilities, clientInfo and _meta members"})
     );
 }
+
+/// Who a gateway says the caller is: the test's stand-in for a header a deployment trusts.
+struct Gateway(&'static str);
+
+fn via_gateway(user: &'static str) -> TransportContext {
+    TransportContext {
+        context: Some(Arc::new(Gateway(user))),
+        ..TransportContext::default()
+    }
+}
+
+/// Review W19: with authentication at a gateway (a principal binding on the sealing boundary,
+/// no bearer auth), a task belongs to the principal the binding resolves, as sealed state
+/// does: another user of the same gateway does not see it, and a caller the binding cannot
+/// name gets nothing.
+#[tokio::test]
+async fn a_task_belongs_to_the_principal_the_binding_resolves() {
+    use mcp_server_core::seal::{BindPrincipalError, PrincipalSource, RequestStateSecurity};
+    let security = RequestStateSecurity::ephemeral().bind_principal(
+        |source: &PrincipalSource<'_>| match source.context_as::<Gateway>() {
+            Some(Gateway(user)) => Ok(Some(Principal::new(*user))),
+            None => Err(BindPrincipalError::new("no gateway identity")),
+        },
+    );
+    let ask_twice = ToolDef::new("ask_twice")
+        .arguments::<NoArgs>()
+        .task(TaskSupport::Required)
+        .handler(|ctx, _: NoArgs| async move {
+            match ctx.elicit::<Answer>("First word?").await {
+                Ok(ElicitationResult::Accepted(a)) => Ok(a.word),
+                _ => Err("no word".to_owned()),
+            }
+        });
+    let service = McpServer::new("gateway-tasks")
+        .tool(ask_twice)
+        .tasks(TaskConfig::new())
+        .request_state_security(security)
+        .into_service()
+        .unwrap();
+    let mut alice = TestClient::with_transport(&service, via_gateway("alice"));
+    let mut bob = TestClient::with_transport(&service, via_gateway("bob"));
+    let mut nobody = TestClient::new(&service);
+    let id = task_id(&call(&mut alice, "ask_twice", declaring()).await);
+    poll_until(&mut alice, &id, |v| status(v) == "input_required").await;
+    let seen = get(&mut bob, &id).await;
+    assert_eq!(
+        seen["error"],
+        json!({"code": -32602, "message": "Task not found"})
+    );
+    let refused = get(&mut nobody, &id).await;
+    assert_eq!(
+        refused["error"],
+        json!({"code": -32600, "message": "The caller of this request could not be determined"})
+    );
+    assert_eq!(status(&get(&mut alice, &id).await), "input_required");
+}

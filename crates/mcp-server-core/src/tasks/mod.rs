@@ -342,12 +342,14 @@ impl TaskEngine {
         }
     }
 
-    /// Decides, for a `tools/call` on 2026-07-28, whether the call may become a task.
+    /// Decides, for a `tools/call` on 2026-07-28, whether the call may become a task, owned by
+    /// `owner` (the caller as the server identifies it).
     pub(crate) fn admit(
         engine: Option<&TaskEngine>,
         support: TaskSupport,
         tool: &str,
         ctx: &RequestContext,
+        owner: Option<&Principal>,
     ) -> Result<Option<Arc<Launch>>, ErrorObject> {
         let declared = ctx
             .client_capabilities()
@@ -360,7 +362,7 @@ impl TaskEngine {
             (_, Some(_)) if !declared => Ok(None),
             (_, Some(engine)) => Ok(Some(Arc::new(Launch {
                 engine: engine.clone(),
-                owner: owner_key(ctx.principal()),
+                owner: owner_key(owner),
                 created: Mutex::new(None),
             }))),
         }
