@@ -125,8 +125,19 @@ fn machine_grant(scenario: &str, context: &Value) -> Result<Option<MachineGrant>
 /// pre-registered credentials, dynamic registration otherwise.
 fn oauth(transport: &HttpTransport, scenario: &str) -> Result<Arc<OAuth>, ClientError> {
     let fetch = transport.fetcher();
-    if let Some(grant) = machine_grant(scenario, &context().unwrap_or(Value::Null))? {
-        return Ok(Arc::new(OAuth::machine(grant, fetch)));
+    let data = context().unwrap_or(Value::Null);
+    if let Some(grant) = machine_grant(scenario, &data)? {
+        let oauth = OAuth::machine(grant, fetch);
+        let oauth = match data.get("issuer").and_then(Value::as_str) {
+            Some(issuer) => oauth.bound_to_issuer(issuer),
+            // The harness starts its authorization server on a port it picks at run time and
+            // names it only in the mock MCP server's resource metadata, not in the context:
+            // the client cannot know the issuer in advance. The credentials are the harness's
+            // throwaway test values and every server is on loopback, so trusting the server's
+            // choice risks nothing here. A real machine client binds its credential instead.
+            None => oauth.danger_send_credentials_to_any_issuer(),
+        };
+        return Ok(Arc::new(oauth));
     }
     let mut config = OAuthConfig::new("http://localhost:3030/callback");
     config.client_name = "mcp-rs conformance client".into();

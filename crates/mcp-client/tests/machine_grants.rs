@@ -2,7 +2,8 @@
 //! credentials (`client_secret_basic`, `private_key_jwt` with ES256 and RS256), the JWT bearer
 //! grant with file, environment and callback assertion sources, and enterprise-managed
 //! authorization (token exchange for an ID-JAG, then the JWT bearer grant). Every request is
-//! recorded and asserted on.
+//! recorded and asserted on. Each grant, pointed at an MCP server whose resource metadata names
+//! an authorization server its credential is not bound to, sends nothing there.
 #![cfg(feature = "oauth")]
 
 use std::sync::{Arc, Mutex};
@@ -205,7 +206,8 @@ async fn client_secret_basic_gets_a_token_with_the_resource_and_the_challenged_s
     let oauth = OAuth::machine(
         MachineGrant::ClientCredentials(ClientAuth::secret_basic("machine-1", "s3cret:x")),
         web.clone(),
-    );
+    )
+    .bound_to_issuer(AS);
     let token = oauth
         .unauthorized(SERVER, Some(CHALLENGE), None)
         .await
@@ -258,7 +260,8 @@ async fn private_key_jwt_signs_a_fresh_es256_assertion_for_the_issuer() {
     let oauth = OAuth::machine(
         MachineGrant::ClientCredentials(ClientAuth::private_key_jwt("machine-2", key)),
         web.clone(),
-    );
+    )
+    .bound_to_issuer(AS);
     oauth
         .unauthorized(SERVER, Some(CHALLENGE), None)
         .await
@@ -309,7 +312,8 @@ async fn private_key_jwt_signs_rs256_with_an_rsa_key() {
     let oauth = OAuth::machine(
         MachineGrant::ClientCredentials(ClientAuth::private_key_jwt("machine-3", key)),
         web.clone(),
-    );
+    )
+    .bound_to_issuer(AS);
     oauth
         .unauthorized(SERVER, Some(CHALLENGE), None)
         .await
@@ -352,7 +356,8 @@ async fn the_jwt_bearer_grant_presents_the_workload_assertion_and_surfaces_a_ref
             assertion: Arc::new(FileAssertion(path.clone())),
         },
         web.clone(),
-    );
+    )
+    .bound_to_issuer(AS);
     assert_eq!(
         oauth
             .unauthorized(SERVER, Some(CHALLENGE), None)
@@ -389,7 +394,8 @@ async fn the_jwt_bearer_grant_presents_the_workload_assertion_and_surfaces_a_ref
             })),
         },
         web.clone(),
-    );
+    )
+    .bound_to_issuer(AS);
     let err = oauth
         .unauthorized(SERVER, Some(CHALLENGE), None)
         .await
@@ -430,6 +436,7 @@ async fn assertion_sources_refuse_what_is_missing_empty_or_too_large() {
             },
             web(|_| issued("t"), no_idp),
         )
+        .bound_to_issuer(AS)
     };
     let err = oauth(Arc::new(EnvAssertion(
         "MCP_RS_TEST_NO_SUCH_VARIABLE".into(),
@@ -502,7 +509,7 @@ fn enterprise_grant() -> MachineGrant {
 #[tokio::test]
 async fn enterprise_authorization_exchanges_the_id_token_then_presents_the_id_jag() {
     let web = enterprise("urn:ietf:params:oauth:token-type:id-jag");
-    let oauth = OAuth::machine(enterprise_grant(), web.clone());
+    let oauth = OAuth::machine(enterprise_grant(), web.clone()).bound_to_issuer(AS);
     assert_eq!(
         oauth
             .unauthorized(SERVER, Some(CHALLENGE), None)
@@ -565,7 +572,7 @@ async fn enterprise_authorization_exchanges_the_id_token_then_presents_the_id_ja
 #[tokio::test]
 async fn enterprise_authorization_refuses_a_token_that_is_not_an_id_jag() {
     let web = enterprise("urn:ietf:params:oauth:token-type:access_token");
-    let oauth = OAuth::machine(enterprise_grant(), web.clone());
+    let oauth = OAuth::machine(enterprise_grant(), web.clone()).bound_to_issuer(AS);
     let err = oauth
         .unauthorized(SERVER, Some(CHALLENGE), None)
         .await
@@ -660,6 +667,7 @@ async fn dpop_proofs_go_with_token_requests_and_a_nonce_challenge_is_answered_on
         MachineGrant::ClientCredentials(ClientAuth::secret_basic("m", "s")),
         web.clone(),
     )
+    .bound_to_issuer(AS)
     .with_dpop(SigningKey::generate_es256().unwrap());
     assert!(!oauth.is_dpop_bound());
     let token = oauth
@@ -724,6 +732,7 @@ async fn a_dpop_token_without_dpop_is_refused_and_an_endless_nonce_demand_gets_o
         MachineGrant::ClientCredentials(ClientAuth::secret_basic("m", "s")),
         plain.clone(),
     )
+    .bound_to_issuer(AS)
     .unauthorized(SERVER, Some(CHALLENGE), None)
     .await
     .unwrap_err();
@@ -749,6 +758,7 @@ async fn a_dpop_token_without_dpop_is_refused_and_an_endless_nonce_demand_gets_o
         MachineGrant::ClientCredentials(ClientAuth::secret_basic("m", "s")),
         stubborn.clone(),
     )
+    .bound_to_issuer(AS)
     .with_dpop(SigningKey::generate_es256().unwrap())
     .unauthorized(SERVER, Some(CHALLENGE), None)
     .await
@@ -776,4 +786,420 @@ fn jwt_nonce_counter() -> usize {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
     N.fetch_add(1, Ordering::Relaxed)
+}
+
+// Issuer binding: a machine credential goes only to the authorization server it is bound to,
+// whatever the MCP server's resource metadata names (W3).
+
+/// An authorization server the hostile MCP server runs. Loopback, so that only the binding,
+/// not the https rule, stands between it and the credential.
+const EVIL: &str = "http://127.0.0.1:7000";
+const EVIL_TOKEN: &str = "http://127.0.0.1:7000/token";
+const REFUSED: &str = "the MCP server names the authorization server http://127.0.0.1:7000, but this machine credential is bound to http://localhost:5000; nothing was sent";
+
+fn as_metadata(issuer: &str, token_host: &str) -> Value {
+    json!({"issuer": issuer, "authorization_endpoint": format!("{token_host}/authorize"),
+           "token_endpoint": format!("{token_host}/token"),
+           "grant_types_supported": ["client_credentials", "urn:ietf:params:oauth:grant-type:jwt-bearer"],
+           "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "private_key_jwt"]})
+}
+
+/// An MCP server whose resource metadata names [`EVIL`], a working authorization server that
+/// issues a token to anyone. The real authorization server and the IdP answer as well, so a
+/// request that reached either would succeed.
+fn hostile() -> Arc<Web> {
+    Web::new(|r: &HttpRequest| match r.url.as_str() {
+        PRM => Some(status(
+            200,
+            json!({"resource": SERVER, "authorization_servers": [EVIL]}),
+        )),
+        "http://127.0.0.1:7000/.well-known/oauth-authorization-server" => {
+            Some(status(200, as_metadata(EVIL, EVIL)))
+        }
+        EVIL_TOKEN => Some(issued("stolen")),
+        "http://localhost:5000/.well-known/oauth-authorization-server" => {
+            Some(status(200, as_metadata(AS, AS)))
+        }
+        "http://localhost:5000/token" => Some(issued("real")),
+        "http://localhost:6000/token" => Some(status(
+            200,
+            json!({"access_token": "the-id-jag", "token_type": "N_A",
+                   "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag"}),
+        )),
+        _ => None,
+    })
+}
+
+/// Whether any recorded request carries `secret` in its URL, a header or its body.
+fn carries(web: &Web, secret: &str) -> bool {
+    web.log.lock().unwrap().iter().any(|r| {
+        r.url.contains(secret)
+            || r.headers.iter().any(|(_, v)| v.contains(secret))
+            || String::from_utf8_lossy(&r.body).contains(secret)
+    })
+}
+
+/// Runs `grant`, bound to [`AS`], against [`hostile`]: the typed error naming both issuers,
+/// one request (the resource metadata), nothing to the hostile host, no `secret` anywhere.
+async fn refused_by_a_hostile_server(grant: MachineGrant, secrets: &[&str]) {
+    let web = hostile();
+    let oauth = OAuth::machine(grant, web.clone()).bound_to_issuer(AS);
+    let err = oauth
+        .unauthorized(SERVER, Some(CHALLENGE), None)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        OAuthError::UnboundIssuer {
+            named: EVIL.into(),
+            bound: vec![AS.into()],
+        }
+    );
+    assert_eq!(err.to_string(), REFUSED);
+    assert_eq!(
+        web.urls(),
+        [PRM],
+        "nothing after the resource metadata: no metadata request, no token request, no IdP"
+    );
+    assert!(web.to(EVIL_TOKEN).is_empty());
+    for secret in secrets {
+        assert!(!carries(&web, secret), "{secret} was sent");
+    }
+    assert_eq!(oauth.access_token(), None);
+}
+
+#[tokio::test]
+async fn a_client_secret_basic_is_not_sent_to_an_authorization_server_it_is_not_bound_to() {
+    let basic = STANDARD.encode("machine-1:basic-s3cret");
+    refused_by_a_hostile_server(
+        MachineGrant::ClientCredentials(ClientAuth::secret_basic("machine-1", "basic-s3cret")),
+        &["basic-s3cret", &basic],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_client_secret_post_is_not_sent_to_an_authorization_server_it_is_not_bound_to() {
+    refused_by_a_hostile_server(
+        MachineGrant::ClientCredentials(ClientAuth {
+            client_id: "machine-1".into(),
+            method: mcp_client::oauth::ClientAuthMethod::SecretPost("post-s3cret".into()),
+        }),
+        &["post-s3cret"],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn no_client_assertion_is_signed_for_an_authorization_server_it_is_not_bound_to() {
+    let key = SigningKey::from_pkcs8_pem(RSA_PEM, "RS256").unwrap();
+    refused_by_a_hostile_server(
+        MachineGrant::ClientCredentials(ClientAuth::private_key_jwt("machine-2", key)),
+        &["client_assertion", "machine-2"],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_file_assertion_is_not_sent_to_an_authorization_server_it_is_not_bound_to() {
+    let path = std::env::temp_dir().join(format!("mcp-rs-w3-{}.jwt", std::process::id()));
+    std::fs::write(&path, "file.workload.jwt\n").unwrap();
+    refused_by_a_hostile_server(
+        MachineGrant::JwtBearer {
+            client: ClientAuth::public("workload"),
+            assertion: Arc::new(FileAssertion(path.clone())),
+        },
+        &["file.workload.jwt"],
+    )
+    .await;
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[tokio::test]
+async fn an_env_assertion_is_not_sent_to_an_authorization_server_it_is_not_bound_to() {
+    // A variable cargo sets for every test process stands for the platform's token: setting
+    // one here would race with the other tests reading the environment.
+    let value = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    refused_by_a_hostile_server(
+        MachineGrant::JwtBearer {
+            client: ClientAuth::public("workload"),
+            assertion: Arc::new(EnvAssertion("CARGO_MANIFEST_DIR".into())),
+        },
+        &[&value],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_static_assertion_is_not_sent_to_an_authorization_server_it_is_not_bound_to() {
+    refused_by_a_hostile_server(
+        MachineGrant::JwtBearer {
+            client: ClientAuth::public("workload"),
+            assertion: Arc::new(StaticAssertion("static.workload.jwt".into())),
+        },
+        &["static.workload.jwt"],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn an_assertion_source_is_not_even_asked_for_an_authorization_server_it_is_not_bound_to() {
+    let asked = Arc::new(Mutex::new(Vec::<String>::new()));
+    let seen = asked.clone();
+    refused_by_a_hostile_server(
+        MachineGrant::JwtBearer {
+            client: ClientAuth::public("workload"),
+            assertion: Arc::new(CallbackAssertion(move |audience: String| {
+                seen.lock().unwrap().push(audience);
+                async { Ok::<_, OAuthError>("callback.workload.jwt".to_owned()) }
+            })),
+        },
+        &["callback.workload.jwt"],
+    )
+    .await;
+    assert!(asked.lock().unwrap().is_empty(), "{asked:?}");
+}
+
+#[tokio::test]
+async fn an_enterprise_grant_asks_the_idp_for_nothing_for_an_authorization_server_it_is_not_bound_to()
+ {
+    let asked = Arc::new(Mutex::new(0));
+    let seen = asked.clone();
+    refused_by_a_hostile_server(
+        MachineGrant::Enterprise(EnterpriseGrant {
+            idp_token_endpoint: format!("{IDP}/token"),
+            idp_client: ClientAuth::public("idp-client"),
+            id_token: Arc::new(CallbackAssertion(move |_audience: String| {
+                *seen.lock().unwrap() += 1;
+                async { Ok::<_, OAuthError>("the-id-token".to_owned()) }
+            })),
+            client: ClientAuth::secret_basic("mcp-client", "mcp-secret"),
+        }),
+        &["the-id-token", "the-id-jag", "mcp-secret", "idp-client"],
+    )
+    .await;
+    assert_eq!(*asked.lock().unwrap(), 0, "the ID token was never read");
+}
+
+#[tokio::test]
+async fn a_machine_client_never_bound_to_an_issuer_sends_nothing() {
+    let web = web(|_| issued("cc-token"), no_idp);
+    let oauth = OAuth::machine(
+        MachineGrant::ClientCredentials(ClientAuth::secret_basic("machine-1", "s3cret")),
+        web.clone(),
+    );
+    let err = oauth
+        .unauthorized(SERVER, Some(CHALLENGE), None)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        OAuthError::UnboundIssuer {
+            named: AS.into(),
+            bound: vec![],
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "the MCP server names the authorization server http://localhost:5000, but this machine \
+         credential is bound to no authorization server (bind it with OAuth::bound_to_issuer to \
+         the issuer it was issued for); nothing was sent"
+    );
+    assert_eq!(web.urls(), [PRM]);
+}
+
+#[tokio::test]
+async fn the_bound_issuer_gets_the_token_request_and_an_allow_list_admits_each_of_its_issuers() {
+    let web = hostile();
+    let oauth = OAuth::machine(
+        MachineGrant::ClientCredentials(ClientAuth::secret_basic("machine-1", "s3cret")),
+        web.clone(),
+    )
+    .bound_to_issuer("https://as.example")
+    .bound_to_issuer(EVIL);
+    assert_eq!(
+        oauth
+            .unauthorized(SERVER, Some(CHALLENGE), None)
+            .await
+            .unwrap(),
+        "stolen",
+        "EVIL is on this client's list, so it is trusted like any bound issuer"
+    );
+    assert_eq!(
+        web.urls(),
+        [
+            PRM,
+            "http://127.0.0.1:7000/.well-known/oauth-authorization-server",
+            EVIL_TOKEN
+        ]
+    );
+
+    // Another allow-list without it names both in the refusal.
+    let web = hostile();
+    let err = OAuth::machine(
+        MachineGrant::ClientCredentials(ClientAuth::secret_basic("machine-1", "s3cret")),
+        web.clone(),
+    )
+    .bound_to_issuer("https://as.example")
+    .bound_to_issuer(AS)
+    .unauthorized(SERVER, Some(CHALLENGE), None)
+    .await
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the MCP server names the authorization server http://127.0.0.1:7000, but this machine \
+         credential is bound to https://as.example or http://localhost:5000; nothing was sent"
+    );
+    assert_eq!(web.urls(), [PRM]);
+}
+
+#[tokio::test]
+async fn an_issuer_is_compared_exactly() {
+    let web = web(|_| issued("cc-token"), no_idp);
+    let err = OAuth::machine(
+        MachineGrant::ClientCredentials(ClientAuth::secret_basic("machine-1", "s3cret")),
+        web.clone(),
+    )
+    .bound_to_issuer("http://localhost:5000/")
+    .unauthorized(SERVER, Some(CHALLENGE), None)
+    .await
+    .unwrap_err();
+    assert_eq!(
+        err,
+        OAuthError::UnboundIssuer {
+            named: AS.into(),
+            bound: vec!["http://localhost:5000/".into()],
+        }
+    );
+    assert_eq!(web.urls(), [PRM]);
+}
+
+#[tokio::test]
+async fn the_danger_opt_out_sends_the_credential_to_whichever_server_the_mcp_server_names() {
+    let web = hostile();
+    let oauth = OAuth::machine(
+        MachineGrant::ClientCredentials(ClientAuth::secret_basic("machine-1", "s3cret")),
+        web.clone(),
+    )
+    .danger_send_credentials_to_any_issuer();
+    assert_eq!(
+        oauth
+            .unauthorized(SERVER, Some(CHALLENGE), None)
+            .await
+            .unwrap(),
+        "stolen"
+    );
+    // What the opt-out risks: the secret went to the server the MCP server chose.
+    let request = &web.to(EVIL_TOKEN)[0];
+    let basic = header(request, "Authorization").unwrap();
+    assert_eq!(
+        basic,
+        format!("Basic {}", STANDARD.encode("machine-1:s3cret"))
+    );
+}
+
+#[tokio::test]
+async fn metadata_naming_another_issuer_is_refused_before_anything_is_sent() {
+    // The resource metadata names the bound issuer, but the document found there claims to be
+    // the hostile server, with its token endpoint.
+    let web = Web::new(|r: &HttpRequest| match r.url.as_str() {
+        PRM => Some(status(
+            200,
+            json!({"resource": SERVER, "authorization_servers": [AS]}),
+        )),
+        "http://localhost:5000/.well-known/oauth-authorization-server" => {
+            Some(status(200, as_metadata(EVIL, EVIL)))
+        }
+        EVIL_TOKEN => Some(issued("stolen")),
+        _ => None,
+    });
+    let err = OAuth::machine(
+        MachineGrant::ClientCredentials(ClientAuth::secret_basic("machine-1", "s3cret")),
+        web.clone(),
+    )
+    .bound_to_issuer(AS)
+    .unauthorized(SERVER, Some(CHALLENGE), None)
+    .await
+    .unwrap_err();
+    assert_eq!(
+        err,
+        OAuthError::IssuerMismatch {
+            expected: AS.into(),
+            found: EVIL.into(),
+        }
+    );
+    assert!(
+        !web.urls().iter().any(|u| u.starts_with(EVIL)),
+        "{:?}",
+        web.urls()
+    );
+    assert!(!carries(&web, "s3cret"));
+}
+
+#[tokio::test]
+async fn a_server_without_resource_metadata_is_its_own_authorization_server_and_is_refused_too() {
+    // A 2025-03-26 server: no resource metadata, so its origin is the authorization server.
+    let web = Web::new(|_| None);
+    let err = OAuth::machine(
+        MachineGrant::ClientCredentials(ClientAuth::secret_basic("machine-1", "s3cret")),
+        web.clone(),
+    )
+    .bound_to_issuer(AS)
+    .unauthorized(SERVER, None, None)
+    .await
+    .unwrap_err();
+    assert_eq!(
+        err,
+        OAuthError::UnboundIssuer {
+            named: "http://localhost:4000".into(),
+            bound: vec![AS.into()],
+        }
+    );
+    assert_eq!(
+        web.urls(),
+        [
+            PRM,
+            "http://localhost:4000/.well-known/oauth-protected-resource"
+        ],
+        "the resource metadata was looked for; nothing was sent to the server as an authorization server"
+    );
+}
+
+#[tokio::test]
+async fn of_several_listed_authorization_servers_the_bound_one_is_used() {
+    let web = Web::new(|r: &HttpRequest| match r.url.as_str() {
+        PRM => Some(status(
+            200,
+            json!({"resource": SERVER, "authorization_servers": [EVIL, AS]}),
+        )),
+        "http://127.0.0.1:7000/.well-known/oauth-authorization-server" => {
+            Some(status(200, as_metadata(EVIL, EVIL)))
+        }
+        EVIL_TOKEN => Some(issued("stolen")),
+        "http://localhost:5000/.well-known/oauth-authorization-server" => {
+            Some(status(200, as_metadata(AS, AS)))
+        }
+        "http://localhost:5000/token" => Some(issued("real")),
+        _ => None,
+    });
+    let oauth = OAuth::machine(
+        MachineGrant::ClientCredentials(ClientAuth::secret_basic("machine-1", "s3cret")),
+        web.clone(),
+    )
+    .bound_to_issuer(AS);
+    assert_eq!(
+        oauth
+            .unauthorized(SERVER, Some(CHALLENGE), None)
+            .await
+            .unwrap(),
+        "real"
+    );
+    assert_eq!(
+        web.urls(),
+        [
+            PRM,
+            "http://localhost:5000/.well-known/oauth-authorization-server",
+            "http://localhost:5000/token"
+        ]
+    );
 }

@@ -112,6 +112,7 @@ fn machine(fetch: Arc<ScriptedAs>) -> OAuth {
         MachineGrant::ClientCredentials(ClientAuth::secret_basic("machine", "s")),
         fetch,
     )
+    .bound_to_issuer(AS)
     .with_dpop(SigningKey::generate_es256().unwrap())
 }
 

@@ -5,7 +5,9 @@
 //! grant at the MCP server's authorization server.
 //!
 //! Discovery, the resource indicator and the scope are those of the interactive flow; only
-//! the token request differs.
+//! the token request differs, and where it may go: a machine credential is bound to the
+//! issuers it was configured for ([`OAuth::bound_to_issuer`]), because the MCP server, not the
+//! client, names the authorization server.
 
 use std::fmt;
 use std::future::Future;
@@ -141,6 +143,14 @@ impl ClientAuth {
 
 /// Where an assertion (a workload's platform-issued JWT, an enterprise ID token) comes from.
 /// It is asked afresh for every token request, so a rotating source stays current.
+///
+/// The audience is the issuer of the authorization server the assertion is about to be sent
+/// to (for an enterprise grant's ID token, the IdP's token endpoint). It is asked only after
+/// that issuer passed the machine client's binding ([`OAuth::bound_to_issuer`]). A source that
+/// ignores the audience and returns a token issued for one authorization server
+/// ([`FileAssertion`], [`EnvAssertion`], [`StaticAssertion`], a platform token minted for a
+/// fixed audience) must only be used with a grant bound to that server's issuer: whoever
+/// receives the token can present it there.
 pub trait AssertionSource: Send + Sync + 'static {
     /// The assertion to present to the authorization server `audience`.
     fn assertion<'a>(&'a self, audience: &'a str) -> BoxFuture<'a, Result<String, OAuthError>>;
@@ -148,6 +158,10 @@ pub trait AssertionSource: Send + Sync + 'static {
 
 /// An assertion read from a file at each use (Kubernetes projected service account tokens,
 /// `AZURE_FEDERATED_TOKEN_FILE`, GitHub's token written to disk). At most 64 KiB.
+///
+/// It ignores the audience: the file holds a token for the audience the platform minted it
+/// for. Use it only with a grant bound to that authorization server
+/// ([`OAuth::bound_to_issuer`]).
 #[derive(Debug, Clone)]
 pub struct FileAssertion(pub PathBuf);
 
@@ -163,6 +177,9 @@ impl AssertionSource for FileAssertion {
 }
 
 /// An assertion in an environment variable, read at each use. At most 64 KiB.
+///
+/// It ignores the audience, like [`FileAssertion`]: use it only with a grant bound to the
+/// authorization server the token was issued for ([`OAuth::bound_to_issuer`]).
 #[derive(Debug, Clone)]
 pub struct EnvAssertion(pub String);
 
@@ -178,6 +195,9 @@ impl AssertionSource for EnvAssertion {
 }
 
 /// A fixed assertion. Its `Debug` output hides it.
+///
+/// It ignores the audience, like [`FileAssertion`]: use it only with a grant bound to the
+/// authorization server the token was issued for ([`OAuth::bound_to_issuer`]).
 #[derive(Clone)]
 pub struct StaticAssertion(pub String);
 
@@ -195,7 +215,8 @@ impl AssertionSource for StaticAssertion {
 }
 
 /// An assertion from a callback given the audience (a cloud metadata endpoint, a secrets
-/// manager).
+/// manager). A callback that can mint a token for the audience it is given limits what a
+/// wrong authorization server could do with it; one that cannot should refuse any other.
 pub struct CallbackAssertion<F>(pub F);
 
 impl<F> fmt::Debug for CallbackAssertion<F> {
@@ -251,7 +272,8 @@ impl fmt::Debug for dyn AssertionSource {
     }
 }
 
-/// How a client without a user gets its tokens.
+/// How a client without a user gets its tokens. Give it to [`OAuth::machine`] and bind it to
+/// its authorization server with [`OAuth::bound_to_issuer`].
 #[derive(Debug)]
 pub enum MachineGrant {
     /// The client credentials grant.
@@ -268,7 +290,62 @@ pub enum MachineGrant {
     Enterprise(EnterpriseGrant),
 }
 
+/// The authorization servers a machine grant's credential may be sent to.
+#[derive(Debug, Clone, Default)]
+pub(super) struct IssuerBinding {
+    /// Issuers, compared as exact strings like every issuer here (RFC 8414 §3.3, RFC 9207).
+    issuers: Vec<String>,
+    /// [`OAuth::danger_send_credentials_to_any_issuer`]: whichever the MCP server names.
+    any: bool,
+}
+
 impl OAuth {
+    /// Binds this machine client's credential to the authorization server `issuer`: the
+    /// client secret, the signed client assertion, the workload's assertion and the enterprise
+    /// ID token go only to the authorization server with that issuer identifier. Call it once
+    /// per issuer the credential may be used with; of several authorization servers in the
+    /// resource metadata, the first one bound is used. An MCP server whose resource metadata
+    /// (or, without any, its origin) names no bound authorization server gets
+    /// [`OAuthError::UnboundIssuer`] before anything is sent or an assertion is read.
+    /// Authorization server metadata naming another `issuer` than the one it was found for is
+    /// refused as for every client ([`OAuthError::IssuerMismatch`]), and the grant checks the
+    /// metadata's `issuer` against the binding once more before it sends anything.
+    ///
+    /// The comparison is exact, as for every issuer in this crate: `https://as.example` and
+    /// `https://as.example/` are different issuers. Use the `issuer` of the authorization
+    /// server's metadata. An interactive client ignores this: its credentials are already
+    /// kept per issuer, and its user sees where the browser goes.
+    pub fn bound_to_issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.machine_issuers.issuers.push(issuer.into());
+        self
+    }
+
+    /// **Dangerous:** lets this machine client send its credential to whichever authorization
+    /// server the MCP server names. A hostile MCP server (or whoever controls its resource
+    /// metadata) then names its own authorization server and receives the client secret, or
+    /// the workload's token issued for your real authorization server, and replays it there
+    /// to act as this client. Use it only where the MCP server is as trusted as the credential
+    /// and the issuer cannot be known in advance (a test harness that starts its authorization
+    /// server on a port it picks). Otherwise use [`OAuth::bound_to_issuer`].
+    pub fn danger_send_credentials_to_any_issuer(mut self) -> Self {
+        self.machine_issuers.any = true;
+        self
+    }
+
+    /// Whether this client may send its credential to the authorization server `named`.
+    /// Always for an interactive client; for a machine client, only to an issuer it is bound
+    /// to, unless it opted out.
+    pub(super) fn machine_may_use(&self, named: &str) -> Result<(), OAuthError> {
+        let binding = &self.machine_issuers;
+        if self.machine.is_none() || binding.any || binding.issuers.iter().any(|i| i == named) {
+            return Ok(());
+        }
+        Err(OAuthError::UnboundIssuer {
+            named: named.to_owned(),
+            bound: binding.issuers.clone(),
+        })
+    }
+
     /// Obtains a token for `current` with this client's machine grant.
     pub(super) async fn machine_grant(
         &self,
@@ -276,6 +353,10 @@ impl OAuth {
         current: &Current,
         scope: Option<String>,
     ) -> Result<String, OAuthError> {
+        // Before an assertion is read, an ID-JAG asked for, or a token request sent: the
+        // issuer the resource metadata named, and the one its metadata document claims.
+        self.machine_may_use(&current.issuer)?;
+        self.machine_may_use(&current.metadata.issuer)?;
         let issuer = current.issuer.as_str();
         let resource = (!current.resource.is_empty()).then(|| current.resource.clone());
         let mut body: Vec<(&'static str, String)> = Vec::new();

@@ -341,6 +341,15 @@ pub enum OAuthError {
     Token(String),
     /// A 403 asked for scopes already requested: asking again cannot help.
     ScopeNotGranted(String),
+    /// The MCP server names an authorization server this machine client's credential is not
+    /// bound to ([`OAuth::bound_to_issuer`]); nothing was sent to it.
+    UnboundIssuer {
+        /// The issuer the MCP server named (its resource metadata, or its origin when it has
+        /// none), or the `issuer` of that server's metadata.
+        named: String,
+        /// The issuers the credential is bound to; empty when it was never bound.
+        bound: Vec<String>,
+    },
 }
 
 impl fmt::Display for OAuthError {
@@ -379,6 +388,18 @@ impl fmt::Display for OAuthError {
             OAuthError::ScopeNotGranted(scope) => write!(
                 f,
                 "the server still requires scope '{scope}' after it was requested; giving up"
+            ),
+            OAuthError::UnboundIssuer { named, bound } if bound.is_empty() => write!(
+                f,
+                "the MCP server names the authorization server {named}, but this machine \
+                 credential is bound to no authorization server (bind it with \
+                 OAuth::bound_to_issuer to the issuer it was issued for); nothing was sent"
+            ),
+            OAuthError::UnboundIssuer { named, bound } => write!(
+                f,
+                "the MCP server names the authorization server {named}, but this machine \
+                 credential is bound to {}; nothing was sent",
+                bound.join(" or ")
             ),
         }
     }
@@ -440,6 +461,8 @@ pub struct OAuth {
     current: Mutex<Option<Current>>,
     /// A grant without a browser, used instead of the authorization code flow.
     machine: Option<MachineGrant>,
+    /// The authorization servers the machine grant's credential may go to.
+    machine_issuers: grant::IssuerBinding,
     /// DPoP (RFC 9449), when on.
     dpop: Option<dpop::Dpop>,
     /// Serialises flows: concurrent 401s share one authorization.
@@ -487,6 +510,7 @@ impl OAuth {
             store,
             current: Mutex::new(None),
             machine: None,
+            machine_issuers: grant::IssuerBinding::default(),
             dpop: None,
             flow: tokio::sync::Mutex::new(()),
         }
@@ -495,6 +519,11 @@ impl OAuth {
     /// An OAuth client for a machine with no user: it gets its tokens with `grant` (client
     /// credentials, the JWT bearer grant, or enterprise-managed authorization) after the same
     /// discovery, resource indicator and scope selection as the interactive flow.
+    ///
+    /// The MCP server names the authorization server, so a hostile one could name its own and
+    /// collect the credential. A machine client therefore sends nothing until its credential is
+    /// bound to the issuer it was issued for with [`OAuth::bound_to_issuer`]; unbound, every
+    /// authorization fails with [`OAuthError::UnboundIssuer`].
     pub fn machine(grant: MachineGrant, fetch: Arc<dyn HttpFetch>) -> Self {
         Self::machine_with_store(grant, fetch, Arc::new(MemoryTokenStore::default()))
     }
@@ -566,11 +595,20 @@ impl OAuth {
                         server: server.to_owned(),
                     });
                 }
-                let issuer = prm.authorization_servers.first().cloned().ok_or_else(|| {
-                    OAuthError::Discovery(
-                        "the protected resource metadata names no authorization server".into(),
-                    )
-                })?;
+                // The first listed; for a machine client, the first its credential is bound to.
+                let issuer = prm
+                    .authorization_servers
+                    .iter()
+                    .find(|named| self.machine_may_use(named).is_ok())
+                    .or(prm.authorization_servers.first())
+                    .cloned()
+                    .ok_or_else(|| {
+                        OAuthError::Discovery(
+                            "the protected resource metadata names no authorization server".into(),
+                        )
+                    })?;
+                // Before anything reaches it, even a metadata request.
+                self.machine_may_use(&issuer)?;
                 let metadata = self.authorization_server(&issuer).await?.ok_or_else(|| {
                     OAuthError::Discovery(format!(
                         "no authorization server metadata found for {issuer}"
@@ -589,6 +627,7 @@ impl OAuth {
                 let origin = RawUrl::parse(server).map(|u| u.origin()).ok_or_else(|| {
                     OAuthError::Discovery(format!("not an http(s) URL: {server}"))
                 })?;
+                self.machine_may_use(&origin)?;
                 let metadata = match self.authorization_server(&origin).await? {
                     Some(metadata) => metadata,
                     None => AuthorizationServerMetadata {
