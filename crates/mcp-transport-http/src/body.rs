@@ -13,7 +13,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use mcp_server_core::{Delivery, ResponseStream};
 use mcp_types::JsonRpcMessage;
-use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio::sync::mpsc;
 
 /// How often an open SSE stream gets a keep-alive comment.
 pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -109,7 +109,7 @@ pub struct McpBody {
     kind: Kind,
     /// A capacity permit (in-flight requests) released when the body is done or dropped (and
     /// when whatever else shares it, such as a detached legacy request, is done too).
-    permit: Option<Arc<OwnedSemaphorePermit>>,
+    permit: Option<Arc<crate::server::Permit>>,
     /// The request's replay-guard claims, marked done when the body is dropped (written, or
     /// its connection gone).
     delivery: Option<Arc<Delivery>>,
@@ -177,7 +177,7 @@ impl McpBody {
     }
 
     /// This body, holding `permit` until it is done.
-    pub(crate) fn holding(mut self, permit: Arc<OwnedSemaphorePermit>) -> Self {
+    pub(crate) fn holding(mut self, permit: Arc<crate::server::Permit>) -> Self {
         self.permit = Some(permit);
         self
     }

@@ -50,6 +50,17 @@ pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
 pub const DEFAULT_MAX_CONNECTIONS: usize = 2_048;
 /// The most POSTs being answered at once unless configured (503 beyond).
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 1_024;
+/// The most `subscriptions/listen` streams open at once, by default: they live long, so they
+/// have their own budget instead of holding places of [`DEFAULT_MAX_IN_FLIGHT`].
+pub const DEFAULT_MAX_LISTEN_STREAMS: usize = 1_024;
+/// The most `subscriptions/listen` streams one principal (or, without authentication, one
+/// peer address) holds at once, by default.
+pub const DEFAULT_LISTEN_STREAMS_PER_CLIENT: usize = 64;
+/// The slowest average rate a request body may arrive at once its first
+/// [`BODY_RATE_GRACE`] has passed, by default (bytes per second).
+pub const DEFAULT_MIN_BODY_RATE: u64 = 8 * 1024;
+/// How long a body may take before [`DEFAULT_MIN_BODY_RATE`] applies.
+pub const BODY_RATE_GRACE: Duration = Duration::from_secs(2);
 /// How long a client may take to send its request body unless configured (408 beyond).
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a draining server keeps idle keep-alive connections open unless configured. A
@@ -82,8 +93,37 @@ struct LegacySession {
 /// What a legacy request holds until its handler ends, even after its client hung up: its
 /// permits of the server's and the session's in-flight caps.
 struct Held {
-    _server: Arc<OwnedSemaphorePermit>,
+    _server: Arc<Permit>,
     _session: Option<OwnedSemaphorePermit>,
+}
+
+/// A request's place under the server's caps (in flight, or a listen stream with its client's
+/// share), given back when the last holder (the response body, a detached legacy request)
+/// drops it.
+pub(crate) struct Permit {
+    _place: OwnedSemaphorePermit,
+    _share: Option<crate::quota::Share>,
+}
+
+/// The peer address of a connection [`McpHttpService::serve_with_shutdown`] accepted, in the
+/// request's extensions: who a client is when requests are not authenticated.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PeerAddr(pub(crate) std::net::IpAddr);
+
+/// Whose share a request counts against: its principal, else its peer address, else nobody's
+/// (a server mounted in another router without authentication sees no peer).
+fn client_key(
+    principal: Option<&Principal>,
+    extensions: &hyper::http::Extensions,
+) -> Option<String> {
+    match principal {
+        Some(principal) => {
+            mcp_server_core::tasks::owner_key(Some(principal)).map(|k| format!("p{k}"))
+        }
+        None => extensions
+            .get::<PeerAddr>()
+            .map(|peer| format!("a{}", peer.0)),
+    }
 }
 
 /// The session's GET stream in event ids (`g.7`); POST streams are `p{n}`.
@@ -102,7 +142,11 @@ struct Inner {
     max_connections: usize,
     in_flight: Arc<Semaphore>,
     max_in_flight: usize,
+    listen_streams: Arc<Semaphore>,
+    max_listen_streams: usize,
+    listen_per_client: Arc<crate::quota::Quota>,
     body_timeout: Duration,
+    min_body_rate: u64,
     sweeper: AtomicBool,
     drain_grace: Duration,
     readiness_path: Option<String>,
@@ -166,7 +210,13 @@ impl McpHttpService {
                 max_connections: DEFAULT_MAX_CONNECTIONS,
                 in_flight: Arc::new(Semaphore::new(DEFAULT_MAX_IN_FLIGHT)),
                 max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+                listen_streams: Arc::new(Semaphore::new(DEFAULT_MAX_LISTEN_STREAMS)),
+                max_listen_streams: DEFAULT_MAX_LISTEN_STREAMS,
+                listen_per_client: Arc::new(crate::quota::Quota::new(
+                    DEFAULT_LISTEN_STREAMS_PER_CLIENT,
+                )),
                 body_timeout: DEFAULT_BODY_TIMEOUT,
+                min_body_rate: DEFAULT_MIN_BODY_RATE,
                 sweeper: AtomicBool::new(false),
                 drain_grace: DEFAULT_DRAIN_GRACE,
                 readiness_path: Some(DEFAULT_READINESS_PATH.to_owned()),
@@ -191,7 +241,11 @@ impl McpHttpService {
             max_connections: arc.max_connections,
             in_flight: Arc::new(Semaphore::new(arc.max_in_flight)),
             max_in_flight: arc.max_in_flight,
+            listen_streams: Arc::new(Semaphore::new(arc.max_listen_streams)),
+            max_listen_streams: arc.max_listen_streams,
+            listen_per_client: Arc::new(crate::quota::Quota::new(arc.listen_per_client.limit())),
             body_timeout: arc.body_timeout,
+            min_body_rate: arc.min_body_rate,
             sweeper: AtomicBool::new(false),
             drain_grace: arc.drain_grace,
             readiness_path: arc.readiness_path.clone(),
@@ -201,6 +255,7 @@ impl McpHttpService {
         });
         f(&mut inner);
         inner.in_flight = Arc::new(Semaphore::new(inner.max_in_flight));
+        inner.listen_streams = Arc::new(Semaphore::new(inner.max_listen_streams));
         McpHttpService {
             inner: Arc::new(inner),
         }
@@ -244,6 +299,30 @@ impl McpHttpService {
     /// One more is answered `503 "Too many requests in flight; retry shortly"`.
     pub fn max_in_flight(self, requests: usize) -> Self {
         self.map(|i| i.max_in_flight = requests.max(1))
+    }
+
+    /// The most `subscriptions/listen` streams open at once (default
+    /// [`DEFAULT_MAX_LISTEN_STREAMS`], 1,024), apart from [`max_in_flight`](Self::max_in_flight):
+    /// one more is answered `503 "Too many listen streams; retry shortly"`.
+    pub fn max_listen_streams(self, streams: usize) -> Self {
+        self.map(|i| i.max_listen_streams = streams.max(1))
+    }
+
+    /// The most `subscriptions/listen` streams one principal holds at once, or one peer
+    /// address when requests are not authenticated (default
+    /// [`DEFAULT_LISTEN_STREAMS_PER_CLIENT`], 64): one more is answered `503 "Too many listen
+    /// streams for this client (at most N); close one first"`. A server mounted in another
+    /// router sees no peer address, and only the principal counts there.
+    pub fn listen_streams_per_client(self, streams: usize) -> Self {
+        self.map(|i| i.listen_per_client = Arc::new(crate::quota::Quota::new(streams.max(1))))
+    }
+
+    /// The slowest average rate a request body may arrive at after its first
+    /// [`BODY_RATE_GRACE`] (2 s), in bytes per second (default [`DEFAULT_MIN_BODY_RATE`], 8 KiB/s):
+    /// a body that falls behind is answered `408`, so a trickling client cannot hold its
+    /// connection for the whole [`body_timeout`](Self::body_timeout). `0` turns the check off.
+    pub fn min_body_rate(self, bytes_per_second: u64) -> Self {
+        self.map(|i| i.min_body_rate = bytes_per_second)
     }
 
     /// How long a client may take to send a request body once its headers arrived (default
@@ -379,9 +458,10 @@ impl McpHttpService {
             let endpoint = self.clone();
             let path = path.clone();
             let service =
-                hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
+                hyper::service::service_fn(move |mut request: Request<hyper::body::Incoming>| {
                     let endpoint = endpoint.clone();
                     let path = path.clone();
+                    request.extensions_mut().insert(PeerAddr(peer.ip()));
                     async move {
                         let mut response = endpoint.route_path(request, &path).await;
                         if endpoint.inner.is_draining() {
@@ -810,6 +890,46 @@ impl Inner {
         *self.draining.borrow()
     }
 
+    /// A place under the caps for `message`: a `subscriptions/listen` stream under the listen
+    /// budget and its client's share of it (review W4), anything else under `max_in_flight`.
+    fn admit(
+        &self,
+        message: &JsonRpcMessage,
+        principal: Option<&Principal>,
+        extensions: &hyper::http::Extensions,
+    ) -> Result<Arc<Permit>, Response<McpBody>> {
+        let listen = matches!(message, JsonRpcMessage::Request(r)
+            if r.method == mcp_types::methods::SUBSCRIPTIONS_LISTEN);
+        if !listen {
+            let Ok(place) = self.in_flight.clone().try_acquire_owned() else {
+                return Err(busy("Too many requests in flight; retry shortly"));
+            };
+            return Ok(Arc::new(Permit {
+                _place: place,
+                _share: None,
+            }));
+        }
+        let share = match client_key(principal, extensions) {
+            Some(client) => match self.listen_per_client.take(&client) {
+                Some(share) => Some(share),
+                None => {
+                    return Err(busy_owned(format!(
+                        "Too many listen streams for this client (at most {}); close one first",
+                        self.listen_per_client.limit()
+                    )));
+                }
+            },
+            None => None,
+        };
+        let Ok(place) = self.listen_streams.clone().try_acquire_owned() else {
+            return Err(busy("Too many listen streams; retry shortly"));
+        };
+        Ok(Arc::new(Permit {
+            _place: place,
+            _share: share,
+        }))
+    }
+
     /// One request through the pipeline: check where it comes from, authenticate, check its
     /// headers, read its body under the limits, route it by era, respond.
     async fn handle<B>(self: &Arc<Self>, request: Request<B>) -> Response<McpBody>
@@ -874,12 +994,8 @@ impl Inner {
         if let Err(refused) = check_post_headers(&parts.headers, accepted) {
             return refused;
         }
-        // Held until the answer is sent, and by a legacy request that runs on after its client
-        // hung up until it ends: the whole exchange counts against the cap.
-        let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
-            return busy("Too many requests in flight; retry shortly");
-        };
-        let permit = Arc::new(permit);
+        // The body is read before a place under the caps is taken (review W25): a client that
+        // sends its body slowly holds its connection only, and the minimum rate bounds that.
         let bytes = match self.read_body(body).await {
             Ok(bytes) => bytes,
             Err(refused) => return refused,
@@ -889,6 +1005,13 @@ impl Inner {
             Err(refused) => return refused,
         };
         drop(bytes);
+        // Held until the answer is sent, and by a legacy request that runs on after its client
+        // hung up until it ends: the whole exchange counts against the cap. A listen stream,
+        // which lives long, counts against its own budget and its client's share (review W4).
+        let permit = match self.admit(&message, principal.as_ref(), &parts.extensions) {
+            Ok(permit) => permit,
+            Err(refused) => return refused,
+        };
         let request_headers = Arc::new(parts.headers);
         // The replay guard's claim of this request is marked done once its body was written.
         let delivery = Arc::new(Delivery::new());
@@ -1026,32 +1149,74 @@ impl Inner {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        let read = Limited::new(body, self.max_body).collect();
+        let read = read_at_rate(Limited::new(body, self.max_body), self.min_body_rate);
         match tokio::time::timeout(self.body_timeout, read).await {
-            Err(_) => Err(plain(
+            Err(_) | Ok(Err(BodyRead::TooSlow)) => Err(plain(
                 StatusCode::REQUEST_TIMEOUT,
                 "The request body did not arrive in time",
             )),
-            Ok(Ok(collected)) => Ok(collected.to_bytes()),
-            Ok(Err(e))
-                if e.downcast_ref::<http_body_util::LengthLimitError>()
-                    .is_some() =>
-            {
-                Err(plain(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "Request body too large",
-                ))
+            Ok(Ok(collected)) => Ok(collected),
+            Ok(Err(BodyRead::Failed(e))) => Err(body_failure(e)),
+        }
+    }
+}
+
+/// Why a body could not be read.
+enum BodyRead {
+    /// It fell behind the minimum rate.
+    TooSlow,
+    /// The body itself failed (too large, a broken connection).
+    Failed(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Collects `body`, failing once it falls behind `rate` bytes a second on average after
+/// [`BODY_RATE_GRACE`] (review W25): by then it must have sent `rate` bytes for every second
+/// past the grace. `0` reads at any rate.
+async fn read_at_rate<B>(body: B, rate: u64) -> Result<Bytes, BodyRead>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let started = tokio::time::Instant::now();
+    let mut body = std::pin::pin!(body);
+    let mut collected = bytes::BytesMut::new();
+    loop {
+        let frame = if rate == 0 {
+            body.frame().await
+        } else {
+            // The next bytes must come before the received ones stop covering the time spent.
+            let covered = Duration::from_secs_f64(collected.len() as f64 / rate as f64);
+            let due = started + BODY_RATE_GRACE + covered;
+            match tokio::time::timeout_at(due, body.frame()).await {
+                Ok(frame) => frame,
+                Err(_) => return Err(BodyRead::TooSlow),
             }
-            Ok(Err(e)) => {
-                tracing::debug!(error = %e, "reading the request body failed");
-                Err(plain(
-                    StatusCode::BAD_REQUEST,
-                    "Could not read the request body",
-                ))
+        };
+        match frame {
+            None => return Ok(collected.freeze()),
+            Some(Err(e)) => return Err(BodyRead::Failed(e.into())),
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    collected.extend_from_slice(&data);
+                }
             }
         }
     }
+}
 
+/// The answer to a body that failed to arrive.
+fn body_failure(e: Box<dyn std::error::Error + Send + Sync>) -> Response<McpBody> {
+    if e.downcast_ref::<http_body_util::LengthLimitError>()
+        .is_some()
+    {
+        plain(StatusCode::PAYLOAD_TOO_LARGE, "Request body too large")
+    } else {
+        tracing::debug!(error = %e, "reading the request body failed");
+        plain(StatusCode::BAD_REQUEST, "Could not read the request body")
+    }
+}
+
+impl Inner {
     /// Era routing. A request carrying the 2026-07-28 envelope is stateless: it is checked and
     /// served the same with or without `Mcp-Session-Id`, which it never depends on. Anything
     /// else with a session id belongs to that legacy session; an `initialize` opens one.
@@ -1605,8 +1770,8 @@ struct Incoming {
     headers: Arc<HeaderMap>,
     transport: TransportContext,
     sse: bool,
-    /// The request's share of the server's in-flight cap.
-    permit: Arc<OwnedSemaphorePermit>,
+    /// The request's place under the server's caps.
+    permit: Arc<Permit>,
 }
 
 /// `Content-Type` and `Accept` of a POST.

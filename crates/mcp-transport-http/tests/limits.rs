@@ -830,3 +830,107 @@ async fn repeated_origin_or_host_headers_are_refused_and_case_does_not_matter() 
     assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
     server.shutdown().await;
 }
+
+/// Review W25: a client sending its body slowly no longer holds a place under
+/// `max_in_flight` while it does (the place is taken once the body is read), and a body that
+/// falls behind the minimum rate is refused long before the body timeout.
+#[tokio::test]
+async fn slow_bodies_hold_no_in_flight_place_and_fall_behind_the_minimum_rate() {
+    let endpoint = McpHttpService::new(service(Arc::default())).max_in_flight(1);
+    let server = start(endpoint).await;
+    let port = server.port;
+    let mut slow = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\n\
+         accept: application/json\r\ncontent-length: 100000\r\n\r\n{{"
+    );
+    slow.write_all(head.as_bytes()).await.unwrap();
+    // The only in-flight place is free for a client that sends its body at once.
+    let (status, _, body) = post(&server.url, &[], &initialize(client_info())).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // The slow one has sent 1 byte of 100,000: behind 8 KiB/s once the 2 s grace passed.
+    let started = std::time::Instant::now();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), slow.read_to_end(&mut answer)).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.starts_with("HTTP/1.1 408 Request Timeout"),
+        "{answer}"
+    );
+    assert!(
+        answer.ends_with("The request body did not arrive in time"),
+        "{answer}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    server.shutdown().await;
+}
+
+/// Opens a 2026-07-28 `subscriptions/listen` stream; answers the status line and the
+/// connection once the acknowledgement (or a refusal) arrived.
+async fn open_listen(port: u16, id: u32) -> (String, String, TcpStream) {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": true},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\n\
+         mcp-method: subscriptions/listen\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut seen = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&seen).into_owned();
+        let done = text.contains("acknowledged")
+            || (text.contains("\r\n\r\n") && !text.starts_with("HTTP/1.1 200"))
+                && text.contains("retry shortly")
+            || text.contains("close one first");
+        if done {
+            let status = text.lines().next().unwrap_or("").to_owned();
+            return (status, text, stream);
+        }
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut chunk))
+            .await
+            .unwrap_or_else(|_| panic!("no acknowledgement within 10 s: {text}"))
+            .unwrap();
+        assert!(n > 0, "the stream ended: {text}");
+        seen.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// Review W4: listen streams live long, so they have their own budget instead of holding
+/// places of `max_in_flight`, and one client (here one peer address) gets only its share.
+#[tokio::test]
+async fn listen_streams_have_their_own_budget_and_each_client_its_share() {
+    let service = mcp_server_core::Server::new("watch")
+        .change_notifications(true)
+        .into_service();
+    let endpoint = McpHttpService::new(service)
+        .max_in_flight(1)
+        .listen_streams_per_client(2);
+    let server = start(endpoint).await;
+    let (first, _, _a) = open_listen(server.port, 1).await;
+    let (second, _, _b) = open_listen(server.port, 2).await;
+    assert_eq!(
+        (first.as_str(), second.as_str()),
+        ("HTTP/1.1 200 OK", "HTTP/1.1 200 OK")
+    );
+    let (third, text, _c) = open_listen(server.port, 3).await;
+    assert_eq!(third, "HTTP/1.1 503 Service Unavailable", "{text}");
+    assert!(
+        text.ends_with("Too many listen streams for this client (at most 2); close one first"),
+        "{text}"
+    );
+    // Two open streams, and the one in-flight place is still free.
+    let (status, _, body) = post(&server.url, &[], &initialize(client_info())).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    server.shutdown().await;
+}

@@ -1,0 +1,87 @@
+//! Per-client shares of a budget: how many of something (listen streams, sessions) one
+//! principal, or one peer address, may hold at once, so that one client cannot take every
+//! place (review W4, W6).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Counts what each client holds, up to `limit` each. Clients holding nothing take no room.
+#[derive(Debug)]
+pub(crate) struct Quota {
+    limit: usize,
+    held: Mutex<HashMap<String, usize>>,
+}
+
+/// One place of one client's share, given back when dropped.
+#[derive(Debug)]
+pub(crate) struct Share {
+    quota: Arc<Quota>,
+    client: String,
+}
+
+impl Quota {
+    pub(crate) fn new(limit: usize) -> Self {
+        Quota {
+            limit: limit.max(1),
+            held: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// A place for `client`, or `None` when it already holds `limit`.
+    pub(crate) fn take(self: &Arc<Self>, client: &str) -> Option<Share> {
+        let mut held = self.held.lock().ok()?;
+        let count = held.entry(client.to_owned()).or_insert(0);
+        if *count >= self.limit {
+            return None;
+        }
+        *count += 1;
+        Some(Share {
+            quota: self.clone(),
+            client: client.to_owned(),
+        })
+    }
+
+    #[cfg(test)]
+    fn holding(&self, client: &str) -> usize {
+        self.held
+            .lock()
+            .map(|h| h.get(client).copied().unwrap_or(0))
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Share {
+    fn drop(&mut self) {
+        if let Ok(mut held) = self.quota.held.lock()
+            && let Some(count) = held.get_mut(&self.client)
+        {
+            *count -= 1;
+            if *count == 0 {
+                held.remove(&self.client);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_client_gets_its_share_and_gets_it_back() {
+        let quota = Arc::new(Quota::new(2));
+        let a1 = quota.take("a").unwrap();
+        let _a2 = quota.take("a").unwrap();
+        assert!(quota.take("a").is_none());
+        let _b = quota.take("b").unwrap();
+        drop(a1);
+        assert_eq!(quota.holding("a"), 1);
+        assert!(quota.take("a").is_some());
+        assert_eq!(quota.holding("nobody"), 0);
+        assert!(quota.held.lock().unwrap().get("nobody").is_none());
+    }
+}
