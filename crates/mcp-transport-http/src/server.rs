@@ -46,6 +46,9 @@ pub const SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 /// The most live legacy sessions unless configured (503 beyond).
 pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
+/// The most live 2025-11-25 sessions one client (its principal, else its peer address) holds,
+/// by default: its next `initialize` closes its own least recently used session.
+pub const DEFAULT_SESSIONS_PER_CLIENT: usize = 1_000;
 /// The most open connections unless configured (503 and close beyond).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 2_048;
 /// The most POSTs being answered at once unless configured (503 beyond).
@@ -88,6 +91,8 @@ struct LegacySession {
     /// The session's own in-flight cap (`SessionLimits::max_in_flight`), detached requests
     /// included.
     in_flight: Arc<Semaphore>,
+    /// Whose share of the session pool it counts against (see [`client_key`]).
+    client: Option<String>,
 }
 
 /// What a legacy request holds until its handler ends, even after its client hung up: its
@@ -139,6 +144,7 @@ struct Inner {
     sessions: Mutex<HashMap<String, Arc<LegacySession>>>,
     session_idle: Duration,
     max_sessions: usize,
+    sessions_per_client: usize,
     max_connections: usize,
     in_flight: Arc<Semaphore>,
     max_in_flight: usize,
@@ -207,6 +213,7 @@ impl McpHttpService {
                 sessions: Mutex::new(HashMap::new()),
                 session_idle: SESSION_IDLE_TIMEOUT,
                 max_sessions: DEFAULT_MAX_SESSIONS,
+                sessions_per_client: DEFAULT_SESSIONS_PER_CLIENT,
                 max_connections: DEFAULT_MAX_CONNECTIONS,
                 in_flight: Arc::new(Semaphore::new(DEFAULT_MAX_IN_FLIGHT)),
                 max_in_flight: DEFAULT_MAX_IN_FLIGHT,
@@ -238,6 +245,7 @@ impl McpHttpService {
             sessions: Mutex::new(HashMap::new()),
             session_idle: arc.session_idle,
             max_sessions: arc.max_sessions,
+            sessions_per_client: arc.sessions_per_client,
             max_connections: arc.max_connections,
             in_flight: Arc::new(Semaphore::new(arc.max_in_flight)),
             max_in_flight: arc.max_in_flight,
@@ -287,6 +295,15 @@ impl McpHttpService {
     /// sessions are swept, is answered `503 "Too many sessions; try again later"`.
     pub fn max_sessions(self, sessions: usize) -> Self {
         self.map(|i| i.max_sessions = sessions)
+    }
+
+    /// The most live legacy sessions one client holds (default
+    /// [`DEFAULT_SESSIONS_PER_CLIENT`], 1,000): its principal, else the peer address of its
+    /// connection. Its next `initialize` closes its own least recently used session (whose
+    /// later requests get `404 Session not found`), so one client cannot hold the whole
+    /// session pool and no other client loses a session to it.
+    pub fn sessions_per_client(self, sessions: usize) -> Self {
+        self.map(|i| i.sessions_per_client = sessions.max(1))
     }
 
     /// The most open connections [`serve_with_shutdown`](Self::serve_with_shutdown) keeps
@@ -1012,6 +1029,7 @@ impl Inner {
             Ok(permit) => permit,
             Err(refused) => return refused,
         };
+        let client = client_key(principal.as_ref(), &parts.extensions);
         let request_headers = Arc::new(parts.headers);
         // The replay guard's claim of this request is marked done once its body was written.
         let delivery = Arc::new(Delivery::new());
@@ -1024,6 +1042,7 @@ impl Inner {
             },
             headers: request_headers,
             permit: permit.clone(),
+            client,
         };
         self.route(message, incoming, session_id)
             .await
@@ -1427,6 +1446,9 @@ impl Inner {
                 return busy("Too many sessions; try again later");
             }
         }
+        if let Some(client) = &incoming.client {
+            self.make_room_for(client);
+        }
         let id = new_session_id();
         let id = if id.is_empty() {
             id
@@ -1473,6 +1495,7 @@ impl Inner {
             posts: Arc::default(),
             in_flight: Arc::new(Semaphore::new(session.limits().max_in_flight.max(1))),
             session,
+            client: incoming.client.clone(),
         });
         if let Ok(mut sessions) = self.sessions.lock() {
             sessions.insert(id.clone(), session);
@@ -1562,6 +1585,42 @@ impl Inner {
             }
             fresh
         });
+    }
+
+    /// Closes `client`'s least recently used session when it holds its whole share (review
+    /// W6): one client cannot take the session pool, and only its own sessions make room.
+    fn make_room_for(&self, client: &str) {
+        let evicted = {
+            let Ok(mut sessions) = self.sessions.lock() else {
+                return;
+            };
+            let mut held = 0;
+            let mut oldest: Option<(&String, tokio::time::Instant)> = None;
+            for (id, s) in sessions.iter() {
+                if s.client.as_deref() != Some(client) {
+                    continue;
+                }
+                held += 1;
+                let seen = s.stream.last_seen();
+                if oldest.is_none_or(|(_, at)| seen < at) {
+                    oldest = Some((id, seen));
+                }
+            }
+            match oldest {
+                Some((id, _)) if held >= self.sessions_per_client => {
+                    let id = id.clone();
+                    sessions.remove(&id)
+                }
+                _ => None,
+            }
+        };
+        if let Some(session) = evicted {
+            tracing::debug!(
+                "a client at its session share: its least recently used session closes"
+            );
+            session.session.close();
+            self.forget_history(&session.id);
+        }
     }
 
     /// Sweeps on a timer for as long as the endpoint lives, so idle sessions go even when no
@@ -1772,6 +1831,8 @@ struct Incoming {
     sse: bool,
     /// The request's place under the server's caps.
     permit: Arc<Permit>,
+    /// Who the client is, for its shares (see [`client_key`]).
+    client: Option<String>,
 }
 
 /// `Content-Type` and `Accept` of a POST.

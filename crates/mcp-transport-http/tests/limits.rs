@@ -934,3 +934,42 @@ async fn listen_streams_have_their_own_budget_and_each_client_its_share() {
     assert_eq!(status, StatusCode::OK, "{body}");
     server.shutdown().await;
 }
+
+/// Review W6: one client cannot hold the whole session pool: at its share, its next
+/// `initialize` closes its own least recently used session, and another client still gets in.
+#[tokio::test]
+async fn one_client_at_its_session_share_makes_room_from_its_own_sessions() {
+    let endpoint = McpHttpService::new(service(Arc::default()))
+        .bearer_auth(
+            Users,
+            ProtectedResource::new(RESOURCE).authorization_server("https://issuer.example"),
+        )
+        .max_sessions(3)
+        .sessions_per_client(2);
+    let server = start(endpoint).await;
+    let alice = [("authorization", "Bearer alice-token")];
+    let first = open_session(&server.url, &alice).await;
+    let second = open_session(&server.url, &alice).await;
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}).to_string();
+    let ping_as = |session: String| {
+        let url = server.url.clone();
+        let ping = ping.clone();
+        async move {
+            let headers = [
+                ("authorization", "Bearer alice-token"),
+                ("mcp-session-id", session.as_str()),
+            ];
+            post(&url, &headers, &ping).await.0
+        }
+    };
+    // Touch the first, so the second is the least recently used.
+    assert_eq!(ping_as(first.clone()).await, StatusCode::OK);
+    let third = open_session(&server.url, &alice).await;
+    assert_eq!(ping_as(second).await, StatusCode::NOT_FOUND);
+    assert_eq!(ping_as(first).await, StatusCode::OK);
+    assert_eq!(ping_as(third).await, StatusCode::OK);
+    // Alice holds 2 of the 3: bob gets the last one.
+    let bob = [("authorization", "Bearer bob-token")];
+    open_session(&server.url, &bob).await;
+    server.shutdown().await;
+}
