@@ -442,6 +442,19 @@ impl McpHttpService {
         path: &str,
         shutdown: impl Future<Output = ()> + Send,
     ) -> std::io::Result<()> {
+        self.serve_accepted(listener, path, shutdown, Plain).await
+    }
+
+    /// The accept loop and the drain of every way of serving (plain TCP, TLS): the connection
+    /// cap before anything else (a TLS handshake included, review W7), the peer address in
+    /// each request, readiness, drain and closing sessions at shutdown.
+    pub(crate) async fn serve_accepted<H: Handshake>(
+        self,
+        listener: TcpListener,
+        path: &str,
+        shutdown: impl Future<Output = ()> + Send,
+        handshake: H,
+    ) -> std::io::Result<()> {
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
         let path: Arc<str> = Arc::from(path);
         let connections = Arc::new(Semaphore::new(self.inner.max_connections));
@@ -469,7 +482,7 @@ impl McpHttpService {
                 () = &mut shutdown => break,
             };
             let Ok(permit) = connections.clone().try_acquire_owned() else {
-                tokio::spawn(refuse_connection(stream));
+                tokio::spawn(H::refuse(stream));
                 continue;
             };
             let endpoint = self.clone();
@@ -490,13 +503,25 @@ impl McpHttpService {
                         Ok::<_, Infallible>(response)
                     }
                 });
-            let connection = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(HEADER_READ_TIMEOUT)
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-            let connection = graceful.watch(connection);
+            let watcher = graceful.watcher();
+            let handshake = handshake.clone();
+            let mut draining = self.inner.draining.subscribe();
             tokio::spawn(async move {
-                if let Err(e) = connection.await {
+                // The connection's place is held through its handshake too; a handshake still
+                // under way when the drain begins is abandoned rather than waited for.
+                let io = tokio::select! {
+                    io = handshake.handshake(stream, peer) => io,
+                    _ = draining.wait_for(|d| *d) => None,
+                };
+                let Some(io) = io else {
+                    drop(permit);
+                    return;
+                };
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(HEADER_READ_TIMEOUT)
+                    .serve_connection(hyper_util::rt::TokioIo::new(io), service);
+                if let Err(e) = watcher.watch(connection).await {
                     tracing::debug!(%peer, error = %e, "connection ended with an error");
                 }
                 drop(permit);
@@ -619,6 +644,41 @@ const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(50);
 const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// The answer of a connection beyond the cap: one 503, then close (bounded in time).
+/// How an accepted connection becomes one HTTP is served on: as it is, or after a TLS
+/// handshake.
+pub(crate) trait Handshake: Clone + Send + Sync + 'static {
+    /// The stream HTTP runs on.
+    type Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static;
+
+    /// The stream for `stream`, or `None` (logged) when the connection is to be dropped.
+    fn handshake(
+        &self,
+        stream: tokio::net::TcpStream,
+        peer: std::net::SocketAddr,
+    ) -> impl Future<Output = Option<Self::Io>> + Send;
+
+    /// What a connection past the cap gets before it is closed.
+    fn refuse(stream: tokio::net::TcpStream) -> impl Future<Output = ()> + Send {
+        refuse_connection(stream)
+    }
+}
+
+/// Plain TCP: HTTP on the accepted stream itself.
+#[derive(Clone, Copy)]
+pub(crate) struct Plain;
+
+impl Handshake for Plain {
+    type Io = tokio::net::TcpStream;
+
+    async fn handshake(
+        &self,
+        stream: tokio::net::TcpStream,
+        _peer: std::net::SocketAddr,
+    ) -> Option<Self::Io> {
+        Some(stream)
+    }
+}
+
 async fn refuse_connection(stream: tokio::net::TcpStream) {
     const REFUSAL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nretry-after: 1\r\ncontent-length: 20\r\nconnection: close\r\n\r\nToo many connections";
     let write = async {

@@ -1,18 +1,18 @@
 //! TLS for the server (feature `tls`): the endpoint served over rustls (ring), for those who
 //! terminate TLS in-process rather than in a proxy.
 
-use std::convert::Infallible;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper::{Request, Response, StatusCode};
 use mcp_server_core::Service;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 
-use crate::{HEADER_READ_TIMEOUT, McpBody, McpHttpService, SHUTDOWN_GRACE};
+use crate::server::Handshake;
+use crate::{HEADER_READ_TIMEOUT, McpHttpService};
 
 /// How long a TLS handshake may take before the connection is dropped.
 pub const TLS_HANDSHAKE_TIMEOUT: Duration = HEADER_READ_TIMEOUT;
@@ -58,8 +58,11 @@ pub async fn serve_tls(
 }
 
 impl McpHttpService {
-    /// [`serve_with_shutdown`](Self::serve_with_shutdown) over TLS: each accepted connection
-    /// completes its handshake within [`TLS_HANDSHAKE_TIMEOUT`] or is dropped.
+    /// [`serve_with_shutdown`](Self::serve_with_shutdown) over TLS, with everything it does:
+    /// the connection cap (`max_connections`) taken before the handshake, the readiness
+    /// path, the drain, closing legacy sessions at shutdown (review W7). Each accepted
+    /// connection completes its handshake within [`TLS_HANDSHAKE_TIMEOUT`] or is dropped; a
+    /// connection past the cap is closed without a handshake.
     pub async fn serve_tls_with_shutdown(
         self,
         listener: TcpListener,
@@ -67,76 +70,34 @@ impl McpHttpService {
         config: Arc<rustls::ServerConfig>,
         shutdown: impl Future<Output = ()> + Send,
     ) -> std::io::Result<()> {
-        let acceptor = tokio_rustls::TlsAcceptor::from(config);
-        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-        let path: Arc<str> = Arc::from(path);
-        let metadata: Option<Arc<str>> = self.metadata_path().map(Arc::from);
-        let mut backoff = Duration::from_millis(50);
-        tokio::pin!(shutdown);
-        loop {
-            let (stream, peer) = tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok(accepted) => {
-                        backoff = Duration::from_millis(50);
-                        accepted
-                    }
-                    Err(e) => {
-                        // Out of file descriptors fails again at once: wait before retrying.
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(Duration::from_secs(1));
-                        continue;
-                    }
-                },
-                () = &mut shutdown => break,
-            };
-            crate::net::accepted(&stream);
-            let endpoint = self.clone();
-            let path = path.clone();
-            let metadata = metadata.clone();
-            let service =
-                hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
-                    let endpoint = endpoint.clone();
-                    let served = request.uri().path() == &*path
-                        || metadata.as_deref() == Some(request.uri().path());
-                    async move {
-                        if !served {
-                            let mut response = Response::new(McpBody::full("Not Found"));
-                            *response.status_mut() = StatusCode::NOT_FOUND;
-                            return Ok::<_, Infallible>(response);
-                        }
-                        Ok(endpoint.handle(request).await)
-                    }
-                });
-            let acceptor = acceptor.clone();
-            let watcher = graceful.watcher();
-            tokio::spawn(async move {
-                let tls = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream))
-                    .await
-                {
-                    Ok(Ok(tls)) => tls,
-                    Ok(Err(e)) => {
-                        return tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                    }
-                    Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
-                };
-                let connection = hyper::server::conn::http1::Builder::new()
-                    .timer(hyper_util::rt::TokioTimer::new())
-                    .header_read_timeout(HEADER_READ_TIMEOUT)
-                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service);
-                if let Err(e) = watcher.watch(connection).await {
-                    tracing::debug!(%peer, error = %e, "connection ended with an error");
-                }
-            });
+        let tls = Tls(tokio_rustls::TlsAcceptor::from(config));
+        self.serve_accepted(listener, path, shutdown, tls).await
+    }
+}
+
+/// The TLS handshake of an accepted connection.
+#[derive(Clone)]
+struct Tls(tokio_rustls::TlsAcceptor);
+
+impl Handshake for Tls {
+    type Io = tokio_rustls::server::TlsStream<TcpStream>;
+
+    async fn handshake(&self, stream: TcpStream, peer: SocketAddr) -> Option<Self::Io> {
+        match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, self.0.accept(stream)).await {
+            Ok(Ok(tls)) => Some(tls),
+            Ok(Err(e)) => {
+                tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                None
+            }
+            Err(_) => {
+                tracing::debug!(%peer, "TLS handshake timed out");
+                None
+            }
         }
-        drop(listener);
-        self.service().shutdown();
-        if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
-            .await
-            .is_err()
-        {
-            tracing::warn!("requests were still in flight after the shutdown grace period");
-        }
-        Ok(())
+    }
+
+    /// A plain-text 503 means nothing to a TLS client: the connection is closed.
+    async fn refuse(stream: TcpStream) {
+        drop(stream);
     }
 }

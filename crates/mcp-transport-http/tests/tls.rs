@@ -168,3 +168,42 @@ async fn without_the_test_ca_mozillas_roots_refuse_the_server() {
         e.error.message
     );
 }
+
+/// Review W7: the TLS server has the plain server's connection cap, taken before the
+/// handshake (a connection that stalls in its handshake holds the only place, and the next
+/// is closed at once instead of getting a handshake task of its own), and its drain: once
+/// told to stop it ends within the test's bound although a connection is still open.
+#[tokio::test]
+async fn tls_connections_are_capped_before_the_handshake_and_shutdown_drains() {
+    use tokio::io::AsyncReadExt;
+    let ca = ca("test CA");
+    let (cert, key) = leaf(loopback(), Some(&ca), false);
+    let config = server_config(cert.as_bytes(), key.as_bytes()).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let service = McpServer::new("tls-cap").into_service().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(
+        McpHttpService::new(service)
+            .max_connections(1)
+            .drain_grace(std::time::Duration::from_millis(200))
+            .serve_tls_with_shutdown(listener, "/mcp", config, async {
+                let _ = stopped.await;
+            }),
+    );
+    // Holds the only place: connected, never says hello.
+    let _staller = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let mut refused = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut buf = [0u8; 16];
+    let read = tokio::time::timeout(std::time::Duration::from_secs(2), refused.read(&mut buf))
+        .await
+        .expect("a connection past the cap was kept open (waiting for a handshake)");
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    let _ = stop.send(());
+    tokio::time::timeout(std::time::Duration::from_secs(5), served)
+        .await
+        .expect("the TLS server did not drain in time")
+        .unwrap()
+        .unwrap();
+}
