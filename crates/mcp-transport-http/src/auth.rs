@@ -282,6 +282,7 @@ fn normalize_verifier_error(error: AuthError, protected: &ProtectedResource) -> 
 pub(crate) async fn authenticate(
     verifier: &dyn TokenVerifier,
     protected: &ProtectedResource,
+    replay: &crate::dpop::DpopReplay,
     method: &str,
     headers: &hyper::HeaderMap,
 ) -> Result<Principal, AuthError> {
@@ -313,7 +314,8 @@ pub(crate) async fn authenticate(
                     "more than one DPoP header".into(),
                 ));
             }
-            crate::dpop::check_proof(proof, method, &protected.resource, token, jkt)?;
+            let fresh = crate::dpop::check_proof(proof, method, &protected.resource, token, jkt)?;
+            replay.first_use(jkt, &fresh.jti, fresh.expires_at).await?;
         }
         (Some(_), false) => {
             return Err(AuthError::InvalidDpopProof(

@@ -6,12 +6,13 @@
 //! [`TokenVerifier`]: crate::auth::TokenVerifier
 //! [`VerifiedToken::dpop_bound`]: crate::auth::VerifiedToken::dpop_bound
 
-use std::collections::{HashSet, VecDeque};
-use std::sync::{Mutex, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use mcp_state_seal::SeenStore;
 use ring::signature::{self, UnparsedPublicKey};
 use serde_json::Value;
 
@@ -19,9 +20,13 @@ use crate::auth::AuthError;
 
 /// How far a proof's `iat` may be from this server's clock, in seconds.
 pub(crate) const MAX_SKEW: u64 = 300;
-/// How many proofs' `jti`s are remembered to refuse replays (process-wide; the oldest goes
-/// first, and a proof older than [`MAX_SKEW`] is refused anyway).
-pub(crate) const REPLAY_CACHE: usize = 4096;
+/// How many proofs of one key (one `jkt`) an endpoint remembers within their acceptance
+/// window: past it, that key's new proofs are refused until some expire, and no other key's
+/// are affected (review W8: one user's flood cannot push out a victim's proofs).
+pub(crate) const PROOFS_PER_KEY: usize = 1_024;
+/// How many proofs an endpoint remembers in all; full of unexpired proofs, it refuses new ones
+/// (fails closed) rather than forget one that could still be replayed.
+pub(crate) const PROOFS_IN_ALL: usize = 200_000;
 /// The largest proof read.
 const MAX_PROOF_BYTES: usize = 8 * 1024;
 
@@ -100,25 +105,113 @@ fn verify_signature(alg: &str, jwk: &Value, input: &[u8], sig: &[u8]) -> Result<
     }
 }
 
-/// Refuses a `jti` seen before (per key); remembers it otherwise.
-fn first_use(jkt: &str, jti: &str) -> bool {
-    static SEEN: OnceLock<Mutex<(HashSet<String>, VecDeque<String>)>> = OnceLock::new();
-    let Ok(mut seen) = SEEN.get_or_init(Default::default).lock() else {
-        return false;
-    };
-    let (set, order) = &mut *seen;
-    let key = format!("{jkt} {jti}");
-    if set.contains(&key) {
-        return false;
+/// The proofs an endpoint accepted, remembered until their acceptance window ends (`iat` +
+/// [`MAX_SKEW`]), so a captured proof is refused however many requests come between (review
+/// W8): in this process, each key with its own share; or in a store a fleet shares.
+pub(crate) enum DpopReplay {
+    /// This process's memory.
+    Memory(ReplayCache),
+    /// A seen-store shared by the fleet (e.g. Redis), keyed `dpop {jkt} {jti}`.
+    Shared(Arc<dyn SeenStore>),
+}
+
+impl Default for DpopReplay {
+    fn default() -> Self {
+        DpopReplay::Memory(ReplayCache::new(PROOFS_PER_KEY, PROOFS_IN_ALL))
     }
-    if order.len() >= REPLAY_CACHE
-        && let Some(old) = order.pop_front()
-    {
-        set.remove(&old);
+}
+
+impl DpopReplay {
+    /// Records the proof `jti` of key `jkt`, valid until `expires_at` (seconds since the Unix
+    /// epoch); refuses one seen before, or one there is no room to remember.
+    pub(crate) async fn first_use(
+        &self,
+        jkt: &str,
+        jti: &str,
+        expires_at: u64,
+    ) -> Result<(), AuthError> {
+        match self {
+            DpopReplay::Memory(cache) => cache.first_use(jkt, jti, expires_at, now()),
+            DpopReplay::Shared(store) => {
+                let key = format!("dpop {jkt} {jti}");
+                let at = expires_at as f64;
+                if !store.first_use(&key, at).await {
+                    return Err(invalid("the proof was used before"));
+                }
+                // A proof is spent at once: no other instance may take the claim over.
+                store.finished(&key, at).await;
+                Ok(())
+            }
+        }
     }
-    set.insert(key.clone());
-    order.push_back(key);
-    true
+}
+
+/// Proofs by key, each key with at most `per_key` unexpired ones, `in_all` in total.
+pub(crate) struct ReplayCache {
+    state: Mutex<Remembered>,
+    per_key: usize,
+    in_all: usize,
+}
+
+#[derive(Default)]
+struct Remembered {
+    by_key: HashMap<String, HashMap<String, u64>>,
+    total: usize,
+}
+
+impl ReplayCache {
+    pub(crate) fn new(per_key: usize, in_all: usize) -> Self {
+        ReplayCache {
+            state: Mutex::new(Remembered::default()),
+            per_key: per_key.max(1),
+            in_all: in_all.max(1),
+        }
+    }
+
+    fn first_use(&self, jkt: &str, jti: &str, expires_at: u64, now: u64) -> Result<(), AuthError> {
+        let Ok(mut state) = self.state.lock() else {
+            return Err(invalid("the proof cannot be checked now"));
+        };
+        let state = &mut *state;
+        if state.total >= self.in_all {
+            let mut total = 0;
+            state.by_key.retain(|_, proofs| {
+                proofs.retain(|_, until| *until > now);
+                total += proofs.len();
+                !proofs.is_empty()
+            });
+            state.total = total;
+            if total >= self.in_all {
+                return Err(invalid(
+                    "too many recent proofs to check this one; retry shortly",
+                ));
+            }
+        }
+        let proofs = state.by_key.entry(jkt.to_owned()).or_default();
+        if proofs.contains_key(jti) {
+            return Err(invalid("the proof was used before"));
+        }
+        if proofs.len() >= self.per_key {
+            let before = proofs.len();
+            proofs.retain(|_, until| *until > now);
+            state.total -= before - proofs.len();
+            if proofs.len() >= self.per_key {
+                return Err(invalid(
+                    "too many proofs of this key within the acceptance window; slow down",
+                ));
+            }
+        }
+        proofs.insert(jti.to_owned(), expires_at);
+        state.total += 1;
+        Ok(())
+    }
+}
+
+/// What a proof that passed every check but the replay one carries for that check.
+pub(crate) struct Fresh {
+    pub(crate) jti: String,
+    /// When the proof leaves its acceptance window.
+    pub(crate) expires_at: u64,
 }
 
 fn normalized(url: &str) -> &str {
@@ -130,13 +223,14 @@ fn normalized(url: &str) -> &str {
 
 /// Checks `proof` (the `DPoP` header) for a `method` request to `resource` presenting
 /// `token`, bound to the key whose thumbprint is `jkt`.
+/// Every check but the replay one ([`DpopReplay::first_use`], which needs the proof's `jti`).
 pub(crate) fn check_proof(
     proof: Option<&str>,
     method: &str,
     resource: &str,
     token: &str,
     jkt: &str,
-) -> Result<(), AuthError> {
+) -> Result<Fresh, AuthError> {
     let proof = proof.ok_or_else(|| invalid("a DPoP-bound token needs a DPoP proof"))?;
     if proof.len() > MAX_PROOF_BYTES {
         return Err(invalid("the proof is too large"));
@@ -195,10 +289,10 @@ pub(crate) fn check_proof(
     }
     let jti = claim("jti").filter(|j| !j.is_empty() && j.len() <= 256);
     let jti = jti.ok_or_else(|| invalid("the proof has no usable jti"))?;
-    if !first_use(jkt, jti) {
-        return Err(invalid("the proof was used before"));
-    }
-    Ok(())
+    Ok(Fresh {
+        jti: jti.to_owned(),
+        expires_at: iat.saturating_add(MAX_SKEW + 1),
+    })
 }
 
 #[cfg(test)]
@@ -259,27 +353,88 @@ mod tests {
         json!({"jti": jti, "htm": "POST", "htu": RS, "iat": now(), "ath": ath("tok")})
     }
 
-    fn refusal(result: Result<(), AuthError>) -> String {
+    fn refusal<T: std::fmt::Debug>(result: Result<T, AuthError>) -> String {
         match result {
             Err(AuthError::InvalidDpopProof(why)) => why,
             other => panic!("expected a DPoP refusal, got {other:?}"),
         }
     }
 
+    /// Every check, the replay one against `cache`.
+    fn checked(cache: &ReplayCache, proof: &str, jkt: &str) -> Result<(), AuthError> {
+        let fresh = check_proof(Some(proof), "POST", RS, "tok", jkt)?;
+        cache.first_use(jkt, &fresh.jti, fresh.expires_at, now())
+    }
+
     #[test]
     fn a_valid_proof_passes_once_and_its_replay_is_refused() {
+        let cache = ReplayCache::new(PROOFS_PER_KEY, PROOFS_IN_ALL);
         let key = Key::new();
         let jti = format!("jti-{}", now());
         let proof = key.proof(claims(&jti));
-        check_proof(Some(&proof), "POST", RS, "tok", &key.jkt()).unwrap();
+        checked(&cache, &proof, &key.jkt()).unwrap();
         // A trailing slash or query on htu is the same endpoint.
         let mut c = claims(&format!("{jti}-2"));
         c["htu"] = json!("https://mcp.example.com/mcp/");
-        check_proof(Some(&key.proof(c)), "POST", RS, "tok", &key.jkt()).unwrap();
+        checked(&cache, &key.proof(c), &key.jkt()).unwrap();
         assert_eq!(
-            refusal(check_proof(Some(&proof), "POST", RS, "tok", &key.jkt())),
+            refusal(checked(&cache, &proof, &key.jkt())),
             "the proof was used before"
         );
+    }
+
+    /// Review W8: a user flooding the cache with proofs of their own key cannot push a
+    /// victim's proof out of it (the old cache forgot the oldest of 4,096 proofs, whoever's),
+    /// and a proof is remembered until its acceptance window ends, then forgotten.
+    #[test]
+    fn one_keys_flood_leaves_anothers_proofs_remembered_until_they_expire() {
+        let cache = ReplayCache::new(3, 10);
+        let now = 1_000_000;
+        cache
+            .first_use("victim", "v1", now + MAX_SKEW, now)
+            .unwrap();
+        for i in 0..3 {
+            cache
+                .first_use("flooder", &format!("f{i}"), now + MAX_SKEW, now)
+                .unwrap();
+        }
+        assert_eq!(
+            refusal(cache.first_use("flooder", "f3", now + MAX_SKEW, now)),
+            "too many proofs of this key within the acceptance window; slow down"
+        );
+        assert_eq!(
+            refusal(cache.first_use("victim", "v1", now + MAX_SKEW, now)),
+            "the proof was used before"
+        );
+        // Past the window the flooder's proofs are forgotten and room comes back; the victim's
+        // replay is still refused while its own window lasts.
+        let later = now + MAX_SKEW + 1;
+        cache
+            .first_use("flooder", "f4", later + MAX_SKEW, later)
+            .unwrap();
+        // Full in all (4 + 1 of 10 is not full; fill it) fails closed, not by forgetting.
+        for i in 0..5 {
+            cache
+                .first_use(&format!("k{i}"), "x", later + MAX_SKEW, later)
+                .unwrap();
+        }
+        let total = cache.state.lock().unwrap().total;
+        assert!(total <= 10, "{total}");
+    }
+
+    /// Review W8: instances sharing a seen-store refuse a proof spent on any of them.
+    #[tokio::test]
+    async fn a_shared_store_refuses_a_proof_spent_on_another_instance() {
+        let store: Arc<dyn SeenStore> = Arc::new(mcp_state_seal::MemorySeenStore::new());
+        let a = DpopReplay::Shared(store.clone());
+        let b = DpopReplay::Shared(store);
+        let until = now() + MAX_SKEW;
+        a.first_use("jkt", "one", until).await.unwrap();
+        assert_eq!(
+            refusal(b.first_use("jkt", "one", until).await),
+            "the proof was used before"
+        );
+        b.first_use("jkt", "two", until).await.unwrap();
     }
 
     #[test]
@@ -339,12 +494,12 @@ mod tests {
         ];
         for (proof, why) in cases {
             assert_eq!(
-                refusal(check_proof(Some(&proof), "POST", RS, "tok", &jkt)),
+                refusal(check_proof(Some(&proof), "POST", RS, "tok", &jkt).map(|_| ())),
                 why
             );
         }
         assert_eq!(
-            refusal(check_proof(None, "POST", RS, "tok", &jkt)),
+            refusal(check_proof(None, "POST", RS, "tok", &jkt).map(|_| ())),
             "a DPoP-bound token needs a DPoP proof"
         );
         let mut private = key.jwk();
@@ -354,7 +509,7 @@ mod tests {
             claims("d"),
         );
         assert_eq!(
-            refusal(check_proof(Some(&proof), "POST", RS, "tok", &jkt)),
+            refusal(check_proof(Some(&proof), "POST", RS, "tok", &jkt).map(|_| ())),
             "the proof's jwk holds a private key"
         );
     }
@@ -403,10 +558,12 @@ mod tests {
         let key = Key::new();
         let protected = ProtectedResource::new(RS).authorization_server("https://as.example.com");
         let bound = Bound(Some(key.jkt()));
+        let replay = DpopReplay::default();
         let proof = key.proof(claims(&format!("auth-{}", now())));
         let ok = authenticate(
             &bound,
             &protected,
+            &replay,
             "POST",
             &headers("DPoP tok", Some(&proof)),
         )
@@ -415,6 +572,7 @@ mod tests {
         let err = authenticate(
             &bound,
             &protected,
+            &replay,
             "POST",
             &headers("Bearer tok", Some(&proof)),
         )
@@ -425,13 +583,27 @@ mod tests {
                 "a DPoP-bound token must be sent with the DPoP scheme".into()
             )
         );
-        let err = authenticate(&bound, &protected, "POST", &headers("DPoP tok", None)).await;
+        let err = authenticate(
+            &bound,
+            &protected,
+            &replay,
+            "POST",
+            &headers("DPoP tok", None),
+        )
+        .await;
         assert_eq!(
             err.unwrap_err(),
             AuthError::InvalidDpopProof("a DPoP-bound token needs a DPoP proof".into())
         );
         let unbound = Bound(None);
-        let err = authenticate(&unbound, &protected, "POST", &headers("DPoP tok", None)).await;
+        let err = authenticate(
+            &unbound,
+            &protected,
+            &replay,
+            "POST",
+            &headers("DPoP tok", None),
+        )
+        .await;
         assert_eq!(
             err.unwrap_err(),
             AuthError::InvalidToken(
@@ -439,14 +611,26 @@ mod tests {
             )
         );
         assert!(
-            authenticate(&unbound, &protected, "POST", &headers("Bearer tok", None))
-                .await
-                .is_ok()
+            authenticate(
+                &unbound,
+                &protected,
+                &replay,
+                "POST",
+                &headers("Bearer tok", None)
+            )
+            .await
+            .is_ok()
         );
         assert_eq!(
-            authenticate(&unbound, &protected, "POST", &headers("Basic x", None))
-                .await
-                .unwrap_err(),
+            authenticate(
+                &unbound,
+                &protected,
+                &replay,
+                "POST",
+                &headers("Basic x", None)
+            )
+            .await
+            .unwrap_err(),
             AuthError::Missing
         );
         assert_eq!(

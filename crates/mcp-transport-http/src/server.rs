@@ -141,6 +141,8 @@ struct Inner {
     max_body: usize,
     verifier: Option<Arc<dyn TokenVerifier>>,
     protected: Option<Arc<ProtectedResource>>,
+    /// The DPoP proofs this endpoint accepted, until their acceptance window ends.
+    dpop_replay: Arc<crate::dpop::DpopReplay>,
     sessions: Mutex<HashMap<String, Arc<LegacySession>>>,
     session_idle: Duration,
     max_sessions: usize,
@@ -210,6 +212,7 @@ impl McpHttpService {
                 max_body: DEFAULT_MAX_BODY,
                 verifier: None,
                 protected: None,
+                dpop_replay: Arc::default(),
                 sessions: Mutex::new(HashMap::new()),
                 session_idle: SESSION_IDLE_TIMEOUT,
                 max_sessions: DEFAULT_MAX_SESSIONS,
@@ -242,6 +245,7 @@ impl McpHttpService {
             max_body: arc.max_body,
             verifier: arc.verifier.clone(),
             protected: arc.protected.clone(),
+            dpop_replay: arc.dpop_replay.clone(),
             sessions: Mutex::new(HashMap::new()),
             session_idle: arc.session_idle,
             max_sessions: arc.max_sessions,
@@ -402,6 +406,16 @@ impl McpHttpService {
             i.verifier = Some(verifier);
             i.protected = Some(resource);
         })
+    }
+
+    /// Where the DPoP proofs this endpoint accepted are remembered until their acceptance
+    /// window ends (`iat` within 300 s), so a captured proof cannot be replayed: by default in
+    /// this process, each key with its own share (1,024 proofs a window); a fleet passes a
+    /// seen-store all its instances share (`mcp-store-redis`'s seen-store), so a proof spent
+    /// on one instance is refused on every other.
+    pub fn dpop_replay_store(self, store: Arc<dyn mcp_state_seal::SeenStore>) -> Self {
+        let replay = Arc::new(crate::dpop::DpopReplay::Shared(store));
+        self.map(|i| i.dpop_replay = replay)
     }
 
     /// The path of the protected resource metadata, when the endpoint is protected.
@@ -1194,8 +1208,14 @@ impl Inner {
             return Ok(None);
         };
         // Bearer or DPoP (RFC 9449) tokens; the verifier's own words stay in the log.
-        let verified =
-            crate::auth::authenticate(verifier.as_ref(), protected, method, headers).await;
+        let verified = crate::auth::authenticate(
+            verifier.as_ref(),
+            protected,
+            &self.dpop_replay,
+            method,
+            headers,
+        )
+        .await;
         let e = match verified {
             Ok(principal) => return Ok(Some(principal)),
             Err(e) => e,
