@@ -44,8 +44,8 @@ use serde_json::value::RawValue;
 use tokio::sync::watch;
 
 pub use store::{
-    DEFAULT_MAX_TASKS, InMemoryTaskStore, Lease, StoreError, StoreFuture, TaskRecord, TaskStore,
-    Terminal, system_now_ms,
+    DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_OWNER, InMemoryTaskStore, Lease, StoreError,
+    StoreFuture, TaskRecord, TaskStore, Terminal, system_now_ms,
 };
 
 use crate::cancel::CancellationToken;
@@ -688,7 +688,9 @@ impl RequestContext {
         };
         let created = CreateTaskResult::new(base(&record));
         store.create(record).await.map_err(|e| match e {
-            StoreError::Full { .. } => ErrorObject::internal(e.to_string()),
+            StoreError::Full { .. } | StoreError::OwnerFull { .. } => {
+                ErrorObject::internal(e.to_string())
+            }
             other => store_error(other),
         })?;
         let token = CancellationToken::new();

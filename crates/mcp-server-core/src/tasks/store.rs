@@ -136,6 +136,11 @@ pub enum StoreError {
         /// The limit.
         limit: usize,
     },
+    /// The creating client (owner) holds as many unfinished tasks as it may.
+    OwnerFull {
+        /// The limit.
+        limit: usize,
+    },
     /// No such task (never created, expired or removed).
     NotFound,
     /// An input-request key was already used by this task.
@@ -152,6 +157,10 @@ impl fmt::Display for StoreError {
             StoreError::Full { limit } => write!(
                 f,
                 "the server is running as many tasks as it may ({limit}); try again later"
+            ),
+            StoreError::OwnerFull { limit } => write!(
+                f,
+                "this client already runs {limit} tasks; wait for one to finish, or cancel one"
             ),
             StoreError::NotFound => f.write_str("Task not found"),
             StoreError::KeyReused(k) => write!(f, "input-request key '{k}' was already used"),
@@ -250,6 +259,11 @@ pub fn system_now_ms() -> u64 {
 /// How many tasks an [`InMemoryTaskStore`] holds unless configured.
 pub const DEFAULT_MAX_TASKS: usize = 10_000;
 
+/// How many tasks one owner (an authenticated principal) holds in an [`InMemoryTaskStore`] by
+/// default: at its share its oldest finished task makes room; with every one unfinished,
+/// its next creation is refused, and nobody else's tasks are touched (review W9).
+pub const DEFAULT_MAX_TASKS_PER_OWNER: usize = 1_000;
+
 type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 
 struct Entry {
@@ -265,6 +279,8 @@ struct State {
     /// (lease lapses at, id) of every unfinished task holding a lease, for finding lapsed
     /// leases without a scan (the sweep runs on every `tasks/*` request).
     leases: BTreeSet<(u64, String)>,
+    /// How many tasks each owner holds (tasks without an owner are not counted).
+    owners: HashMap<String, usize>,
 }
 
 /// When the lease of an unfinished task lapses; `None` for a finished task or one without a
@@ -280,6 +296,14 @@ impl State {
     /// Removes a task and its index entries.
     fn remove(&mut self, id: &str) -> Option<Entry> {
         let entry = self.tasks.remove(id)?;
+        if let Some(owner) = &entry.record.owner
+            && let Some(count) = self.owners.get_mut(owner)
+        {
+            *count -= 1;
+            if *count == 0 {
+                self.owners.remove(owner);
+            }
+        }
         if let Some(at) = entry.record.expires_at_ms() {
             self.expiry.remove(&(at, id.to_owned()));
         }
@@ -287,6 +311,17 @@ impl State {
             self.leases.remove(&(until, id.to_owned()));
         }
         Some(entry)
+    }
+
+    /// The finished task of `owner` (of anyone with `None`) that changed last the longest
+    /// time ago.
+    fn oldest_finished(&self, owner: Option<&str>) -> Option<String> {
+        self.tasks
+            .values()
+            .filter(|e| e.record.terminal.is_some())
+            .filter(|e| owner.is_none_or(|o| e.record.owner.as_deref() == Some(o)))
+            .min_by_key(|e| e.record.last_updated_at_ms)
+            .map(|e| e.record.id.clone())
     }
 }
 
@@ -296,6 +331,7 @@ impl State {
 pub struct InMemoryTaskStore {
     state: Mutex<State>,
     max_tasks: usize,
+    max_per_owner: usize,
     clock: Clock,
 }
 
@@ -321,6 +357,7 @@ impl InMemoryTaskStore {
         InMemoryTaskStore {
             state: Mutex::new(State::default()),
             max_tasks: DEFAULT_MAX_TASKS,
+            max_per_owner: DEFAULT_MAX_TASKS_PER_OWNER,
             clock: Arc::new(system_now_ms),
         }
     }
@@ -328,6 +365,14 @@ impl InMemoryTaskStore {
     /// Sets how many tasks the store holds (at least 1).
     pub fn max_tasks(mut self, max: usize) -> Self {
         self.max_tasks = max.max(1);
+        self
+    }
+
+    /// Sets how many tasks one owner holds (at least 1; default
+    /// [`DEFAULT_MAX_TASKS_PER_OWNER`]). Tasks without an owner (a server without
+    /// authentication) are bounded by [`max_tasks`](Self::max_tasks) only.
+    pub fn max_tasks_per_owner(mut self, max: usize) -> Self {
+        self.max_per_owner = max.max(1);
         self
     }
 
@@ -429,17 +474,38 @@ impl TaskStore for InMemoryTaskStore {
                 .state
                 .lock()
                 .map_err(|_| StoreError::Backend("poisoned".into()))?;
-            if state.tasks.len() >= self.max_tasks {
+            let owner = record.owner.clone();
+            let held = |state: &State| {
+                owner
+                    .as_ref()
+                    .and_then(|o| state.owners.get(o).copied())
+                    .unwrap_or(0)
+            };
+            if state.tasks.len() >= self.max_tasks || held(&state) >= self.max_per_owner {
                 Self::sweep(&mut state, now);
             }
+            if let Some(owner) = &owner
+                && held(&state) >= self.max_per_owner
+            {
+                // At its share, an owner makes room from its own finished tasks only.
+                match state.oldest_finished(Some(owner)) {
+                    Some(id) => {
+                        state.remove(&id);
+                    }
+                    None => {
+                        return Err(StoreError::OwnerFull {
+                            limit: self.max_per_owner,
+                        });
+                    }
+                }
+            }
             if state.tasks.len() >= self.max_tasks {
-                // Evict the finished task that changed last the longest time ago.
-                let oldest = state
-                    .tasks
-                    .values()
-                    .filter(|e| e.record.terminal.is_some())
-                    .min_by_key(|e| e.record.last_updated_at_ms)
-                    .map(|e| e.record.id.clone());
+                // Evict the finished task that changed last the longest time ago: the
+                // creator's own first, then anyone's.
+                let oldest = owner
+                    .as_deref()
+                    .and_then(|o| state.oldest_finished(Some(o)))
+                    .or_else(|| state.oldest_finished(None));
                 match oldest {
                     Some(id) => {
                         state.remove(&id);
@@ -460,6 +526,9 @@ impl TaskStore for InMemoryTaskStore {
             }
             if let Some(until) = lease_until(&record) {
                 state.leases.insert((until, record.id.clone()));
+            }
+            if let Some(owner) = &record.owner {
+                *state.owners.entry(owner.clone()).or_insert(0) += 1;
             }
             let (feed, _) = watch::channel(0);
             state
@@ -619,6 +688,61 @@ mod tests {
         let clock = now.clone();
         let store = InMemoryTaskStore::new().clock(move || clock.load(Ordering::SeqCst));
         (now, store)
+    }
+
+    fn owned(id: &str, owner: &str) -> TaskRecord {
+        TaskRecord {
+            owner: Some(owner.to_owned()),
+            ..record(id, 1_000_000, None)
+        }
+    }
+
+    /// Review W9: one owner gets its share of the store, makes room from its own finished
+    /// tasks only, and cannot push out another owner's finished, unread result (before, a full
+    /// store evicted the oldest finished task of anyone).
+    #[tokio::test]
+    async fn an_owner_makes_room_from_its_own_tasks_and_never_from_anothers() {
+        let (_, store) = manual();
+        let store = store.max_tasks(5).max_tasks_per_owner(2);
+        let done = || Terminal::Completed(Default::default());
+        store.create(owned("victim-1", "victim")).await.unwrap();
+        store.finish("victim-1", done()).await.unwrap();
+        store.create(owned("a-1", "attacker")).await.unwrap();
+        store.create(owned("a-2", "attacker")).await.unwrap();
+        // Both running: the third is refused, nobody else's task touched.
+        assert_eq!(
+            store.create(owned("a-3", "attacker")).await,
+            Err(StoreError::OwnerFull { limit: 2 })
+        );
+        assert_eq!(
+            StoreError::OwnerFull { limit: 2 }.to_string(),
+            "this client already runs 2 tasks; wait for one to finish, or cancel one"
+        );
+        // Finishing quickly and creating again only ever evicts its own.
+        store.finish("a-1", done()).await.unwrap();
+        store.finish("a-2", done()).await.unwrap();
+        for i in 3..20 {
+            let id = format!("a-{i}");
+            store.create(owned(&id, "attacker")).await.unwrap_or_else(|e| {
+                panic!("{id}: {e}");
+            });
+            store.finish(&id, done()).await.unwrap();
+        }
+        assert!(store.get("victim-1").await.unwrap().is_some());
+        assert!(store.len() <= 3, "{}", store.len());
+        // The store's own cap: full, a creator's own finished task goes first.
+        for i in 0..2 {
+            let id = format!("b-{i}");
+            store.create(owned(&id, "bob")).await.unwrap();
+            store.finish(&id, done()).await.unwrap();
+        }
+        store.create(owned("c-0", "carol")).await.unwrap();
+        store.create(owned("c-1", "carol")).await.unwrap();
+        assert_eq!(store.len(), 5);
+        store.finish("c-0", done()).await.unwrap();
+        store.create(owned("c-2", "carol")).await.unwrap();
+        assert!(store.get("c-0").await.unwrap().is_none(), "carol's own went first");
+        assert!(store.get("victim-1").await.unwrap().is_some());
     }
 
     #[tokio::test]
