@@ -72,10 +72,12 @@ pub fn run_build() -> ToolDef {
         })
 }
 
-/// The Builds server: `run_build`, with tasks polled every 100 ms.
+/// The Builds server: `run_build`, with tasks polled every 100 ms; a 2026-07-28 client may
+/// listen for changes (`subscriptions/listen`).
 pub fn server() -> McpServer {
     McpServer::new("builds")
         .version(env!("CARGO_PKG_VERSION"))
         .tool(run_build())
         .tasks(TaskConfig::new().poll_interval(Duration::from_millis(100)))
+        .change_notifications(true)
 }

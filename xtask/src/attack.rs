@@ -37,9 +37,11 @@ enum Kind {
     Http,
     Protected,
     Stdio,
+    /// The `builds` example: a task tool and listen streams.
+    Builds,
 }
 
-const ATTACKS: [Attack; 10] = [
+const ATTACKS: [Attack; 15] = [
     Attack {
         name: "slow-headers",
         bound_mib: 120,
@@ -73,6 +75,36 @@ const ATTACKS: [Attack; 10] = [
     Attack {
         name: "other-principal",
         bound_mib: 60,
+        kind: Kind::Protected,
+    },
+    // Review W1: 15 KiB of junk in the capabilities of every call that becomes a task.
+    Attack {
+        name: "caps-stuffing",
+        bound_mib: 150,
+        kind: Kind::Builds,
+    },
+    // Review W2: read the first SSE event of an eliciting call, hang up, again.
+    Attack {
+        name: "detach-loop",
+        bound_mib: 150,
+        kind: Kind::Http,
+    },
+    // Review W4: one client opens 1,024 listen streams and never reads them.
+    Attack {
+        name: "listen-streams",
+        bound_mib: 120,
+        kind: Kind::Builds,
+    },
+    // Review W5: sessions opened with ~360 KB of headers each.
+    Attack {
+        name: "fat-initialize",
+        bound_mib: 150,
+        kind: Kind::Http,
+    },
+    // Review W6: one principal opens more sessions than the whole pool.
+    Attack {
+        name: "session-pool",
+        bound_mib: 200,
         kind: Kind::Protected,
     },
     Attack {
@@ -144,7 +176,14 @@ pub(crate) fn attack(args: &[String]) -> Result<(), String> {
             if !scale.quick {
                 build.arg("--release");
             }
-            build.args(["--example", "interop-server", "--example", "protected"]);
+            build.args([
+                "--example",
+                "interop-server",
+                "--example",
+                "protected",
+                "--example",
+                "builds",
+            ]);
             crate::run(&mut build)?;
             root.join("target").join(profile).join("examples")
         }
@@ -339,6 +378,7 @@ fn run_attack(attack: Attack, scale: Scale, bin_dir: &Path) -> Result<Outcome, S
     let port = free_port()?;
     let bin = bin_dir.join(match attack.kind {
         Kind::Protected => "protected",
+        Kind::Builds => "builds",
         _ => "interop-server",
     });
     let server = start_http(&bin, port)?;
@@ -347,9 +387,15 @@ fn run_attack(attack: Attack, scale: Scale, bin_dir: &Path) -> Result<Outcome, S
     let dog = watchdog(pid, stop.clone());
     let port_arg = port.to_string();
     let secs = scale.secs().to_string();
-    let legit = (attack.kind == Kind::Http)
+    // Beside a protected server the legitimate client is bob, opening sessions of his own.
+    let legit_mode = if attack.kind == Kind::Protected {
+        "legit-bob"
+    } else {
+        "legit"
+    };
+    let legit = (attack.kind != Kind::Protected || attack.name == "session-pool")
         .then(|| {
-            worker(&["legit", &port_arg, &secs])
+            worker(&[legit_mode, &port_arg, &secs])
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit())
                 .spawn()
@@ -415,6 +461,7 @@ pub(crate) fn worker_main(args: &[String]) -> Result<(), String> {
     let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or("");
     let summary = match arg(0) {
         "legit" => legit_client(arg(1).parse().unwrap_or(0), arg(2).parse().unwrap_or(4)),
+        "legit-bob" => legit_sessions(arg(1).parse().unwrap_or(0), arg(2).parse().unwrap_or(4)),
         name if name.starts_with("stdio-") => {
             stdio_attack(name, Scale::parse(arg(1)), Path::new(arg(2)))?
         }
@@ -694,6 +741,11 @@ fn http_attack(name: &str, scale: Scale, port: u16, run: Duration) -> Result<Val
         "subscriptions" => subscriptions(port, scale.many(100_000, 10_000), run)?,
         "request-storm" => request_storm(port, scale.many(10_000, 2_000))?,
         "other-principal" => other_principal(port)?,
+        "caps-stuffing" => caps_stuffing(port, scale.many(5_000, 1_000))?,
+        "detach-loop" => detach_loop(port, scale.many(3_000, 600), run)?,
+        "listen-streams" => listen_streams(port, 1_024, run)?,
+        "fat-initialize" => fat_initialize(port, scale.many(2_000, 300))?,
+        "session-pool" => session_pool(port, scale.many(12_000, 1_500), run)?,
         other => return Err(format!("unknown attack {other}")),
     };
     Ok(json!({"refusal": refusal}))
@@ -705,7 +757,8 @@ fn initialize_session(port: u16, token: Option<&str>) -> Result<String, String> 
     if let Some(b) = &bearer {
         headers.push(("authorization", b.as_str()));
     }
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"a","version":"1"}}}"#;
+    // Declares elicitation, so a tool that asks asks this session (detach-loop).
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"a","version":"1"}}}"#;
     let mut c = connect(port)?;
     c.get_mut()
         .write_all(&post(port, &headers, body, true))
@@ -829,6 +882,221 @@ fn other_principal(port: u16) -> Result<String, String> {
             .take(60)
             .collect::<String>()
     ))
+}
+
+/// The legitimate client beside `session-pool`: bob opens a session (and pings in it) every
+/// 20 ms; a refused `initialize` or a failed ping counts as a failure.
+fn legit_sessions(port: u16, secs: u64) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(secs) + Duration::from_millis(600);
+    let mut latencies = Vec::new();
+    let (mut ok, mut total) = (0u64, 0u64);
+    while Instant::now() < deadline {
+        total += 1;
+        let start = Instant::now();
+        let served = initialize_session(port, Some("bob-token")).is_ok_and(|session| {
+            let ping = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+            connect(port).is_ok_and(|mut c| {
+                c.get_mut()
+                    .write_all(&post(
+                        port,
+                        &[
+                            ("authorization", "Bearer bob-token"),
+                            ("mcp-session-id", &session),
+                        ],
+                        ping,
+                        true,
+                    ))
+                    .is_ok()
+                    && matches!(read_response(&mut c), Ok((200, _, _)))
+            })
+        });
+        latencies.push(start.elapsed().as_secs_f64() * 1000.0);
+        if served {
+            ok += 1;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    latencies.sort_by(f64::total_cmp);
+    let p99 = latencies
+        .get((latencies.len() * 99 / 100).min(latencies.len().saturating_sub(1)))
+        .copied()
+        .unwrap_or(0.0);
+    json!({"legit_ok": ok, "legit_total": total, "legit_p99_ms": p99})
+}
+
+/// Runs `count` jobs on 8 threads and tallies what each answered.
+fn on_threads(count: usize, job: impl Fn(usize) -> String + Send + Sync + 'static) -> Tally {
+    let job = Arc::new(job);
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let job = job.clone();
+            thread::spawn(move || {
+                let mut tally = Tally::default();
+                for i in (t..count).step_by(8) {
+                    tally.add(job(i));
+                }
+                tally
+            })
+        })
+        .collect();
+    let mut all = Tally::default();
+    for t in threads {
+        if let Ok(tally) = t.join() {
+            for (what, n) in tally.0 {
+                *all.0.entry(what).or_default() += n;
+            }
+        }
+    }
+    all
+}
+
+/// What one request answered: its status and JSON-RPC error code, or the transport error.
+fn answered(port: u16, request: &[u8]) -> String {
+    match connect(port).and_then(|mut c| {
+        c.get_mut().write_all(request).map_err(|e| e.to_string())?;
+        read_response(&mut c)
+    }) {
+        Ok((status, _, body)) => {
+            let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            match v["error"]["code"].as_i64() {
+                Some(code) => format!("{status} {code}"),
+                None if v["result"]["resultType"] == "task" => format!("{status} task"),
+                None => format!("{status}"),
+            }
+        }
+        Err(e) => e,
+    }
+}
+
+/// Review W1: `tools/call run_build` as a task, each with 15 KiB of junk in its capabilities
+/// (under the 16 KiB cap), and one in ten with 20 KiB (over it). The tasks wait for an
+/// answer that never comes, for their whole TTL.
+fn caps_stuffing(port: u16, count: usize) -> Result<String, String> {
+    let tally = on_threads(count, move |i| {
+        let pad = "x".repeat(if i % 10 == 0 { 20 * 1024 } else { 15 * 1024 });
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"run_build","arguments":{{"project":"p{i}"}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{"elicitation":{{}},"extensions":{{"io.modelcontextprotocol/tasks":{{}}}},"pad":"{pad}"}}}}}}}}"#
+        );
+        let request = post(
+            port,
+            &[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "run_build"),
+            ],
+            &body,
+            true,
+        );
+        answered(port, &request)
+    });
+    Ok(format!("{count} stuffed calls: {}", tally.summary()))
+}
+
+/// Review W2: in one legacy session, `tools/call provision` (which elicits) over SSE, read
+/// until the elicitation arrives, hang up, again: each handler runs on, detached.
+fn detach_loop(port: u16, count: usize, run: Duration) -> Result<String, String> {
+    let session = initialize_session(port, None)?;
+    let deadline = Instant::now() + run;
+    let mut tally = Tally::default();
+    for i in 0..count {
+        if Instant::now() > deadline {
+            break;
+        }
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"provision","arguments":{{"name":"db{i}"}}}}}}"#
+        );
+        let request = post(port, &[("mcp-session-id", &session)], &body, true);
+        let what = connect(port).and_then(|mut c| {
+            c.get_mut().write_all(&request).map_err(|e| e.to_string())?;
+            let mut seen = Vec::new();
+            let mut chunk = [0u8; 2048];
+            loop {
+                let n = c.get_mut().read(&mut chunk).map_err(|e| e.to_string())?;
+                if n == 0 {
+                    return Ok(status_line(&seen));
+                }
+                seen.extend_from_slice(&chunk[..n]);
+                if seen.windows(18).any(|w| w == b"elicitation/create") {
+                    return Ok("elicited, then hung up".to_owned());
+                }
+                if !seen.starts_with(b"HTTP/1.1 200") && seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let text = String::from_utf8_lossy(&seen).into_owned();
+                    let last = text.lines().last().unwrap_or("").to_owned();
+                    return Ok(format!("{}: {last}", status_line(&seen)));
+                }
+            }
+        });
+        tally.add(what.unwrap_or_else(|e| e));
+    }
+    Ok(tally.summary())
+}
+
+/// Review W4: one client opens `count` listen streams and holds them unread for `run`.
+fn listen_streams(port: u16, count: usize, run: Duration) -> Result<String, String> {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let request = post(
+        port,
+        &[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "subscriptions/listen"),
+        ],
+        body,
+        false,
+    );
+    let mut held = Vec::new();
+    let mut tally = Tally::default();
+    for _ in 0..count {
+        match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(mut s) => {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                let _ = s.write_all(&request);
+                let mut head = [0u8; 512];
+                let n = s.read(&mut head).unwrap_or(0);
+                let status = status_line(&head[..n]);
+                if status.starts_with("200") {
+                    tally.add("stream held open".into());
+                } else {
+                    let text = String::from_utf8_lossy(&head[..n]).into_owned();
+                    tally.add(format!("{status}: {}", text.lines().last().unwrap_or("")));
+                }
+                held.push(s);
+            }
+            Err(_) => tally.add("connect failed".into()),
+        }
+    }
+    thread::sleep(run);
+    Ok(tally.summary())
+}
+
+/// Review W5: legacy sessions opened with 90 headers of 4 KB each (~360 KB of headers).
+fn fat_initialize(port: u16, count: usize) -> Result<String, String> {
+    let pad = "p".repeat(4000);
+    let names: Vec<String> = (0..90).map(|i| format!("x-pad-{i}")).collect();
+    let tally = on_threads(count, move |_| {
+        let headers: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), pad.as_str())).collect();
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"fat","version":"1"}}}"#;
+        answered(port, &post(port, &headers, body, true))
+    });
+    Ok(format!(
+        "{count} initialize with ~360 KB of headers: {}",
+        tally.summary()
+    ))
+}
+
+/// Review W6: alice opens `count` sessions (more than the whole pool) as fast as she can,
+/// while bob opens his own beside her.
+fn session_pool(port: u16, count: usize, run: Duration) -> Result<String, String> {
+    let deadline = Instant::now() + run;
+    let tally = on_threads(count, move |_| {
+        if Instant::now() > deadline {
+            return "not sent (time)".to_owned();
+        }
+        match initialize_session(port, Some("alice-token")) {
+            Ok(_) => "session".to_owned(),
+            Err(e) => e,
+        }
+    });
+    Ok(format!("alice's {count} initialize: {}", tally.summary()))
 }
 
 fn stdio_attack(name: &str, scale: Scale, bin: &Path) -> Result<Value, String> {

@@ -723,9 +723,12 @@ mod tests {
         store.finish("a-2", done()).await.unwrap();
         for i in 3..20 {
             let id = format!("a-{i}");
-            store.create(owned(&id, "attacker")).await.unwrap_or_else(|e| {
-                panic!("{id}: {e}");
-            });
+            store
+                .create(owned(&id, "attacker"))
+                .await
+                .unwrap_or_else(|e| {
+                    panic!("{id}: {e}");
+                });
             store.finish(&id, done()).await.unwrap();
         }
         assert!(store.get("victim-1").await.unwrap().is_some());
@@ -742,7 +745,10 @@ mod tests {
         assert_eq!(store.len(), 5);
         store.finish("c-0", done()).await.unwrap();
         store.create(owned("c-2", "carol")).await.unwrap();
-        assert!(store.get("c-0").await.unwrap().is_none(), "carol's own went first");
+        assert!(
+            store.get("c-0").await.unwrap().is_none(),
+            "carol's own went first"
+        );
         assert_eq!(store.len(), 5);
     }
 
