@@ -386,7 +386,13 @@ fn run_attack(attack: Attack, scale: Scale, bin_dir: &Path) -> Result<Outcome, S
     let stop = Arc::new(AtomicBool::new(false));
     let dog = watchdog(pid, stop.clone());
     let port_arg = port.to_string();
-    let secs = scale.secs().to_string();
+    // Filling a pool of 10,000 sessions takes longer than the other attacks run.
+    let secs = if attack.name == "session-pool" {
+        scale.secs().max(20)
+    } else {
+        scale.secs()
+    }
+    .to_string();
     // Beside a protected server the legitimate client is bob, opening sessions of his own.
     let legit_mode = if attack.kind == Kind::Protected {
         "legit-bob"
@@ -745,7 +751,7 @@ fn http_attack(name: &str, scale: Scale, port: u16, run: Duration) -> Result<Val
         "detach-loop" => detach_loop(port, scale.many(3_000, 600), run)?,
         "listen-streams" => listen_streams(port, 1_024, run)?,
         "fat-initialize" => fat_initialize(port, scale.many(2_000, 300))?,
-        "session-pool" => session_pool(port, scale.many(12_000, 1_500), run)?,
+        "session-pool" => session_pool(port, 11_000, run)?,
         other => return Err(format!("unknown attack {other}")),
     };
     Ok(json!({"refusal": refusal}))
