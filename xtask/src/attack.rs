@@ -583,6 +583,11 @@ fn legit_client(port: u16, secs: u64) -> Value {
         }
         thread::sleep(Duration::from_millis(20));
     }
+    legit_summary(ok, total, latencies)
+}
+
+/// What a legitimate client saw: how many of its requests were served, and their p99 (ms).
+fn legit_summary(ok: u64, total: u64, mut latencies: Vec<f64>) -> Value {
     latencies.sort_by(f64::total_cmp);
     let p99 = latencies
         .get((latencies.len() * 99 / 100).min(latencies.len().saturating_sub(1)))
@@ -922,12 +927,7 @@ fn legit_sessions(port: u16, secs: u64) -> Value {
         }
         thread::sleep(Duration::from_millis(20));
     }
-    latencies.sort_by(f64::total_cmp);
-    let p99 = latencies
-        .get((latencies.len() * 99 / 100).min(latencies.len().saturating_sub(1)))
-        .copied()
-        .unwrap_or(0.0);
-    json!({"legit_ok": ok, "legit_total": total, "legit_p99_ms": p99})
+    legit_summary(ok, total, latencies)
 }
 
 /// Runs `count` jobs on 8 threads and tallies what each answered.
