@@ -6,7 +6,8 @@ use std::io::{BufRead, Write};
 use mcp::client::BoxFuture;
 use mcp::client::oauth::{Authorizer, OAuthError};
 
-use crate::prompt::{sanitize, url_parts, url_warnings};
+use crate::prompt::{url_parts, url_warnings};
+use crate::text::sanitize;
 
 /// An [`Authorizer`] that asks on the terminal.
 pub struct TerminalAuthorizer {

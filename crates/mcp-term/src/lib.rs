@@ -1,7 +1,8 @@
 //! The library behind the `mcp-term` binary: the form engine ([`form`]: schema to fields to
 //! validated answers, no terminal in it), the line renderer ([`prompt`]), the answer sources
 //! ([`answers`]), the one entry point for every question ([`responder`]), the round loop
-//! ([`rounds`]), tool-argument coercion ([`args`]) and `@name` config files ([`config`]).
+//! ([`rounds`]), tool-argument coercion ([`args`]), `@name` config files ([`config`]) and what
+//! may reach the terminal ([`text`]).
 #![forbid(unsafe_code)]
 
 pub mod answers;
@@ -12,6 +13,7 @@ pub mod form;
 pub mod prompt;
 pub mod responder;
 pub mod rounds;
+pub mod text;
 
 /// The exit codes, as documented in `docs/mcp-term.md`.
 pub mod code {

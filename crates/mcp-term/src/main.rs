@@ -7,7 +7,7 @@
 //! was refused (sampling declined), 12 `--max-rounds` exceeded, 130 interrupted.
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -25,7 +25,7 @@ use mcp_term::answers::{CliAnswer, Sources};
 use mcp_term::config::{self, ServerSpec};
 use mcp_term::responder::{Policy, Responder, SamplingMode};
 use mcp_term::rounds::{Call, Driver, Finished, Pending};
-use mcp_term::{args, prompt};
+use mcp_term::{args, text};
 
 use mcp_term::code;
 
@@ -288,10 +288,15 @@ fn main() {
     let code = match exit {
         Ok(code) => code,
         Err(f) => {
-            eprintln!("mcp-term: {}", f.message);
+            // The one sink of every failure: a message may quote a server's error, a task's
+            // failure, an HTTP body or an authorization server's description.
+            let message = text::sanitize_line(&f.message);
+            eprintln!("mcp-term: {message}");
             eprintln!(
                 "{}",
-                json!({"error": {"code": f.code, "kind": f.kind, "message": f.message}})
+                text::json_line(
+                    &json!({"error": {"code": f.code, "kind": f.kind, "message": message}})
+                )
             );
             f.code
         }
@@ -505,7 +510,7 @@ fn show_progress(p: &mcp::types::notifications::ProgressParams) {
     let message = v
         .get("message")
         .and_then(Value::as_str)
-        .map(prompt::sanitize)
+        .map(text::sanitize_line)
         .unwrap_or_default();
     let terminal = std::io::stderr().is_terminal();
     match total {
@@ -532,14 +537,14 @@ fn show_log(m: &mcp::types::logging::LoggingMessageParams) {
     let logger = v
         .get("logger")
         .and_then(Value::as_str)
-        .map(|l| format!(" {}", prompt::sanitize(l)))
+        .map(|l| format!(" {}", text::sanitize(l)))
         .unwrap_or_default();
     let data = match v.get("data") {
         Some(Value::String(s)) => s.clone(),
         Some(other) => other.to_string(),
         None => String::new(),
     };
-    eprintln!("log [{level}]{logger}: {}", prompt::sanitize(&data));
+    eprintln!("log [{level}]{logger}: {}", text::sanitize(&data));
 }
 
 async fn connect(
@@ -562,7 +567,7 @@ async fn connect(
             if let mcp::types::ServerNotification::ElicitationComplete(p) = n {
                 eprintln!(
                     "the server says the URL flow {} is complete",
-                    prompt::sanitize(&p.elicitation_id)
+                    text::sanitize_line(&p.elicitation_id)
                 );
             }
         });
@@ -708,10 +713,11 @@ fn callbacks(
     builder
 }
 
+/// JSON on stdout: the exact data, with what a terminal would act on escaped.
 fn print_json(v: &Value, format: Format) {
     match format {
-        Format::Ndjson => println!("{v}"),
-        _ => println!("{}", serde_json::to_string_pretty(v).unwrap_or_default()),
+        Format::Ndjson => println!("{}", text::json_line(v)),
+        _ => println!("{}", text::json_pretty(v)),
     }
 }
 
@@ -725,7 +731,11 @@ fn print_list<T: serde::Serialize>(
     if format == Format::Human {
         for item in list {
             let (first, second) = columns(item);
-            println!("{}  {}", prompt::sanitize(first), prompt::sanitize(second));
+            println!(
+                "{}  {}",
+                text::sanitize_line(first),
+                text::sanitize_line(second)
+            );
         }
     } else {
         print_json(&serde_json::to_value(list).unwrap_or(Value::Null), format);
@@ -763,10 +773,13 @@ async fn run(cli: Cli, command: Vec<String>) -> Result<i32, Fail> {
                     ""
                 };
                 println!(
-                    "@{}  {}  {}{shadow}",
-                    e["name"].as_str().unwrap_or(""),
-                    e["transport"].as_str().unwrap_or(""),
-                    e["source"].as_str().unwrap_or("")
+                    "{}",
+                    text::sanitize_line(&format!(
+                        "@{}  {}  {}{shadow}",
+                        e["name"].as_str().unwrap_or(""),
+                        e["transport"].as_str().unwrap_or(""),
+                        e["source"].as_str().unwrap_or("")
+                    ))
                 );
             }
         } else {
@@ -855,13 +868,16 @@ async fn run(cli: Cli, command: Vec<String>) -> Result<i32, Fail> {
                 if let Some(i) = n.as_ref().and_then(|n| n.server_info.as_ref()) {
                     println!(
                         "server: {} {}",
-                        prompt::sanitize(&i.name),
-                        prompt::sanitize(&i.version)
+                        text::sanitize_line(&i.name),
+                        text::sanitize_line(&i.version)
                     );
                 }
-                println!("server capabilities: {}", info["capabilities"]);
-                if let Some(text) = info["instructions"].as_str() {
-                    println!("instructions: {}", prompt::sanitize(text));
+                println!(
+                    "server capabilities: {}",
+                    text::json_line(&info["capabilities"])
+                );
+                if let Some(instructions) = info["instructions"].as_str() {
+                    println!("instructions: {}", text::sanitize(instructions));
                 }
                 println!("client advertised: {}", info["clientCapabilities"]);
             } else {
@@ -877,12 +893,12 @@ async fn run(cli: Cli, command: Vec<String>) -> Result<i32, Fail> {
                     let desc = t
                         .description
                         .as_deref()
-                        .map(|d| format!("  {}", prompt::sanitize(d)))
+                        .map(|d| format!("  {}", text::sanitize(d)))
                         .unwrap_or_default();
-                    println!("{}{desc}", prompt::sanitize(&t.name));
+                    println!("{}{desc}", text::sanitize_line(&t.name));
                     if schema {
                         let s = serde_json::to_string_pretty(&t.input_schema).unwrap_or_default();
-                        for line in prompt::sanitize(&s).lines() {
+                        for line in text::sanitize(&s).lines() {
                             println!("    {line}");
                         }
                     }
@@ -912,12 +928,12 @@ async fn run(cli: Cli, command: Vec<String>) -> Result<i32, Fail> {
                     let desc = p
                         .description
                         .as_deref()
-                        .map(|d| format!("  {}", prompt::sanitize(d)))
+                        .map(|d| format!("  {}", text::sanitize(d)))
                         .unwrap_or_default();
                     println!(
                         "{}({}){desc}",
-                        prompt::sanitize(&p.name),
-                        prompt::sanitize(&args.join(", "))
+                        text::sanitize_line(&p.name),
+                        text::sanitize_line(&args.join(", "))
                     );
                 }
             } else {
@@ -1167,13 +1183,24 @@ async fn finish(
     match format {
         Format::Human => print_human(call, &result),
         Format::Json => print_json(&json!({"result": result, "rounds": rounds}), Format::Json),
-        Format::Ndjson => println!("{}", json!({"event": "result", "result": result})),
+        Format::Ndjson => println!(
+            "{}",
+            text::json_line(&json!({"event": "result", "result": result}))
+        ),
     }
     Ok(if is_error { code::TOOL_ERROR } else { code::OK })
 }
 
+/// A result for people. Every line holds the server's text (a role, a type, a URI, content),
+/// so the whole text is sanitized once, where it is printed.
 fn print_human(call: &Call, result: &Value) {
-    let mut stdout = std::io::stdout().lock();
+    let mut shown = String::new();
+    human(&mut shown, call, result);
+    print!("{}", text::sanitize(&shown));
+}
+
+fn human(out: &mut String, call: &Call, result: &Value) {
+    use std::fmt::Write as _;
     let blocks: Vec<Value> = match call {
         Call::Tool { .. } => result
             .get("content")
@@ -1182,7 +1209,7 @@ fn print_human(call: &Call, result: &Value) {
             .unwrap_or_default(),
         Call::Prompt { .. } => {
             if let Some(d) = result.get("description").and_then(Value::as_str) {
-                let _ = writeln!(stdout, "{}", prompt::sanitize(d));
+                let _ = writeln!(out, "{d}");
             }
             for m in result
                 .get("messages")
@@ -1191,8 +1218,8 @@ fn print_human(call: &Call, result: &Value) {
                 .flatten()
             {
                 let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
-                let _ = write!(stdout, "{role}: ");
-                print_block(&mut stdout, m.get("content").unwrap_or(&Value::Null));
+                let _ = write!(out, "{}: ", text::sanitize_line(role));
+                human_block(out, m.get("content").unwrap_or(&Value::Null));
             }
             return;
         }
@@ -1205,14 +1232,16 @@ fn print_human(call: &Call, result: &Value) {
             {
                 match c.get("text").and_then(Value::as_str) {
                     Some(t) => {
-                        let _ = writeln!(stdout, "{}", prompt::sanitize(t));
+                        let _ = writeln!(out, "{t}");
                     }
                     None => {
                         let _ = writeln!(
-                            stdout,
+                            out,
                             "[binary {} from {}; use --out FILE]",
-                            c.get("mimeType").and_then(Value::as_str).unwrap_or("data"),
-                            c.get("uri").and_then(Value::as_str).unwrap_or("")
+                            text::sanitize_line(
+                                c.get("mimeType").and_then(Value::as_str).unwrap_or("data")
+                            ),
+                            text::sanitize_line(c.get("uri").and_then(Value::as_str).unwrap_or(""))
                         );
                     }
                 }
@@ -1221,47 +1250,48 @@ fn print_human(call: &Call, result: &Value) {
         }
     };
     for b in &blocks {
-        print_block(&mut stdout, b);
+        human_block(out, b);
     }
     if let Some(s) = result.get("structuredContent") {
         let _ = writeln!(
-            stdout,
+            out,
             "structured: {}",
-            prompt::sanitize(&serde_json::to_string_pretty(s).unwrap_or_default())
+            serde_json::to_string_pretty(s).unwrap_or_default()
         );
     }
 }
 
-fn print_block(out: &mut impl Write, b: &Value) {
+/// One content block for people; the text it writes is sanitized by the caller.
+fn human_block(out: &mut String, b: &Value) {
+    use std::fmt::Write as _;
+    let one = |key: &str| text::sanitize_line(b.get(key).and_then(Value::as_str).unwrap_or(""));
     let kind = b.get("type").and_then(Value::as_str).unwrap_or("");
     let _ = match kind {
         "text" => writeln!(
             out,
             "{}",
-            prompt::sanitize(b.get("text").and_then(Value::as_str).unwrap_or(""))
+            b.get("text").and_then(Value::as_str).unwrap_or("")
         ),
         "image" | "audio" => writeln!(
             out,
             "[{kind} {}, {} base64 characters]",
-            b.get("mimeType").and_then(Value::as_str).unwrap_or("?"),
+            b.get("mimeType")
+                .and_then(Value::as_str)
+                .map_or_else(|| "?".to_owned(), text::sanitize_line),
             b.get("data").and_then(Value::as_str).map_or(0, str::len)
         ),
-        "resource_link" => writeln!(
-            out,
-            "link: {}",
-            prompt::sanitize(b.get("uri").and_then(Value::as_str).unwrap_or(""))
-        ),
+        "resource_link" => writeln!(out, "link: {}", one("uri")),
         "resource" => {
             let r = b.get("resource").cloned().unwrap_or(Value::Null);
             match r.get("text").and_then(Value::as_str) {
-                Some(t) => writeln!(out, "{}", prompt::sanitize(t)),
+                Some(t) => writeln!(out, "{t}"),
                 None => writeln!(
                     out,
                     "[embedded resource {}]",
-                    prompt::sanitize(r.get("uri").and_then(Value::as_str).unwrap_or(""))
+                    text::sanitize_line(r.get("uri").and_then(Value::as_str).unwrap_or(""))
                 ),
             }
         }
-        _ => writeln!(out, "{}", prompt::sanitize(&b.to_string())),
+        _ => writeln!(out, "{b}"),
     };
 }

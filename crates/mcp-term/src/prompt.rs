@@ -9,6 +9,7 @@ use mcp::types::elicitation::ElicitValue;
 use serde_json::Value;
 
 use crate::form::{Field, Form, Kind, show};
+use crate::text::sanitize;
 
 /// What the person decided.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,49 +37,6 @@ pub struct Asking {
     pub max_rounds: u32,
     /// The `inputRequests` key or the live request's id.
     pub key: String,
-}
-
-/// Removes terminal control characters from server text: C0 except newline and tab, DEL,
-/// C1, escape sequences, and bidirectional overrides that can disguise text.
-pub fn sanitize(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\u{1b}' => {
-                // Drop a CSI/OSC sequence's body too, so no stray "[31m" remains.
-                match chars.peek() {
-                    Some('[') => {
-                        chars.next();
-                        while let Some(&n) = chars.peek() {
-                            chars.next();
-                            if ('\u{40}'..='\u{7e}').contains(&n) {
-                                break;
-                            }
-                        }
-                    }
-                    Some(']') => {
-                        chars.next();
-                        while let Some(n) = chars.next() {
-                            if n == '\u{7}' {
-                                break;
-                            }
-                            if n == '\u{1b}' && chars.peek() == Some(&'\\') {
-                                chars.next();
-                                break;
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            '\n' | '\t' => out.push(c),
-            c if c.is_control() => {}
-            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' => {}
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// Field names that look like they ask for a secret.
@@ -181,17 +139,26 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
         }
     }
 
-    fn bold(&self, s: &str) -> String {
+    /// Writes one line of the screen. Every line passes through [`sanitize`], whatever it
+    /// holds: a label, a description, a `format`, a choice, a reason quoting a value.
+    fn say(&mut self, line: &str) -> io::Result<()> {
+        writeln!(self.output, "{}", sanitize(line))
+    }
+
+    /// Writes `before`, `strong` emphasised (on a terminal) and `after` on one line: each part
+    /// is sanitized before the emphasis is added, so only the tool's own escapes remain.
+    fn say_emphasised(&mut self, before: &str, strong: &str, after: &str) -> io::Result<()> {
+        let (before, strong, after) = (sanitize(before), sanitize(strong), sanitize(after));
         if self.color {
-            format!("\u{1b}[1m{s}\u{1b}[0m")
+            writeln!(self.output, "{before}\u{1b}[1m{strong}\u{1b}[0m{after}")
         } else {
-            s.to_owned()
+            writeln!(self.output, "{before}{strong}{after}")
         }
     }
 
     /// One line, without its end; `None` at end of input.
     fn line(&mut self, prompt: &str) -> io::Result<Option<String>> {
-        write!(self.output, "{prompt}")?;
+        write!(self.output, "{}", sanitize(prompt))?;
         self.output.flush()?;
         let mut line = String::new();
         if self.input.read_line(&mut line)? == 0 {
@@ -204,34 +171,26 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
     fn header(&mut self, asking: &Asking, message: &str) -> io::Result<()> {
         let title = format!(
             "{} asks ({}, round {} of {}, {})",
-            sanitize(&asking.server),
-            sanitize(&asking.during),
-            asking.round,
-            asking.max_rounds,
-            asking.era
+            asking.server, asking.during, asking.round, asking.max_rounds, asking.era
         );
-        writeln!(self.output, "── {} ──", self.bold(&title))?;
+        self.say_emphasised("── ", &title, " ──")?;
         for line in sanitize(message).lines() {
-            writeln!(self.output, "  {line}")?;
+            self.say(&format!("  {line}"))?;
         }
         Ok(())
     }
 
     fn describe(&self, field: &Field, value: Option<&ElicitValue>) -> String {
-        let mut s = format!(
-            "{}{}",
-            sanitize(&field.label),
-            if field.required { "*" } else { "" }
-        );
+        let mut s = format!("{}{}", field.label, if field.required { "*" } else { "" });
         if field.label != field.name {
-            s.push_str(&format!(" [{}]", sanitize(&field.name)));
+            s.push_str(&format!(" [{}]", field.name));
         }
         s.push_str(&format!(" ({})", field.kind.describe()));
         if let Some(d) = &field.description {
-            s.push_str(&format!(": {}", sanitize(d)));
+            s.push_str(&format!(": {d}"));
         }
         if let Some(v) = value {
-            s.push_str(&format!(" = {}", sanitize(&show(v))));
+            s.push_str(&format!(" = {}", show(v)));
         }
         s
     }
@@ -247,16 +206,15 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
         prefill: BTreeMap<String, ElicitValue>,
     ) -> io::Result<Decision> {
         self.header(asking, message)?;
-        writeln!(self.output, "  fields (* required):")?;
+        self.say("  fields (* required):")?;
         for field in &form.fields {
             let line = self.describe(field, field.default.as_ref());
-            writeln!(self.output, "    {line}")?;
+            self.say(&format!("    {line}"))?;
             if looks_secret(&field.name) {
-                writeln!(
-                    self.output,
+                self.say(&format!(
                     "    ! {} looks like a secret: servers must not ask for secrets in a form",
-                    sanitize(&field.name)
-                )?;
+                    field.name
+                ))?;
             }
         }
         loop {
@@ -266,7 +224,7 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
                     "a" | "accept" | "answer" | "" => break,
                     "d" | "decline" => return Ok(Decision::Decline),
                     "c" | "cancel" => return Ok(Decision::Cancel),
-                    _ => writeln!(self.output, "  ! answer a, d or c")?,
+                    _ => self.say("  ! answer a, d or c")?,
                 },
             }
         }
@@ -280,18 +238,13 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
             }
         }
         loop {
-            writeln!(self.output, "  review:")?;
+            self.say("  review:")?;
             for field in &form.fields {
                 let shown = values
                     .get(&field.name)
                     .map(show)
                     .unwrap_or_else(|| "(empty)".into());
-                writeln!(
-                    self.output,
-                    "    {} = {}",
-                    sanitize(&field.name),
-                    sanitize(&shown)
-                )?;
+                self.say(&format!("    {} = {shown}", field.name))?;
             }
             let Some(l) = self.line("  [s]ubmit, [e]dit NAME, [d]ecline, [c]ancel? ")? else {
                 return Ok(Decision::Cancel);
@@ -300,7 +253,7 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
             match l.to_ascii_lowercase().as_str() {
                 "s" | "submit" | "" => match form.check(&values) {
                     Ok(content) => return Ok(Decision::Accept(content)),
-                    Err(why) => writeln!(self.output, "  ! {why}")?,
+                    Err(why) => self.say(&format!("  ! {why}"))?,
                 },
                 "d" | "decline" => return Ok(Decision::Decline),
                 "c" | "cancel" => return Ok(Decision::Cancel),
@@ -315,7 +268,7 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
                                 return Ok(Decision::Cancel);
                             }
                         }
-                        None => writeln!(self.output, "  ! answer s, e NAME, d or c")?,
+                        None => self.say("  ! answer s, e NAME, d or c")?,
                     }
                 }
             }
@@ -329,28 +282,24 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
         values: &mut BTreeMap<String, ElicitValue>,
     ) -> io::Result<bool> {
         if let Kind::Select(choices) | Kind::MultiSelect { choices, .. } = &field.kind {
-            writeln!(self.output, "    {}:", sanitize(&field.label))?;
+            self.say(&format!("    {}:", field.label))?;
             for (i, c) in choices.iter().enumerate() {
                 let label = if c.label == c.value {
-                    sanitize(&c.value)
+                    c.value.clone()
                 } else {
-                    format!("{} ({})", sanitize(&c.label), sanitize(&c.value))
+                    format!("{} ({})", c.label, c.value)
                 };
-                writeln!(self.output, "      {}. {label}", i + 1)?;
+                self.say(&format!("      {}. {label}", i + 1))?;
             }
         }
         loop {
             let current = values.get(&field.name).map(show);
-            let mut prompt = format!(
-                "  {}{}",
-                sanitize(&field.label),
-                if field.required { "*" } else { "" }
-            );
+            let mut prompt = format!("  {}{}", field.label, if field.required { "*" } else { "" });
             if let Some(hint) = field.kind.hint() {
                 prompt.push_str(&format!(" ({hint})"));
             }
             if let Some(c) = &current {
-                prompt.push_str(&format!(" [{}]", sanitize(c)));
+                prompt.push_str(&format!(" [{c}]"));
             }
             prompt.push_str(": ");
             let Some(input) = self.line(&prompt)? else {
@@ -370,7 +319,7 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
                     values.insert(field.name.clone(), value);
                     return Ok(true);
                 }
-                Err(why) => writeln!(self.output, "  ! {why}; try again")?,
+                Err(why) => self.say(&format!("  ! {why}; try again"))?,
             }
         }
     }
@@ -380,24 +329,20 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
     pub fn url(&mut self, asking: &Asking, message: &str, url: &str) -> io::Result<Decision> {
         self.header(asking, message)?;
         let clean = sanitize(url);
-        let shown = match url_parts(&clean) {
-            Some(parts) if self.color => {
+        match url_parts(&clean) {
+            Some(parts) => {
                 let (a, b) = parts.host_range;
-                format!(
-                    "{}\u{1b}[1;4m{}\u{1b}[0m{}",
-                    &clean[..a],
+                self.say_emphasised(
+                    &format!("  open: {}", &clean[..a]),
                     &clean[a..b],
-                    &clean[b..]
-                )
+                    &clean[b..],
+                )?;
+                self.say_emphasised("  host: ", &parts.host, "")?;
             }
-            _ => clean.clone(),
-        };
-        writeln!(self.output, "  open: {shown}")?;
-        if let Some(parts) = url_parts(&clean) {
-            writeln!(self.output, "  host: {}", self.bold(&parts.host))?;
+            None => self.say(&format!("  open: {clean}"))?,
         }
         for warning in url_warnings(&clean) {
-            writeln!(self.output, "  ! {warning}")?;
+            self.say(&format!("  ! {warning}"))?;
         }
         loop {
             match self.line("  [a]ccept (open it yourself), [d]ecline, [c]ancel? ")? {
@@ -406,7 +351,7 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
                     "a" | "accept" => return Ok(Decision::Accept(BTreeMap::new())),
                     "d" | "decline" => return Ok(Decision::Decline),
                     "c" | "cancel" => return Ok(Decision::Cancel),
-                    _ => writeln!(self.output, "  ! answer a, d or c")?,
+                    _ => self.say("  ! answer a, d or c")?,
                 },
             }
         }
@@ -422,14 +367,12 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
         why: &str,
     ) -> io::Result<Decision> {
         self.header(asking, message)?;
-        writeln!(
-            self.output,
-            "  this form cannot be shown field by field ({})",
-            sanitize(why)
-        )?;
+        self.say(&format!(
+            "  this form cannot be shown field by field ({why})"
+        ))?;
         let pretty = serde_json::to_string_pretty(schema).unwrap_or_default();
         for line in sanitize(&pretty).lines() {
-            writeln!(self.output, "    {line}")?;
+            self.say(&format!("    {line}"))?;
         }
         loop {
             match self.line("  [j]son answer, [d]ecline, [c]ancel? ")? {
@@ -443,12 +386,10 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
                         };
                         match serde_json::from_str::<BTreeMap<String, ElicitValue>>(&text) {
                             Ok(content) => return Ok(Decision::Accept(content)),
-                            Err(e) => {
-                                writeln!(self.output, "  ! not a JSON object of values: {e}")?
-                            }
+                            Err(e) => self.say(&format!("  ! not a JSON object of values: {e}"))?,
                         }
                     },
-                    _ => writeln!(self.output, "  ! answer j, d or c")?,
+                    _ => self.say("  ! answer j, d or c")?,
                 },
             }
         }
@@ -541,23 +482,53 @@ mod tests {
     }
 
     #[test]
+    fn a_forms_every_server_text_loses_its_escapes() {
+        // Title, description, format, choices, a default and the reason quoting a choice: each
+        // reaches the screen through `say` or `line`, so none keeps an escape.
+        let esc = "\u{1b}]0;pwned\u{7}\u{1b}[2J";
+        let schema = json!({"type": "object", "properties": {
+            "code": {"type": "string", "title": format!("Code{esc}"), "format": format!("x{esc}"),
+                     "description": format!("the{esc} code"), "default": format!("d{esc}")},
+            "pick": {"type": "string", "enum": [format!("a{esc}"), "b"]}}});
+        let form = Form::from_schema(&serde_json::from_value(schema).unwrap()).unwrap();
+        let mut out = Vec::new();
+        let asking = Asking {
+            server: format!("srv{esc}"),
+            during: format!("tools/call t{esc}"),
+            era: format!("2026-07-28{esc}"),
+            round: 1,
+            max_rounds: 10,
+            ..Asking::default()
+        };
+        let decision = Prompter::new("a\n\nz\nd\n".as_bytes(), &mut out, false)
+            .form(&asking, &format!("Hi{esc}\nthere"), &form, BTreeMap::new())
+            .unwrap();
+        assert_eq!(decision, Decision::Cancel);
+        let out = String::from_utf8(out).unwrap();
+        assert!(!out.contains(['\u{1b}', '\u{7}']), "{out:?}");
+        assert!(
+            out.starts_with(
+                "── srv asks (tools/call t, round 1 of 10, 2026-07-28) ──\n  Hi\n  there\n"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("    Code [code] (a string (x)): the code = d\n"),
+            "{out}"
+        );
+        assert!(out.contains("  Code (x) [d]: "), "{out}");
+        assert!(out.contains("      1. a\n      2. b\n"), "{out}");
+        assert!(
+            out.contains("  ! \"z\" is not one of a, b; try again\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
     fn a_secret_looking_field_is_flagged() {
         let schema = json!({"type": "object", "properties": {"api_token": {"type": "string"}}});
         let (_, out) = run(schema, "d\n");
         assert!(out.contains("! api_token looks like a secret"), "{out}");
-    }
-
-    #[test]
-    fn server_text_loses_control_characters() {
-        assert_eq!(
-            sanitize("a\u{1b}[31mred\u{1b}[0m\u{7}b\r\n\u{9b}c\u{202e}d"),
-            "aredb\ncd"
-        );
-        assert_eq!(
-            sanitize("x\u{1b}]8;;http://evil\u{7}link\u{1b}]8;;\u{7}"),
-            "xlink"
-        );
-        assert_eq!(sanitize("tab\there"), "tab\there");
     }
 
     #[test]

@@ -254,7 +254,7 @@ impl Responder {
                         } else {
                             eprintln!(
                                 "  open this URL yourself: {}",
-                                crate::prompt::sanitize(&params.url)
+                                crate::text::sanitize_line(&params.url)
                             );
                         }
                         Reply::Answer(InputResponse::Elicit(ElicitResult::accept_url()))
@@ -447,7 +447,7 @@ pub(crate) fn open_browser(url: &str) {
         Ok(_) => eprintln!("  opened in your browser"),
         Err(e) => eprintln!(
             "  could not run {opener} ({e}); open this URL yourself: {}",
-            crate::prompt::sanitize(url)
+            crate::text::sanitize_line(url)
         ),
     }
 }
