@@ -1,13 +1,14 @@
 //! The library behind the `mcp-term` binary: the form engine ([`form`]: schema to fields to
-//! validated answers, no terminal in it), the line renderer ([`prompt`]), the answer sources
-//! ([`answers`]), the one entry point for every question ([`responder`]), the round loop
-//! ([`rounds`]), tool-argument coercion ([`args`]), `@name` config files ([`config`]) and what
-//! may reach the terminal ([`text`]).
+//! validated answers, no terminal in it), the line renderer ([`prompt`]), URLs as a browser
+//! reads them ([`browser`]), the answer sources ([`answers`]), the one entry point for every
+//! question ([`responder`]), the round loop ([`rounds`]), tool-argument coercion ([`args`]),
+//! `@name` config files ([`config`]) and what may reach the terminal ([`text`]).
 #![forbid(unsafe_code)]
 
 pub mod answers;
 pub mod args;
 pub mod auth;
+pub mod browser;
 pub mod config;
 pub mod form;
 pub mod prompt;

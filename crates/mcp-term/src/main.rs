@@ -101,7 +101,7 @@ struct Opts {
     /// Prompt on stdin/stderr even when they are not a terminal.
     #[arg(long, global = true)]
     tty: bool,
-    /// Open accepted URL-mode pages in the browser.
+    /// Open in the browser a URL-mode page a person accepted on the terminal (never one accepted by --answers), and the OAuth sign-in page once shown.
     #[arg(long, global = true)]
     open: bool,
     /// Answer sampling: prompt, decline, fixed:TEXT or exec:CMD (not advertised unless given).

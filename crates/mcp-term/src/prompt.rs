@@ -8,6 +8,7 @@ use std::io::{self, BufRead, Write};
 use mcp::types::elicitation::ElicitValue;
 use serde_json::Value;
 
+use crate::browser::{BrowserUrl, Refused};
 use crate::form::{Field, Form, Kind, show};
 use crate::text::sanitize;
 
@@ -54,71 +55,6 @@ fn looks_secret(name: &str) -> bool {
     ]
     .iter()
     .any(|w| n.contains(w))
-}
-
-/// The parts of a URL a person must see: scheme, host, and whether there is userinfo.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UrlParts {
-    /// `https`.
-    pub scheme: String,
-    /// The host, lowercased.
-    pub host: String,
-    /// Byte range of the host in the URL.
-    pub host_range: (usize, usize),
-    /// `user@` before the host (a classic disguise).
-    pub userinfo: bool,
-}
-
-/// Splits a URL to show its host; `None` when it has no `scheme://host`.
-pub fn url_parts(url: &str) -> Option<UrlParts> {
-    let (scheme, rest) = url.split_once("://")?;
-    let start = scheme.len() + 3;
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    let (userinfo, hostport, host_start) = match authority.rfind('@') {
-        Some(at) => (true, &authority[at + 1..], start + at + 1),
-        None => (false, authority, start),
-    };
-    let host = if hostport.starts_with('[') {
-        &hostport[..hostport.find(']').map_or(hostport.len(), |i| i + 1)]
-    } else {
-        hostport.split(':').next().unwrap_or("")
-    };
-    if host.is_empty() {
-        return None;
-    }
-    Some(UrlParts {
-        scheme: scheme.to_ascii_lowercase(),
-        host: host.to_ascii_lowercase(),
-        host_range: (host_start, host_start + host.len()),
-        userinfo,
-    })
-}
-
-/// The warnings a URL deserves before anyone opens it.
-pub fn url_warnings(url: &str) -> Vec<String> {
-    let Some(parts) = url_parts(url) else {
-        return vec!["this is not a URL with a host; do not open it".into()];
-    };
-    let mut warnings = Vec::new();
-    if parts.scheme != "https" {
-        warnings.push(format!(
-            "not https ({}://): anyone on the network can read or change this page",
-            parts.scheme
-        ));
-    }
-    if parts.host.split('.').any(|label| label.starts_with("xn--")) || !parts.host.is_ascii() {
-        warnings.push(format!(
-            "the host {} is an internationalised (punycode) name: check it is the site you expect",
-            parts.host
-        ));
-    }
-    if parts.userinfo {
-        warnings.push(
-            "the URL has a user@ part before the host; the real host is the one highlighted".into(),
-        );
-    }
-    warnings
 }
 
 /// A line renderer over `input` and `output`.
@@ -324,24 +260,43 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
         }
     }
 
-    /// Asks for consent to open a URL: the whole URL with its host highlighted, and every
-    /// warning. Opening is the caller's business (only with `--open`).
-    pub fn url(&mut self, asking: &Asking, message: &str, url: &str) -> io::Result<Decision> {
+    /// Asks for consent to a URL: the address a browser would open (its WHATWG serialization)
+    /// with its host highlighted, the host on its own line, and every warning. A refused URL
+    /// is shown with the reason and can only be declined or cancelled. Opening is the
+    /// caller's business (only with `--open`, and only the address shown).
+    pub fn url(
+        &mut self,
+        asking: &Asking,
+        message: &str,
+        raw: &str,
+        page: &Result<BrowserUrl, Refused>,
+    ) -> io::Result<Decision> {
         self.header(asking, message)?;
-        let clean = sanitize(url);
-        match url_parts(&clean) {
-            Some(parts) => {
-                let (a, b) = parts.host_range;
-                self.say_emphasised(
-                    &format!("  open: {}", &clean[..a]),
-                    &clean[a..b],
-                    &clean[b..],
-                )?;
-                self.say_emphasised("  host: ", &parts.host, "")?;
+        let page = match page {
+            Ok(page) => page,
+            Err(why) => {
+                self.say(&format!("  url: {raw}"))?;
+                self.say(&format!("  ! mcp-term will not open this: {why}"))?;
+                loop {
+                    match self.line("  [d]ecline, [c]ancel? ")? {
+                        None => return Ok(Decision::Cancel),
+                        Some(l) => match l.trim().to_ascii_lowercase().as_str() {
+                            "d" | "decline" => return Ok(Decision::Decline),
+                            "c" | "cancel" => return Ok(Decision::Cancel),
+                            _ => self.say("  ! answer d or c")?,
+                        },
+                    }
+                }
             }
-            None => self.say(&format!("  open: {clean}"))?,
-        }
-        for warning in url_warnings(&clean) {
+        };
+        let (a, b) = page.host_range;
+        self.say_emphasised(
+            &format!("  open: {}", &page.href[..a]),
+            &page.href[a..b],
+            &page.href[b..],
+        )?;
+        self.say_emphasised("  host: ", &page.host, "")?;
+        for warning in page.warnings(raw) {
             self.say(&format!("  ! {warning}"))?;
         }
         loop {
@@ -531,28 +486,49 @@ mod tests {
         assert!(out.contains("! api_token looks like a secret"), "{out}");
     }
 
-    #[test]
-    fn a_url_shows_its_host_and_warnings() {
+    fn consent(raw: &str, input: &str) -> (Decision, String) {
         let mut out = Vec::new();
-        let decision = Prompter::new("a\n".as_bytes(), &mut out, false)
-            .url(
-                &Asking::default(),
-                "Pay",
-                "http://user@xn--pypal-4ve.com/pay?x=1",
-            )
+        let page = crate::browser::parse(raw);
+        let decision = Prompter::new(input.as_bytes(), &mut out, false)
+            .url(&Asking::default(), "Pay", raw, &page)
             .unwrap();
-        let out = String::from_utf8(out).unwrap();
+        (decision, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn a_url_shows_the_host_a_browser_opens() {
+        let (decision, out) = consent("https://evil.example\\@bank.example/login", "a\n");
         assert_eq!(decision, Decision::Accept(BTreeMap::new()));
-        assert!(out.contains("  host: xn--pypal-4ve.com\n"), "{out}");
-        assert!(out.contains("! not https (http://)"), "{out}");
-        assert!(out.contains("punycode"), "{out}");
-        assert!(out.contains("user@ part"), "{out}");
-        assert!(url_warnings("https://pay.example.com/x").is_empty());
-        let parts = url_parts("https://pay.example.com:8443/x").unwrap();
-        assert_eq!(
-            &"https://pay.example.com:8443/x"[parts.host_range.0..parts.host_range.1],
-            "pay.example.com"
+        assert!(
+            out.contains(
+                "  Pay\n  open: https://evil.example/@bank.example/login\n  host: evil.example\n  \
+                 ! the server wrote it as https://evil.example\\@bank.example/login; a browser reads that as the address above\n"
+            ),
+            "{out}"
         );
+        assert!(!out.contains("host: bank.example"), "{out}");
+        let (_, out) = consent("https://xn--pypal-4ve.com/pay?x=1", "d\n");
+        assert!(out.contains("  host: xn--pypal-4ve.com\n"), "{out}");
+        assert!(out.contains("punycode"), "{out}");
+    }
+
+    #[test]
+    fn a_refused_url_can_only_be_declined_or_cancelled() {
+        let (decision, out) = consent("https://bank.example@evil.example/", "a\nd\n");
+        assert_eq!(decision, Decision::Decline);
+        assert!(
+            out.contains(
+                "  url: https://bank.example@evil.example/\n  \
+                 ! mcp-term will not open this: it has a user name or password before the host (user@host), a classic disguise\n  \
+                 [d]ecline, [c]ancel?   ! answer d or c\n"
+            ),
+            "{out}"
+        );
+        assert!(!out.contains("host:"), "{out}");
+        let (decision, out) = consent("http://pay.example/\u{1b}]0;x\u{7}", "c\n");
+        assert_eq!(decision, Decision::Cancel);
+        assert!(out.contains("  url: http://pay.example/\n"), "{out}");
+        assert!(out.contains("it is plain http to pay.example"), "{out}");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! A hostile server puts terminal escapes (OSC 52 clipboard writes, window titles, screen
 //! clears, C1 controls, bidirectional overrides, line separators) in every string it can.
 //! None of it reaches `mcp-term`'s stdout or stderr, on every path its text takes there:
-//! errors, task failures, HTTP bodies, result blocks, round traces and pending reasons.
+//! errors, task failures, HTTP bodies, result blocks, round traces and pending reasons. And a
+//! URL it asks to open is read as a browser reads it, and never opened without a person.
 
 use std::process::{Command, Stdio};
 
@@ -9,7 +10,7 @@ use serde_json::{Value, json};
 
 mod fake;
 
-use fake::{Answer, Fake, one_tool};
+use fake::{Answer, Fake, one_tool, path_with, recording_opener, url_consent};
 
 /// Writes "aGk=" to the clipboard, retitles the window, clears the screen.
 const ESC: &str = "\u{1b}]52;c;aGk=\u{7}\u{1b}]0;pwned\u{7}\u{1b}[2J";
@@ -46,9 +47,14 @@ impl Out {
 }
 
 fn term(args: &[&str], url: &str) -> Out {
+    term_with(args, url, &[])
+}
+
+fn term_with(args: &[&str], url: &str, env: &[(&str, &str)]) -> Out {
     let out = Command::new(env!("CARGO_BIN_EXE_mcp-term"))
         .args(args)
         .args(["--era", "2026-07-28", "--timeout", "20", url])
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .output()
         .expect("mcp-term runs");
@@ -277,4 +283,79 @@ fn json_output_keeps_the_data_and_escapes_what_a_terminal_acts_on() {
     let human = term(&["call", "t"], &server.url);
     human.assert_clean();
     assert_eq!(human.stdout, "ab\n");
+}
+
+fn answers_file(name: &str, contents: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcp-term-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, contents).unwrap();
+    path
+}
+
+#[test]
+fn a_url_accepted_in_an_answers_file_is_never_opened() {
+    let server = Fake::start(url_consent("https://evil.example\\@bank.example/login"));
+    let opener = recording_opener("answers");
+    let accept = answers_file("url-accept.json", r#"{"_url": "accept"}"#);
+    let out = term_with(
+        &[
+            "call",
+            "pay",
+            "--open",
+            "--answers",
+            accept.to_str().unwrap(),
+        ],
+        &server.url,
+        &[("PATH", &path_with(&opener))],
+    );
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "the person answered accept\n"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        out.stderr,
+        "  open this URL yourself: https://evil.example/@bank.example/login\n  \
+         (--open opens only what a person accepted on the terminal, not an answer from --answers)\n"
+    );
+    assert!(!opener.join("opened.txt").exists(), "nothing was opened");
+}
+
+#[test]
+fn a_url_the_rules_refuse_is_declined_whoever_answers() {
+    let accept = answers_file("url-accept-refused.json", r#"{"_url": "accept"}"#);
+    for (url, why) in [
+        (
+            "https://bank.example@evil.example/login",
+            "it has a user name or password before the host (user@host), a classic disguise",
+        ),
+        (
+            "http://bank.example/login",
+            "it is plain http to bank.example, which anyone on the network can read or change; only https (or http to this machine) is opened",
+        ),
+        (
+            "file:///etc/passwd",
+            "its scheme is file:, and only https (or http to this machine) is opened",
+        ),
+    ] {
+        let server = Fake::start(url_consent(url));
+        for args in [
+            &["call", "pay", "--answers", accept.to_str().unwrap()][..],
+            &["call", "pay"],
+        ] {
+            let out = term(args, &server.url);
+            assert_eq!(
+                (out.code, out.stdout.as_str()),
+                (0, "the person answered decline\n"),
+                "{url}: {}",
+                out.stderr
+            );
+            assert_eq!(
+                out.stderr,
+                format!("  declined a URL request ({why}): {url}\n")
+            );
+        }
+    }
 }

@@ -5,8 +5,10 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+mod fake;
 mod support;
 
+use fake::{Fake, path_with, recording_opener, url_consent};
 use support::{Http, example};
 
 /// One detached tmux session on its own socket, killed when dropped.
@@ -207,6 +209,46 @@ fn a_url_request_shows_the_host_and_waits_for_consent() {
     assert!(
         screen.contains("Complete the payment in your browser.\nEXIT=0"),
         "{screen}"
+    );
+}
+
+/// A browser reads `\` as the end of an https host, so this URL goes to evil.example: the
+/// consent screen says so, and `--open` opens exactly the address it shows.
+#[test]
+fn a_disguised_url_shows_the_host_a_browser_opens_and_opens_exactly_that() {
+    let server = Fake::start(url_consent("https://evil.example\\@bank.example/login"));
+    let opener = recording_opener("tmux");
+    let cmd = format!(
+        "PATH='{}' {} call pay --era 2026-07-28 --open {}; echo EXIT=$?; sleep 600",
+        path_with(&opener),
+        env!("CARGO_BIN_EXE_mcp-term"),
+        server.url
+    );
+    let pane = Pane::start("disguised-url", &cmd);
+    let screen = pane.wait_for("[a]ccept (open it yourself), [d]ecline, [c]ancel?");
+    assert!(
+        screen.contains(
+            "  Sign in to pay.\n  open: https://evil.example/@bank.example/login\n  host: evil.example\n  \
+             ! the server wrote it as https://evil.example\\@bank.example/login; a browser reads that as the address above\n"
+        ),
+        "{screen}"
+    );
+    assert!(!screen.contains("host: bank.example"), "{screen}");
+    assert!(
+        !opener.join("opened.txt").exists(),
+        "nothing is opened before consent"
+    );
+    pane.send("a");
+    let screen = pane.wait_for("EXIT=");
+    assert!(
+        screen.contains(
+            "  opened https://evil.example/@bank.example/login in your browser\nthe person answered accept\nEXIT=0"
+        ),
+        "{screen}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(opener.join("opened.txt")).unwrap(),
+        "https://evil.example/@bank.example/login\n"
     );
 }
 

@@ -1,7 +1,8 @@
 //! A scripted server over HTTP, for what a hostile server sends and the example servers never
 //! would: each POSTed JSON-RPC request goes to a function, and its answer goes back as it is
 //! (a result, an error, or any status and body). It serves 2026-07-28 requests, so the tests
-//! run `mcp-term` with `--era 2026-07-28`.
+//! run `mcp-term` with `--era 2026-07-28`. Each test file uses a part of it.
+#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -106,4 +107,51 @@ fn serve(stream: TcpStream, script: &Script) {
 pub(crate) fn one_tool(name: &str) -> Answer {
     Answer::Result(json!({"resultType": "complete", "tools": [
         {"name": name, "inputSchema": {"type": "object"}}]}))
+}
+
+/// A server whose tool `pay` asks, in a 2026-07-28 round, for consent to open `url` (key
+/// `pay`), then answers with the action it received: `the person answered accept`.
+pub(crate) fn url_consent(url: &str) -> impl Fn(&Value) -> Answer + Send + Sync + 'static {
+    let url = url.to_owned();
+    move |request| match request["method"].as_str() {
+        Some("tools/list") => one_tool("pay"),
+        _ => match request["params"]["inputResponses"]["pay"]["action"].as_str() {
+            None => Answer::Result(json!({"resultType": "input_required", "inputRequests": {
+                "pay": {"method": "elicitation/create", "params": {"mode": "url",
+                    "message": "Sign in to pay.", "url": url, "elicitationId": "e1"}}}})),
+            Some(action) => Answer::Result(json!({"resultType": "complete", "content": [
+                {"type": "text", "text": format!("the person answered {action}")}]})),
+        },
+    }
+}
+
+/// A directory holding a fake `xdg-open` (and `open`) that writes its arguments, one a line,
+/// to `opened.txt` beside it: put it first on `PATH` to see what would have been opened.
+pub(crate) fn recording_opener(name: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("mcp-term-opener-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let _ = std::fs::remove_file(dir.join("opened.txt"));
+    for program in ["xdg-open", "open"] {
+        let path = dir.join(program);
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\n",
+                dir.join("opened.txt").display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    dir
+}
+
+/// `PATH` with `dir` first.
+pub(crate) fn path_with(dir: &std::path::Path) -> String {
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
 }
