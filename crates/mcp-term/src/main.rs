@@ -22,10 +22,10 @@ use mcp::types::mrtr::{InputRequest, InputResponse, InputResponses};
 use serde_json::{Value, json};
 
 use mcp_term::answers::{CliAnswer, Sources};
-use mcp_term::config::{self, ServerSpec};
+use mcp_term::config::{self, Scope, ServerSpec};
 use mcp_term::responder::{Policy, Responder, SamplingMode};
 use mcp_term::rounds::{Call, Driver, Finished, Pending};
-use mcp_term::{args, text};
+use mcp_term::{args, prompt, text};
 
 use mcp_term::code;
 
@@ -101,6 +101,9 @@ struct Opts {
     /// Prompt on stdin/stderr even when they are not a terminal.
     #[arg(long, global = true)]
     tty: bool,
+    /// Use a workspace config entry (./.mcp.json, ./.vscode/mcp.json) that runs a command or reads environment variables without asking.
+    #[arg(long, global = true)]
+    trust_workspace: bool,
     /// Open in the browser a URL-mode page a person accepted on the terminal (never one accepted by --answers), and the OAuth sign-in page once shown.
     #[arg(long, global = true)]
     open: bool,
@@ -353,7 +356,7 @@ fn split_target(
     }
 }
 
-fn config_files(opts: &Opts) -> Vec<PathBuf> {
+fn config_files(opts: &Opts) -> Vec<config::Source> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let home = std::env::var_os("HOME").map(PathBuf::from);
     config::candidates(opts.config.as_deref(), &cwd, home.as_deref())
@@ -363,8 +366,78 @@ fn env_lookup(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
+/// Whether a person is there to ask: stdin and stderr are a terminal, or `--tty`.
+fn interactive(opts: &Opts) -> bool {
+    (std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) || opts.tty
+}
+
+/// Asks a yes-or-no question on stdin/stderr, off the async threads (so Ctrl-C still works).
+async fn confirm(
+    heading: String,
+    lines: Vec<String>,
+    question: &'static str,
+) -> Result<bool, Fail> {
+    tokio::task::spawn_blocking(move || {
+        let color = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+        prompt::Prompter::new(std::io::stdin().lock(), std::io::stderr(), color)
+            .confirm(&heading, &lines, question)
+    })
+    .await
+    .map_err(|e| usage(format!("the prompt stopped: {e}")))?
+    .map_err(|e| usage(format!("the terminal failed: {e}")))
+}
+
+/// A workspace entry (a file that came with the working directory) that would run a command
+/// or read the environment is used only with consent: asked on a terminal, given with
+/// `--trust-workspace`, refused otherwise.
+async fn trust_workspace(entry: &config::Entry, opts: &Opts) -> Result<(), Fail> {
+    let from = format!(
+        "@{} comes from the workspace file {}",
+        entry.name,
+        entry.source.display()
+    );
+    let risks = entry.risks();
+    if risks.is_empty() || opts.trust_workspace {
+        let trusted = if risks.is_empty() {
+            ""
+        } else {
+            " (trusted with --trust-workspace)"
+        };
+        eprintln!("mcp-term: {}{trusted}", text::sanitize_line(&from));
+        return Ok(());
+    }
+    let would = risks.join(" and ");
+    if !interactive(opts) {
+        return Err(fail(
+            code::USAGE,
+            "untrusted",
+            format!(
+                "{from} and would {would}; a file in the working directory comes with whatever was put there (a cloned repository can ship one), so mcp-term does not do that without consent: confirm on a terminal, or pass --trust-workspace"
+            ),
+        ));
+    }
+    let mut lines = vec![
+        "a file in the working directory comes with whatever was put there (a cloned repository can ship one)".to_owned(),
+    ];
+    lines.extend(risks.iter().map(|r| format!("it would {r}")));
+    let heading = format!(
+        "@{} is defined by a workspace file: {}",
+        entry.name,
+        entry.source.display()
+    );
+    if confirm(heading, lines, "use it this once?").await? {
+        Ok(())
+    } else {
+        Err(fail(
+            code::USAGE,
+            "untrusted",
+            format!("{from}: not used (you said no)"),
+        ))
+    }
+}
+
 /// The spec to connect to, and the target as recorded in a pending file (no secrets).
-fn spec_of(target: &Target, opts: &Opts) -> Result<(ServerSpec, Value), Fail> {
+async fn spec_of(target: &Target, opts: &Opts) -> Result<(ServerSpec, Value), Fail> {
     Ok(match target {
         Target::Stdio(argv) => (
             ServerSpec::Stdio {
@@ -383,14 +456,20 @@ fn spec_of(target: &Target, opts: &Opts) -> Result<(ServerSpec, Value), Fail> {
             json!({"url": url}),
         ),
         Target::Named(name) => {
-            let (_, spec) =
-                config::resolve(name, &config_files(opts), &env_lookup).map_err(|e| {
-                    if e.starts_with("no server named") {
-                        fail(code::NOT_FOUND, "not_found", e)
-                    } else {
-                        usage(e)
-                    }
-                })?;
+            let found = config::find(name, &config_files(opts)).map_err(|e| {
+                if e.starts_with("no server named") {
+                    fail(code::NOT_FOUND, "not_found", e)
+                } else {
+                    usage(e)
+                }
+            })?;
+            if let Some(choice) = found.choice() {
+                eprintln!("mcp-term: {}", text::sanitize_line(&choice));
+            }
+            if found.entry.scope == Scope::Workspace {
+                trust_workspace(&found.entry, opts).await?;
+            }
+            let spec = config::spec_of(&found.entry, &env_lookup).map_err(usage)?;
             (spec, json!({"server": format!("@{name}")}))
         }
     })
@@ -436,7 +515,7 @@ fn setup(opts: &Opts) -> Result<Setup, Fail> {
         Some(path) => Some(read_json(path, "--answers")?),
     };
     let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    let interactive = terminal || opts.tty;
+    let interactive = interactive(opts);
     let policy = opts.elicit.unwrap_or(if interactive {
         Policy::Prompt
     } else {
@@ -775,10 +854,11 @@ async fn run(cli: Cli, command: Vec<String>) -> Result<i32, Fail> {
                 println!(
                     "{}",
                     text::sanitize_line(&format!(
-                        "@{}  {}  {}{shadow}",
+                        "@{}  {}  {}  {}{shadow}",
                         e["name"].as_str().unwrap_or(""),
                         e["transport"].as_str().unwrap_or(""),
-                        e["source"].as_str().unwrap_or("")
+                        e["source"].as_str().unwrap_or(""),
+                        e["scope"].as_str().unwrap_or("")
                     ))
                 );
             }
@@ -812,7 +892,7 @@ async fn run(cli: Cli, command: Vec<String>) -> Result<i32, Fail> {
             .ok_or_else(|| usage("the pending file names no server; give one"))?,
         (None, None) => return Err(usage("no server: give -- CMD ARGS, a URL, or @name")),
     };
-    let (spec, target_json) = spec_of(&target, &opts)?;
+    let (spec, target_json) = spec_of(&target, &opts).await?;
     let setup = setup(&opts)?;
     let mode = match (&pending_file, opts.era) {
         (Some(p), _) => Mode::Pinned(p.protocol_version.clone()),

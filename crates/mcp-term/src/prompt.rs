@@ -350,6 +350,25 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
         }
     }
 
+    /// A yes-or-no question after a heading and its lines: only `y` or `yes` is yes, and end of
+    /// input is no.
+    pub fn confirm(&mut self, heading: &str, lines: &[String], question: &str) -> io::Result<bool> {
+        self.say_emphasised("── ", heading, " ──")?;
+        for line in lines {
+            self.say(&format!("  {line}"))?;
+        }
+        loop {
+            match self.line(&format!("  {question} [y]es, [n]o? "))? {
+                None => return Ok(false),
+                Some(l) => match l.trim().to_ascii_lowercase().as_str() {
+                    "y" | "yes" => return Ok(true),
+                    "n" | "no" => return Ok(false),
+                    _ => self.say("  ! answer y or n")?,
+                },
+            }
+        }
+    }
+
     /// A free-text answer (sampling): `None` when the person declines with an empty line or
     /// input ends.
     pub fn text(
@@ -477,6 +496,30 @@ mod tests {
             out.contains("  ! \"z\" is not one of a, b; try again\n"),
             "{out}"
         );
+    }
+
+    #[test]
+    fn a_confirmation_takes_only_yes_as_yes() {
+        let ask = |input: &str| {
+            let mut out = Vec::new();
+            let yes = Prompter::new(input.as_bytes(), &mut out, false)
+                .confirm(
+                    "a heading\u{1b}[2J",
+                    &["a line".into(), "another\u{1b}]0;t\u{7}".into()],
+                    "go on?",
+                )
+                .unwrap();
+            (yes, String::from_utf8(out).unwrap())
+        };
+        let (yes, out) = ask("maybe\ny\n");
+        assert!(yes);
+        assert_eq!(
+            out,
+            "── a heading ──\n  a line\n  another\n  go on? [y]es, [n]o?   ! answer y or n\n  go on? [y]es, [n]o? "
+        );
+        assert!(!ask("n\n").0);
+        assert!(!ask("").0, "end of input is no");
+        assert!(ask("YES\n").0);
     }
 
     #[test]

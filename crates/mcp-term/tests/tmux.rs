@@ -252,6 +252,45 @@ fn a_disguised_url_shows_the_host_a_browser_opens_and_opens_exactly_that() {
     );
 }
 
+/// A `.mcp.json` in the working directory that would run a command is shown to the person,
+/// who says yes before it runs.
+#[test]
+fn a_person_is_asked_before_a_workspace_entry_runs_a_command() {
+    let dir = std::env::temp_dir().join(format!("mcp-term-tmux-ws-{}", std::process::id()));
+    let (ws, home) = (dir.join("ws"), dir.join("home"));
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let bin = example("files").display().to_string();
+    std::fs::write(
+        ws.join(".mcp.json"),
+        format!(
+            r#"{{"mcpServers": {{"files": {{"command": "{bin}", "env": {{"NOTE": "${{FILES_NOTE:-none}}"}}}}}}}}"#
+        ),
+    )
+    .unwrap();
+    let cmd = format!(
+        "cd '{}' && HOME='{}' {} call delete_folder path=/tmp/empty @files; echo EXIT=$?; sleep 600",
+        ws.display(),
+        home.display(),
+        env!("CARGO_BIN_EXE_mcp-term"),
+    );
+    let pane = Pane::start("workspace", &cmd);
+    let screen = pane.wait_for("use it this once? [y]es, [n]o?");
+    assert!(
+        screen.contains(&format!(
+            "── @files is defined by a workspace file: {} ──\n  \
+             a file in the working directory comes with whatever was put there (a cloned repository can ship one)\n  \
+             it would run the command [\"{bin}\"]\n  \
+             it would read the environment variable(s) FILES_NOTE\n",
+            ws.join(".mcp.json").display()
+        )),
+        "{screen}"
+    );
+    pane.send("y");
+    let screen = pane.wait_for("EXIT=");
+    assert!(screen.contains("deleted /tmp/empty\nEXIT=0"), "{screen}");
+}
+
 #[test]
 fn a_person_answers_a_sampling_request() {
     let server = Http::start("conformance-server", &["--port", "0"]);
