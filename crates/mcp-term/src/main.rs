@@ -172,7 +172,7 @@ enum Verb {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Finish a flow that stopped with exit 10, from its pending file.
+    /// Finish a flow that stopped with exit 10, from its pending file (a stdio server is named again: resume FILE -- CMD ARGS).
     Resume { file: PathBuf, rest: Vec<String> },
     /// The configured servers and where each comes from.
     Servers { rest: Vec<String> },
@@ -432,6 +432,46 @@ async fn trust_workspace(entry: &config::Entry, opts: &Opts) -> Result<(), Fail>
             code::USAGE,
             "untrusted",
             format!("{from}: not used (you said no)"),
+        ))
+    }
+}
+
+/// A pending file is data anyone can hand over, so the command it names to start a stdio
+/// server runs only if a person at the terminal says yes; otherwise the server must be named
+/// again on the command line.
+async fn run_pending_command(file: &Path, argv: &[String], opts: &Opts) -> Result<(), Fail> {
+    let names = format!(
+        "the pending file {} names a command to start the server: {argv:?}",
+        file.display()
+    );
+    let name_it = format!(
+        "name the server again on the command line (mcp-term resume {} -- CMD ARGS, a URL or @name)",
+        file.display()
+    );
+    if !interactive(opts) {
+        return Err(fail(
+            code::USAGE,
+            "untrusted",
+            format!(
+                "{names}; mcp-term does not run a command taken from a pending file: {name_it}, or confirm on a terminal"
+            ),
+        ));
+    }
+    let lines = vec![
+        format!("it would run the command {argv:?}"),
+        "a pending file can come from anyone: run only a command you recognise".to_owned(),
+    ];
+    let heading = format!(
+        "the pending file {} names a command to start the server",
+        file.display()
+    );
+    if confirm(heading, lines, "run it?").await? {
+        Ok(())
+    } else {
+        Err(fail(
+            code::USAGE,
+            "untrusted",
+            format!("{names}; not run (you said no): {name_it}"),
         ))
     }
 }
@@ -885,11 +925,17 @@ async fn run(cli: Cli, command: Vec<String>) -> Result<i32, Fail> {
     };
     let target = match (target, &pending_file) {
         (Some(t), _) => t,
-        (None, Some(p)) => p
-            .target
-            .as_ref()
-            .and_then(target_from_json)
-            .ok_or_else(|| usage("the pending file names no server; give one"))?,
+        (None, Some(p)) => {
+            let t = p
+                .target
+                .as_ref()
+                .and_then(target_from_json)
+                .ok_or_else(|| usage("the pending file names no server; give one"))?;
+            if let (Target::Stdio(argv), Verb::Resume { file, .. }) = (&t, &verb) {
+                run_pending_command(file, argv, &opts).await?;
+            }
+            t
+        }
         (None, None) => return Err(usage("no server: give -- CMD ARGS, a URL, or @name")),
     };
     let (spec, target_json) = spec_of(&target, &opts).await?;
@@ -1194,11 +1240,17 @@ async fn finish(
                 },
             );
             driver.client.close().await;
+            // `resume` does not run a command from the file: a stdio server is named again.
+            let again = if p.target.as_ref().is_some_and(|t| t.get("stdio").is_some()) {
+                " -- CMD ARGS"
+            } else {
+                ""
+            };
             return Err(fail(
                 code::INPUT_REQUIRED,
                 "input_required",
                 format!(
-                    "input required: {} (save the JSON above and finish with: mcp-term resume FILE --answers ANSWERS.json)",
+                    "input required: {} (save the JSON above and finish with: mcp-term resume FILE --answers ANSWERS.json{again})",
                     p.reason
                 ),
             ));

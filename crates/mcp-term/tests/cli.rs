@@ -302,6 +302,103 @@ fn resume_finishes_the_round_in_a_new_process_with_the_state_verbatim() {
 }
 
 #[test]
+fn resume_never_runs_a_command_the_command_line_did_not_name() {
+    let first = term(
+        &["call", "delete_folder", "path=/tmp/project"],
+        &stdio("files"),
+        None,
+    );
+    assert_eq!(first.code, 10, "{}", first.stderr);
+    assert!(
+        first.stderr.contains(
+            "(save the JSON above and finish with: mcp-term resume FILE --answers ANSWERS.json -- CMD ARGS)"
+        ),
+        "{}",
+        first.stderr
+    );
+    let files = example("files").display().to_string();
+    assert_eq!(first.json()["target"], json!({"stdio": [files]}));
+    let answers = temp("resume-cmd-answers.json", r#"{"ok": true}"#);
+    let answers = answers.to_str().unwrap();
+
+    // A file handed over with someone else's command: refused, and nothing runs.
+    let marker = std::env::temp_dir().join(format!("mcp-term-resume-ran-{}", std::process::id()));
+    let mut planted = first.json();
+    planted["target"] = json!({"stdio": ["sh", "-c", format!("touch {}", marker.display())]});
+    let planted = temp("planted.json", &planted.to_string());
+    let planted = planted.to_str().unwrap();
+    let out = term(&["resume", planted, "--answers", answers], &[], None);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(out.error()["error"]["kind"], "untrusted");
+    assert_eq!(
+        out.stderr.lines().next().unwrap(),
+        format!(
+            "mcp-term: the pending file {planted} names a command to start the server: [\"sh\", \"-c\", \"touch {}\"]; mcp-term does not run a command taken from a pending file: name the server again on the command line (mcp-term resume {planted} -- CMD ARGS, a URL or @name), or confirm on a terminal",
+            marker.display()
+        )
+    );
+    assert!(!marker.exists(), "the planted command never ran");
+    assert_eq!(out.stdout, "");
+
+    // The file's own command is no different: a pending file is data.
+    let own = temp("own-command.json", &first.stdout);
+    let own = own.to_str().unwrap();
+    let out = term(&["resume", own, "--answers", answers], &[], None);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(out.error()["error"]["kind"], "untrusted");
+
+    // A person at the terminal (--tty) may say no, or yes.
+    let out = term(
+        &["resume", planted, "--answers", answers, "--tty"],
+        &[],
+        Some("n\n"),
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.starts_with(&format!(
+            "── the pending file {planted} names a command to start the server ──\n  \
+             it would run the command [\"sh\", \"-c\", \"touch {}\"]\n  \
+             a pending file can come from anyone: run only a command you recognise\n  \
+             run it? [y]es, [n]o? mcp-term: the pending file {planted} names a command",
+            marker.display()
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("; not run (you said no): name the server again on the command line")
+    );
+    assert!(!marker.exists());
+    // It ran: a stdio server started anew has new keys and refuses the old state.
+    let refused_state = "the server answered with error -32602: Invalid or expired requestState";
+    let out = term(
+        &["resume", own, "--answers", answers, "--tty"],
+        &[],
+        Some("y\n"),
+    );
+    assert_eq!(
+        (out.code, out.error()["error"]["message"].as_str()),
+        (5, Some(refused_state)),
+        "{}",
+        out.stderr
+    );
+
+    // Named again on the command line, the server is started as the command line says.
+    let out = term(
+        &["resume", own, "--answers", answers],
+        &stdio("files"),
+        None,
+    );
+    assert_eq!(
+        (out.code, out.error()["error"]["message"].as_str()),
+        (5, Some(refused_state)),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
 fn bistro_answers_per_round_and_url_consent() {
     let rounds = temp(
         "rounds.json",
