@@ -22,7 +22,8 @@ pub mod code {
     pub const OK: i32 = 0;
     /// The tool answered with `isError: true`.
     pub const TOOL_ERROR: i32 = 1;
-    /// A mistake on the command line, in an answer or in a file.
+    /// A mistake on the command line, in an answer or in a file; also a workspace config
+    /// entry or a pending file's command that nobody confirmed (kind `untrusted`).
     pub const USAGE: i32 = 2;
     /// Authorization failed.
     pub const AUTH: i32 = 3;
