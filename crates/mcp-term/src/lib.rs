@@ -1,17 +1,20 @@
 //! The library behind the `mcp-term` binary: the form engine ([`form`]: schema to fields to
-//! validated answers, no terminal in it), the line renderer ([`prompt`]), the answer sources
-//! ([`answers`]), the one entry point for every question ([`responder`]), the round loop
-//! ([`rounds`]), tool-argument coercion ([`args`]) and `@name` config files ([`config`]).
+//! validated answers, no terminal in it), the line renderer ([`prompt`]), URLs as a browser
+//! reads them ([`browser`]), the answer sources ([`answers`]), the one entry point for every
+//! question ([`responder`]), the round loop ([`rounds`]), tool-argument coercion ([`args`]),
+//! `@name` config files ([`config`]) and what may reach the terminal ([`text`]).
 #![forbid(unsafe_code)]
 
 pub mod answers;
 pub mod args;
 pub mod auth;
+pub mod browser;
 pub mod config;
 pub mod form;
 pub mod prompt;
 pub mod responder;
 pub mod rounds;
+pub mod text;
 
 /// The exit codes, as documented in `docs/mcp-term.md`.
 pub mod code {
@@ -19,7 +22,8 @@ pub mod code {
     pub const OK: i32 = 0;
     /// The tool answered with `isError: true`.
     pub const TOOL_ERROR: i32 = 1;
-    /// A mistake on the command line, in an answer or in a file.
+    /// A mistake on the command line, in an answer or in a file; also a workspace config
+    /// entry or a pending file's command that nobody confirmed (kind `untrusted`).
     pub const USAGE: i32 = 2;
     /// Authorization failed.
     pub const AUTH: i32 = 3;

@@ -7,7 +7,7 @@
 //! was refused (sampling declined), 12 `--max-rounds` exceeded, 130 interrupted.
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -22,10 +22,10 @@ use mcp::types::mrtr::{InputRequest, InputResponse, InputResponses};
 use serde_json::{Value, json};
 
 use mcp_term::answers::{CliAnswer, Sources};
-use mcp_term::config::{self, ServerSpec};
+use mcp_term::config::{self, Scope, ServerSpec};
 use mcp_term::responder::{Policy, Responder, SamplingMode};
 use mcp_term::rounds::{Call, Driver, Finished, Pending};
-use mcp_term::{args, prompt};
+use mcp_term::{args, prompt, text};
 
 use mcp_term::code;
 
@@ -101,7 +101,10 @@ struct Opts {
     /// Prompt on stdin/stderr even when they are not a terminal.
     #[arg(long, global = true)]
     tty: bool,
-    /// Open accepted URL-mode pages in the browser.
+    /// Use a workspace config entry (./.mcp.json, ./.vscode/mcp.json) that runs a command or reads environment variables without asking.
+    #[arg(long, global = true)]
+    trust_workspace: bool,
+    /// Open in the browser a URL-mode page a person accepted on the terminal (never one accepted by --answers), and the OAuth sign-in page once shown.
     #[arg(long, global = true)]
     open: bool,
     /// Answer sampling: prompt, decline, fixed:TEXT or exec:CMD (not advertised unless given).
@@ -169,7 +172,7 @@ enum Verb {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Finish a flow that stopped with exit 10, from its pending file.
+    /// Finish a flow that stopped with exit 10, from its pending file (a stdio server is named again: resume FILE -- CMD ARGS).
     Resume { file: PathBuf, rest: Vec<String> },
     /// The configured servers and where each comes from.
     Servers { rest: Vec<String> },
@@ -288,10 +291,15 @@ fn main() {
     let code = match exit {
         Ok(code) => code,
         Err(f) => {
-            eprintln!("mcp-term: {}", f.message);
+            // The one sink of every failure: a message may quote a server's error, a task's
+            // failure, an HTTP body or an authorization server's description.
+            let message = text::sanitize_line(&f.message);
+            eprintln!("mcp-term: {message}");
             eprintln!(
                 "{}",
-                json!({"error": {"code": f.code, "kind": f.kind, "message": f.message}})
+                text::json_line(
+                    &json!({"error": {"code": f.code, "kind": f.kind, "message": message}})
+                )
             );
             f.code
         }
@@ -348,7 +356,7 @@ fn split_target(
     }
 }
 
-fn config_files(opts: &Opts) -> Vec<PathBuf> {
+fn config_files(opts: &Opts) -> Vec<config::Source> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let home = std::env::var_os("HOME").map(PathBuf::from);
     config::candidates(opts.config.as_deref(), &cwd, home.as_deref())
@@ -358,8 +366,118 @@ fn env_lookup(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
+/// Whether a person is there to ask: stdin and stderr are a terminal, or `--tty`.
+fn interactive(opts: &Opts) -> bool {
+    (std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) || opts.tty
+}
+
+/// Asks a yes-or-no question on stdin/stderr, off the async threads (so Ctrl-C still works).
+async fn confirm(
+    heading: String,
+    lines: Vec<String>,
+    question: &'static str,
+) -> Result<bool, Fail> {
+    tokio::task::spawn_blocking(move || {
+        let color = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+        prompt::Prompter::new(std::io::stdin().lock(), std::io::stderr(), color)
+            .confirm(&heading, &lines, question)
+    })
+    .await
+    .map_err(|e| usage(format!("the prompt stopped: {e}")))?
+    .map_err(|e| usage(format!("the terminal failed: {e}")))
+}
+
+/// A workspace entry (a file that came with the working directory) that would run a command
+/// or read the environment is used only with consent: asked on a terminal, given with
+/// `--trust-workspace`, refused otherwise.
+async fn trust_workspace(entry: &config::Entry, opts: &Opts) -> Result<(), Fail> {
+    let from = format!(
+        "@{} comes from the workspace file {}",
+        entry.name,
+        entry.source.display()
+    );
+    let risks = entry.risks();
+    if risks.is_empty() || opts.trust_workspace {
+        let trusted = if risks.is_empty() {
+            ""
+        } else {
+            " (trusted with --trust-workspace)"
+        };
+        eprintln!("mcp-term: {}{trusted}", text::sanitize_line(&from));
+        return Ok(());
+    }
+    let would = risks.join(" and ");
+    if !interactive(opts) {
+        return Err(fail(
+            code::USAGE,
+            "untrusted",
+            format!(
+                "{from} and would {would}; a file in the working directory comes with whatever was put there (a cloned repository can ship one), so mcp-term does not do that without consent: confirm on a terminal, or pass --trust-workspace"
+            ),
+        ));
+    }
+    let mut lines = vec![
+        "a file in the working directory comes with whatever was put there (a cloned repository can ship one)".to_owned(),
+    ];
+    lines.extend(risks.iter().map(|r| format!("it would {r}")));
+    let heading = format!(
+        "@{} is defined by a workspace file: {}",
+        entry.name,
+        entry.source.display()
+    );
+    if confirm(heading, lines, "use it this once?").await? {
+        Ok(())
+    } else {
+        Err(fail(
+            code::USAGE,
+            "untrusted",
+            format!("{from}: not used (you said no)"),
+        ))
+    }
+}
+
+/// A pending file is data anyone can hand over, so the command it names to start a stdio
+/// server runs only if a person at the terminal says yes; otherwise the server must be named
+/// again on the command line.
+async fn run_pending_command(file: &Path, argv: &[String], opts: &Opts) -> Result<(), Fail> {
+    let names = format!(
+        "the pending file {} names a command to start the server: {argv:?}",
+        file.display()
+    );
+    let name_it = format!(
+        "name the server again on the command line (mcp-term resume {} -- CMD ARGS, a URL or @name)",
+        file.display()
+    );
+    if !interactive(opts) {
+        return Err(fail(
+            code::USAGE,
+            "untrusted",
+            format!(
+                "{names}; mcp-term does not run a command taken from a pending file: {name_it}, or confirm on a terminal"
+            ),
+        ));
+    }
+    let lines = vec![
+        format!("it would run the command {argv:?}"),
+        "a pending file can come from anyone: run only a command you recognise".to_owned(),
+    ];
+    let heading = format!(
+        "the pending file {} names a command to start the server",
+        file.display()
+    );
+    if confirm(heading, lines, "run it?").await? {
+        Ok(())
+    } else {
+        Err(fail(
+            code::USAGE,
+            "untrusted",
+            format!("{names}; not run (you said no): {name_it}"),
+        ))
+    }
+}
+
 /// The spec to connect to, and the target as recorded in a pending file (no secrets).
-fn spec_of(target: &Target, opts: &Opts) -> Result<(ServerSpec, Value), Fail> {
+async fn spec_of(target: &Target, opts: &Opts) -> Result<(ServerSpec, Value), Fail> {
     Ok(match target {
         Target::Stdio(argv) => (
             ServerSpec::Stdio {
@@ -378,14 +496,20 @@ fn spec_of(target: &Target, opts: &Opts) -> Result<(ServerSpec, Value), Fail> {
             json!({"url": url}),
         ),
         Target::Named(name) => {
-            let (_, spec) =
-                config::resolve(name, &config_files(opts), &env_lookup).map_err(|e| {
-                    if e.starts_with("no server named") {
-                        fail(code::NOT_FOUND, "not_found", e)
-                    } else {
-                        usage(e)
-                    }
-                })?;
+            let found = config::find(name, &config_files(opts)).map_err(|e| {
+                if e.starts_with("no server named") {
+                    fail(code::NOT_FOUND, "not_found", e)
+                } else {
+                    usage(e)
+                }
+            })?;
+            if let Some(choice) = found.choice() {
+                eprintln!("mcp-term: {}", text::sanitize_line(&choice));
+            }
+            if found.entry.scope == Scope::Workspace {
+                trust_workspace(&found.entry, opts).await?;
+            }
+            let spec = config::spec_of(&found.entry, &env_lookup).map_err(usage)?;
             (spec, json!({"server": format!("@{name}")}))
         }
     })
@@ -431,7 +555,7 @@ fn setup(opts: &Opts) -> Result<Setup, Fail> {
         Some(path) => Some(read_json(path, "--answers")?),
     };
     let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    let interactive = terminal || opts.tty;
+    let interactive = interactive(opts);
     let policy = opts.elicit.unwrap_or(if interactive {
         Policy::Prompt
     } else {
@@ -505,7 +629,7 @@ fn show_progress(p: &mcp::types::notifications::ProgressParams) {
     let message = v
         .get("message")
         .and_then(Value::as_str)
-        .map(prompt::sanitize)
+        .map(text::sanitize_line)
         .unwrap_or_default();
     let terminal = std::io::stderr().is_terminal();
     match total {
@@ -532,14 +656,14 @@ fn show_log(m: &mcp::types::logging::LoggingMessageParams) {
     let logger = v
         .get("logger")
         .and_then(Value::as_str)
-        .map(|l| format!(" {}", prompt::sanitize(l)))
+        .map(|l| format!(" {}", text::sanitize(l)))
         .unwrap_or_default();
     let data = match v.get("data") {
         Some(Value::String(s)) => s.clone(),
         Some(other) => other.to_string(),
         None => String::new(),
     };
-    eprintln!("log [{level}]{logger}: {}", prompt::sanitize(&data));
+    eprintln!("log [{level}]{logger}: {}", text::sanitize(&data));
 }
 
 async fn connect(
@@ -562,7 +686,7 @@ async fn connect(
             if let mcp::types::ServerNotification::ElicitationComplete(p) = n {
                 eprintln!(
                     "the server says the URL flow {} is complete",
-                    prompt::sanitize(&p.elicitation_id)
+                    text::sanitize_line(&p.elicitation_id)
                 );
             }
         });
@@ -708,10 +832,11 @@ fn callbacks(
     builder
 }
 
+/// JSON on stdout: the exact data, with what a terminal would act on escaped.
 fn print_json(v: &Value, format: Format) {
     match format {
-        Format::Ndjson => println!("{v}"),
-        _ => println!("{}", serde_json::to_string_pretty(v).unwrap_or_default()),
+        Format::Ndjson => println!("{}", text::json_line(v)),
+        _ => println!("{}", text::json_pretty(v)),
     }
 }
 
@@ -725,7 +850,11 @@ fn print_list<T: serde::Serialize>(
     if format == Format::Human {
         for item in list {
             let (first, second) = columns(item);
-            println!("{}  {}", prompt::sanitize(first), prompt::sanitize(second));
+            println!(
+                "{}  {}",
+                text::sanitize_line(first),
+                text::sanitize_line(second)
+            );
         }
     } else {
         print_json(&serde_json::to_value(list).unwrap_or(Value::Null), format);
@@ -763,10 +892,14 @@ async fn run(cli: Cli, command: Vec<String>) -> Result<i32, Fail> {
                     ""
                 };
                 println!(
-                    "@{}  {}  {}{shadow}",
-                    e["name"].as_str().unwrap_or(""),
-                    e["transport"].as_str().unwrap_or(""),
-                    e["source"].as_str().unwrap_or("")
+                    "{}",
+                    text::sanitize_line(&format!(
+                        "@{}  {}  {}  {}{shadow}",
+                        e["name"].as_str().unwrap_or(""),
+                        e["transport"].as_str().unwrap_or(""),
+                        e["source"].as_str().unwrap_or(""),
+                        e["scope"].as_str().unwrap_or("")
+                    ))
                 );
             }
         } else {
@@ -792,14 +925,20 @@ async fn run(cli: Cli, command: Vec<String>) -> Result<i32, Fail> {
     };
     let target = match (target, &pending_file) {
         (Some(t), _) => t,
-        (None, Some(p)) => p
-            .target
-            .as_ref()
-            .and_then(target_from_json)
-            .ok_or_else(|| usage("the pending file names no server; give one"))?,
+        (None, Some(p)) => {
+            let t = p
+                .target
+                .as_ref()
+                .and_then(target_from_json)
+                .ok_or_else(|| usage("the pending file names no server; give one"))?;
+            if let (Target::Stdio(argv), Verb::Resume { file, .. }) = (&t, &verb) {
+                run_pending_command(file, argv, &opts).await?;
+            }
+            t
+        }
         (None, None) => return Err(usage("no server: give -- CMD ARGS, a URL, or @name")),
     };
-    let (spec, target_json) = spec_of(&target, &opts)?;
+    let (spec, target_json) = spec_of(&target, &opts).await?;
     let setup = setup(&opts)?;
     let mode = match (&pending_file, opts.era) {
         (Some(p), _) => Mode::Pinned(p.protocol_version.clone()),
@@ -855,13 +994,16 @@ async fn run(cli: Cli, command: Vec<String>) -> Result<i32, Fail> {
                 if let Some(i) = n.as_ref().and_then(|n| n.server_info.as_ref()) {
                     println!(
                         "server: {} {}",
-                        prompt::sanitize(&i.name),
-                        prompt::sanitize(&i.version)
+                        text::sanitize_line(&i.name),
+                        text::sanitize_line(&i.version)
                     );
                 }
-                println!("server capabilities: {}", info["capabilities"]);
-                if let Some(text) = info["instructions"].as_str() {
-                    println!("instructions: {}", prompt::sanitize(text));
+                println!(
+                    "server capabilities: {}",
+                    text::json_line(&info["capabilities"])
+                );
+                if let Some(instructions) = info["instructions"].as_str() {
+                    println!("instructions: {}", text::sanitize(instructions));
                 }
                 println!("client advertised: {}", info["clientCapabilities"]);
             } else {
@@ -877,12 +1019,12 @@ async fn run(cli: Cli, command: Vec<String>) -> Result<i32, Fail> {
                     let desc = t
                         .description
                         .as_deref()
-                        .map(|d| format!("  {}", prompt::sanitize(d)))
+                        .map(|d| format!("  {}", text::sanitize(d)))
                         .unwrap_or_default();
-                    println!("{}{desc}", prompt::sanitize(&t.name));
+                    println!("{}{desc}", text::sanitize_line(&t.name));
                     if schema {
                         let s = serde_json::to_string_pretty(&t.input_schema).unwrap_or_default();
-                        for line in prompt::sanitize(&s).lines() {
+                        for line in text::sanitize(&s).lines() {
                             println!("    {line}");
                         }
                     }
@@ -912,12 +1054,12 @@ async fn run(cli: Cli, command: Vec<String>) -> Result<i32, Fail> {
                     let desc = p
                         .description
                         .as_deref()
-                        .map(|d| format!("  {}", prompt::sanitize(d)))
+                        .map(|d| format!("  {}", text::sanitize(d)))
                         .unwrap_or_default();
                     println!(
                         "{}({}){desc}",
-                        prompt::sanitize(&p.name),
-                        prompt::sanitize(&args.join(", "))
+                        text::sanitize_line(&p.name),
+                        text::sanitize_line(&args.join(", "))
                     );
                 }
             } else {
@@ -1098,11 +1240,17 @@ async fn finish(
                 },
             );
             driver.client.close().await;
+            // `resume` does not run a command from the file: a stdio server is named again.
+            let again = if p.target.as_ref().is_some_and(|t| t.get("stdio").is_some()) {
+                " -- CMD ARGS"
+            } else {
+                ""
+            };
             return Err(fail(
                 code::INPUT_REQUIRED,
                 "input_required",
                 format!(
-                    "input required: {} (save the JSON above and finish with: mcp-term resume FILE --answers ANSWERS.json)",
+                    "input required: {} (save the JSON above and finish with: mcp-term resume FILE --answers ANSWERS.json{again})",
                     p.reason
                 ),
             ));
@@ -1167,13 +1315,24 @@ async fn finish(
     match format {
         Format::Human => print_human(call, &result),
         Format::Json => print_json(&json!({"result": result, "rounds": rounds}), Format::Json),
-        Format::Ndjson => println!("{}", json!({"event": "result", "result": result})),
+        Format::Ndjson => println!(
+            "{}",
+            text::json_line(&json!({"event": "result", "result": result}))
+        ),
     }
     Ok(if is_error { code::TOOL_ERROR } else { code::OK })
 }
 
+/// A result for people. Every line holds the server's text (a role, a type, a URI, content),
+/// so the whole text is sanitized once, where it is printed.
 fn print_human(call: &Call, result: &Value) {
-    let mut stdout = std::io::stdout().lock();
+    let mut shown = String::new();
+    human(&mut shown, call, result);
+    print!("{}", text::sanitize(&shown));
+}
+
+fn human(out: &mut String, call: &Call, result: &Value) {
+    use std::fmt::Write as _;
     let blocks: Vec<Value> = match call {
         Call::Tool { .. } => result
             .get("content")
@@ -1182,7 +1341,7 @@ fn print_human(call: &Call, result: &Value) {
             .unwrap_or_default(),
         Call::Prompt { .. } => {
             if let Some(d) = result.get("description").and_then(Value::as_str) {
-                let _ = writeln!(stdout, "{}", prompt::sanitize(d));
+                let _ = writeln!(out, "{d}");
             }
             for m in result
                 .get("messages")
@@ -1191,8 +1350,8 @@ fn print_human(call: &Call, result: &Value) {
                 .flatten()
             {
                 let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
-                let _ = write!(stdout, "{role}: ");
-                print_block(&mut stdout, m.get("content").unwrap_or(&Value::Null));
+                let _ = write!(out, "{}: ", text::sanitize_line(role));
+                human_block(out, m.get("content").unwrap_or(&Value::Null));
             }
             return;
         }
@@ -1205,14 +1364,16 @@ fn print_human(call: &Call, result: &Value) {
             {
                 match c.get("text").and_then(Value::as_str) {
                     Some(t) => {
-                        let _ = writeln!(stdout, "{}", prompt::sanitize(t));
+                        let _ = writeln!(out, "{t}");
                     }
                     None => {
                         let _ = writeln!(
-                            stdout,
+                            out,
                             "[binary {} from {}; use --out FILE]",
-                            c.get("mimeType").and_then(Value::as_str).unwrap_or("data"),
-                            c.get("uri").and_then(Value::as_str).unwrap_or("")
+                            text::sanitize_line(
+                                c.get("mimeType").and_then(Value::as_str).unwrap_or("data")
+                            ),
+                            text::sanitize_line(c.get("uri").and_then(Value::as_str).unwrap_or(""))
                         );
                     }
                 }
@@ -1221,47 +1382,48 @@ fn print_human(call: &Call, result: &Value) {
         }
     };
     for b in &blocks {
-        print_block(&mut stdout, b);
+        human_block(out, b);
     }
     if let Some(s) = result.get("structuredContent") {
         let _ = writeln!(
-            stdout,
+            out,
             "structured: {}",
-            prompt::sanitize(&serde_json::to_string_pretty(s).unwrap_or_default())
+            serde_json::to_string_pretty(s).unwrap_or_default()
         );
     }
 }
 
-fn print_block(out: &mut impl Write, b: &Value) {
+/// One content block for people; the text it writes is sanitized by the caller.
+fn human_block(out: &mut String, b: &Value) {
+    use std::fmt::Write as _;
+    let one = |key: &str| text::sanitize_line(b.get(key).and_then(Value::as_str).unwrap_or(""));
     let kind = b.get("type").and_then(Value::as_str).unwrap_or("");
     let _ = match kind {
         "text" => writeln!(
             out,
             "{}",
-            prompt::sanitize(b.get("text").and_then(Value::as_str).unwrap_or(""))
+            b.get("text").and_then(Value::as_str).unwrap_or("")
         ),
         "image" | "audio" => writeln!(
             out,
             "[{kind} {}, {} base64 characters]",
-            b.get("mimeType").and_then(Value::as_str).unwrap_or("?"),
+            b.get("mimeType")
+                .and_then(Value::as_str)
+                .map_or_else(|| "?".to_owned(), text::sanitize_line),
             b.get("data").and_then(Value::as_str).map_or(0, str::len)
         ),
-        "resource_link" => writeln!(
-            out,
-            "link: {}",
-            prompt::sanitize(b.get("uri").and_then(Value::as_str).unwrap_or(""))
-        ),
+        "resource_link" => writeln!(out, "link: {}", one("uri")),
         "resource" => {
             let r = b.get("resource").cloned().unwrap_or(Value::Null);
             match r.get("text").and_then(Value::as_str) {
-                Some(t) => writeln!(out, "{}", prompt::sanitize(t)),
+                Some(t) => writeln!(out, "{t}"),
                 None => writeln!(
                     out,
                     "[embedded resource {}]",
-                    prompt::sanitize(r.get("uri").and_then(Value::as_str).unwrap_or(""))
+                    text::sanitize_line(r.get("uri").and_then(Value::as_str).unwrap_or(""))
                 ),
             }
         }
-        _ => writeln!(out, "{}", prompt::sanitize(&b.to_string())),
+        _ => writeln!(out, "{b}"),
     };
 }

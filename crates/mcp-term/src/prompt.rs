@@ -8,7 +8,9 @@ use std::io::{self, BufRead, Write};
 use mcp::types::elicitation::ElicitValue;
 use serde_json::Value;
 
+use crate::browser::{BrowserUrl, Refused};
 use crate::form::{Field, Form, Kind, show};
+use crate::text::sanitize;
 
 /// What the person decided.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,49 +40,6 @@ pub struct Asking {
     pub key: String,
 }
 
-/// Removes terminal control characters from server text: C0 except newline and tab, DEL,
-/// C1, escape sequences, and bidirectional overrides that can disguise text.
-pub fn sanitize(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\u{1b}' => {
-                // Drop a CSI/OSC sequence's body too, so no stray "[31m" remains.
-                match chars.peek() {
-                    Some('[') => {
-                        chars.next();
-                        while let Some(&n) = chars.peek() {
-                            chars.next();
-                            if ('\u{40}'..='\u{7e}').contains(&n) {
-                                break;
-                            }
-                        }
-                    }
-                    Some(']') => {
-                        chars.next();
-                        while let Some(n) = chars.next() {
-                            if n == '\u{7}' {
-                                break;
-                            }
-                            if n == '\u{1b}' && chars.peek() == Some(&'\\') {
-                                chars.next();
-                                break;
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            '\n' | '\t' => out.push(c),
-            c if c.is_control() => {}
-            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// Field names that look like they ask for a secret.
 fn looks_secret(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
@@ -96,71 +55,6 @@ fn looks_secret(name: &str) -> bool {
     ]
     .iter()
     .any(|w| n.contains(w))
-}
-
-/// The parts of a URL a person must see: scheme, host, and whether there is userinfo.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UrlParts {
-    /// `https`.
-    pub scheme: String,
-    /// The host, lowercased.
-    pub host: String,
-    /// Byte range of the host in the URL.
-    pub host_range: (usize, usize),
-    /// `user@` before the host (a classic disguise).
-    pub userinfo: bool,
-}
-
-/// Splits a URL to show its host; `None` when it has no `scheme://host`.
-pub fn url_parts(url: &str) -> Option<UrlParts> {
-    let (scheme, rest) = url.split_once("://")?;
-    let start = scheme.len() + 3;
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    let (userinfo, hostport, host_start) = match authority.rfind('@') {
-        Some(at) => (true, &authority[at + 1..], start + at + 1),
-        None => (false, authority, start),
-    };
-    let host = if hostport.starts_with('[') {
-        &hostport[..hostport.find(']').map_or(hostport.len(), |i| i + 1)]
-    } else {
-        hostport.split(':').next().unwrap_or("")
-    };
-    if host.is_empty() {
-        return None;
-    }
-    Some(UrlParts {
-        scheme: scheme.to_ascii_lowercase(),
-        host: host.to_ascii_lowercase(),
-        host_range: (host_start, host_start + host.len()),
-        userinfo,
-    })
-}
-
-/// The warnings a URL deserves before anyone opens it.
-pub fn url_warnings(url: &str) -> Vec<String> {
-    let Some(parts) = url_parts(url) else {
-        return vec!["this is not a URL with a host; do not open it".into()];
-    };
-    let mut warnings = Vec::new();
-    if parts.scheme != "https" {
-        warnings.push(format!(
-            "not https ({}://): anyone on the network can read or change this page",
-            parts.scheme
-        ));
-    }
-    if parts.host.split('.').any(|label| label.starts_with("xn--")) || !parts.host.is_ascii() {
-        warnings.push(format!(
-            "the host {} is an internationalised (punycode) name: check it is the site you expect",
-            parts.host
-        ));
-    }
-    if parts.userinfo {
-        warnings.push(
-            "the URL has a user@ part before the host; the real host is the one highlighted".into(),
-        );
-    }
-    warnings
 }
 
 /// A line renderer over `input` and `output`.
@@ -181,17 +75,26 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
         }
     }
 
-    fn bold(&self, s: &str) -> String {
+    /// Writes one line of the screen. Every line passes through [`sanitize`], whatever it
+    /// holds: a label, a description, a `format`, a choice, a reason quoting a value.
+    fn say(&mut self, line: &str) -> io::Result<()> {
+        writeln!(self.output, "{}", sanitize(line))
+    }
+
+    /// Writes `before`, `strong` emphasised (on a terminal) and `after` on one line: each part
+    /// is sanitized before the emphasis is added, so only the tool's own escapes remain.
+    fn say_emphasised(&mut self, before: &str, strong: &str, after: &str) -> io::Result<()> {
+        let (before, strong, after) = (sanitize(before), sanitize(strong), sanitize(after));
         if self.color {
-            format!("\u{1b}[1m{s}\u{1b}[0m")
+            writeln!(self.output, "{before}\u{1b}[1m{strong}\u{1b}[0m{after}")
         } else {
-            s.to_owned()
+            writeln!(self.output, "{before}{strong}{after}")
         }
     }
 
     /// One line, without its end; `None` at end of input.
     fn line(&mut self, prompt: &str) -> io::Result<Option<String>> {
-        write!(self.output, "{prompt}")?;
+        write!(self.output, "{}", sanitize(prompt))?;
         self.output.flush()?;
         let mut line = String::new();
         if self.input.read_line(&mut line)? == 0 {
@@ -204,34 +107,26 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
     fn header(&mut self, asking: &Asking, message: &str) -> io::Result<()> {
         let title = format!(
             "{} asks ({}, round {} of {}, {})",
-            sanitize(&asking.server),
-            sanitize(&asking.during),
-            asking.round,
-            asking.max_rounds,
-            asking.era
+            asking.server, asking.during, asking.round, asking.max_rounds, asking.era
         );
-        writeln!(self.output, "── {} ──", self.bold(&title))?;
+        self.say_emphasised("── ", &title, " ──")?;
         for line in sanitize(message).lines() {
-            writeln!(self.output, "  {line}")?;
+            self.say(&format!("  {line}"))?;
         }
         Ok(())
     }
 
     fn describe(&self, field: &Field, value: Option<&ElicitValue>) -> String {
-        let mut s = format!(
-            "{}{}",
-            sanitize(&field.label),
-            if field.required { "*" } else { "" }
-        );
+        let mut s = format!("{}{}", field.label, if field.required { "*" } else { "" });
         if field.label != field.name {
-            s.push_str(&format!(" [{}]", sanitize(&field.name)));
+            s.push_str(&format!(" [{}]", field.name));
         }
         s.push_str(&format!(" ({})", field.kind.describe()));
         if let Some(d) = &field.description {
-            s.push_str(&format!(": {}", sanitize(d)));
+            s.push_str(&format!(": {d}"));
         }
         if let Some(v) = value {
-            s.push_str(&format!(" = {}", sanitize(&show(v))));
+            s.push_str(&format!(" = {}", show(v)));
         }
         s
     }
@@ -247,16 +142,15 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
         prefill: BTreeMap<String, ElicitValue>,
     ) -> io::Result<Decision> {
         self.header(asking, message)?;
-        writeln!(self.output, "  fields (* required):")?;
+        self.say("  fields (* required):")?;
         for field in &form.fields {
             let line = self.describe(field, field.default.as_ref());
-            writeln!(self.output, "    {line}")?;
+            self.say(&format!("    {line}"))?;
             if looks_secret(&field.name) {
-                writeln!(
-                    self.output,
+                self.say(&format!(
                     "    ! {} looks like a secret: servers must not ask for secrets in a form",
-                    sanitize(&field.name)
-                )?;
+                    field.name
+                ))?;
             }
         }
         loop {
@@ -266,7 +160,7 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
                     "a" | "accept" | "answer" | "" => break,
                     "d" | "decline" => return Ok(Decision::Decline),
                     "c" | "cancel" => return Ok(Decision::Cancel),
-                    _ => writeln!(self.output, "  ! answer a, d or c")?,
+                    _ => self.say("  ! answer a, d or c")?,
                 },
             }
         }
@@ -280,18 +174,13 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
             }
         }
         loop {
-            writeln!(self.output, "  review:")?;
+            self.say("  review:")?;
             for field in &form.fields {
                 let shown = values
                     .get(&field.name)
                     .map(show)
                     .unwrap_or_else(|| "(empty)".into());
-                writeln!(
-                    self.output,
-                    "    {} = {}",
-                    sanitize(&field.name),
-                    sanitize(&shown)
-                )?;
+                self.say(&format!("    {} = {shown}", field.name))?;
             }
             let Some(l) = self.line("  [s]ubmit, [e]dit NAME, [d]ecline, [c]ancel? ")? else {
                 return Ok(Decision::Cancel);
@@ -300,7 +189,7 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
             match l.to_ascii_lowercase().as_str() {
                 "s" | "submit" | "" => match form.check(&values) {
                     Ok(content) => return Ok(Decision::Accept(content)),
-                    Err(why) => writeln!(self.output, "  ! {why}")?,
+                    Err(why) => self.say(&format!("  ! {why}"))?,
                 },
                 "d" | "decline" => return Ok(Decision::Decline),
                 "c" | "cancel" => return Ok(Decision::Cancel),
@@ -315,7 +204,7 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
                                 return Ok(Decision::Cancel);
                             }
                         }
-                        None => writeln!(self.output, "  ! answer s, e NAME, d or c")?,
+                        None => self.say("  ! answer s, e NAME, d or c")?,
                     }
                 }
             }
@@ -329,28 +218,24 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
         values: &mut BTreeMap<String, ElicitValue>,
     ) -> io::Result<bool> {
         if let Kind::Select(choices) | Kind::MultiSelect { choices, .. } = &field.kind {
-            writeln!(self.output, "    {}:", sanitize(&field.label))?;
+            self.say(&format!("    {}:", field.label))?;
             for (i, c) in choices.iter().enumerate() {
                 let label = if c.label == c.value {
-                    sanitize(&c.value)
+                    c.value.clone()
                 } else {
-                    format!("{} ({})", sanitize(&c.label), sanitize(&c.value))
+                    format!("{} ({})", c.label, c.value)
                 };
-                writeln!(self.output, "      {}. {label}", i + 1)?;
+                self.say(&format!("      {}. {label}", i + 1))?;
             }
         }
         loop {
             let current = values.get(&field.name).map(show);
-            let mut prompt = format!(
-                "  {}{}",
-                sanitize(&field.label),
-                if field.required { "*" } else { "" }
-            );
+            let mut prompt = format!("  {}{}", field.label, if field.required { "*" } else { "" });
             if let Some(hint) = field.kind.hint() {
                 prompt.push_str(&format!(" ({hint})"));
             }
             if let Some(c) = &current {
-                prompt.push_str(&format!(" [{}]", sanitize(c)));
+                prompt.push_str(&format!(" [{c}]"));
             }
             prompt.push_str(": ");
             let Some(input) = self.line(&prompt)? else {
@@ -370,34 +255,49 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
                     values.insert(field.name.clone(), value);
                     return Ok(true);
                 }
-                Err(why) => writeln!(self.output, "  ! {why}; try again")?,
+                Err(why) => self.say(&format!("  ! {why}; try again"))?,
             }
         }
     }
 
-    /// Asks for consent to open a URL: the whole URL with its host highlighted, and every
-    /// warning. Opening is the caller's business (only with `--open`).
-    pub fn url(&mut self, asking: &Asking, message: &str, url: &str) -> io::Result<Decision> {
+    /// Asks for consent to a URL: the address a browser would open (its WHATWG serialization)
+    /// with its host highlighted, the host on its own line, and every warning. A refused URL
+    /// is shown with the reason and can only be declined or cancelled. Opening is the
+    /// caller's business (only with `--open`, and only the address shown).
+    pub fn url(
+        &mut self,
+        asking: &Asking,
+        message: &str,
+        raw: &str,
+        page: &Result<BrowserUrl, Refused>,
+    ) -> io::Result<Decision> {
         self.header(asking, message)?;
-        let clean = sanitize(url);
-        let shown = match url_parts(&clean) {
-            Some(parts) if self.color => {
-                let (a, b) = parts.host_range;
-                format!(
-                    "{}\u{1b}[1;4m{}\u{1b}[0m{}",
-                    &clean[..a],
-                    &clean[a..b],
-                    &clean[b..]
-                )
+        let page = match page {
+            Ok(page) => page,
+            Err(why) => {
+                self.say(&format!("  url: {raw}"))?;
+                self.say(&format!("  ! mcp-term will not open this: {why}"))?;
+                loop {
+                    match self.line("  [d]ecline, [c]ancel? ")? {
+                        None => return Ok(Decision::Cancel),
+                        Some(l) => match l.trim().to_ascii_lowercase().as_str() {
+                            "d" | "decline" => return Ok(Decision::Decline),
+                            "c" | "cancel" => return Ok(Decision::Cancel),
+                            _ => self.say("  ! answer d or c")?,
+                        },
+                    }
+                }
             }
-            _ => clean.clone(),
         };
-        writeln!(self.output, "  open: {shown}")?;
-        if let Some(parts) = url_parts(&clean) {
-            writeln!(self.output, "  host: {}", self.bold(&parts.host))?;
-        }
-        for warning in url_warnings(&clean) {
-            writeln!(self.output, "  ! {warning}")?;
+        let (a, b) = page.host_range;
+        self.say_emphasised(
+            &format!("  open: {}", &page.href[..a]),
+            &page.href[a..b],
+            &page.href[b..],
+        )?;
+        self.say_emphasised("  host: ", &page.host, "")?;
+        for warning in page.warnings(raw) {
+            self.say(&format!("  ! {warning}"))?;
         }
         loop {
             match self.line("  [a]ccept (open it yourself), [d]ecline, [c]ancel? ")? {
@@ -406,7 +306,7 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
                     "a" | "accept" => return Ok(Decision::Accept(BTreeMap::new())),
                     "d" | "decline" => return Ok(Decision::Decline),
                     "c" | "cancel" => return Ok(Decision::Cancel),
-                    _ => writeln!(self.output, "  ! answer a, d or c")?,
+                    _ => self.say("  ! answer a, d or c")?,
                 },
             }
         }
@@ -422,14 +322,12 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
         why: &str,
     ) -> io::Result<Decision> {
         self.header(asking, message)?;
-        writeln!(
-            self.output,
-            "  this form cannot be shown field by field ({})",
-            sanitize(why)
-        )?;
+        self.say(&format!(
+            "  this form cannot be shown field by field ({why})"
+        ))?;
         let pretty = serde_json::to_string_pretty(schema).unwrap_or_default();
         for line in sanitize(&pretty).lines() {
-            writeln!(self.output, "    {line}")?;
+            self.say(&format!("    {line}"))?;
         }
         loop {
             match self.line("  [j]son answer, [d]ecline, [c]ancel? ")? {
@@ -443,12 +341,29 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
                         };
                         match serde_json::from_str::<BTreeMap<String, ElicitValue>>(&text) {
                             Ok(content) => return Ok(Decision::Accept(content)),
-                            Err(e) => {
-                                writeln!(self.output, "  ! not a JSON object of values: {e}")?
-                            }
+                            Err(e) => self.say(&format!("  ! not a JSON object of values: {e}"))?,
                         }
                     },
-                    _ => writeln!(self.output, "  ! answer j, d or c")?,
+                    _ => self.say("  ! answer j, d or c")?,
+                },
+            }
+        }
+    }
+
+    /// A yes-or-no question after a heading and its lines: only `y` or `yes` is yes, and end of
+    /// input is no.
+    pub fn confirm(&mut self, heading: &str, lines: &[String], question: &str) -> io::Result<bool> {
+        self.say_emphasised("── ", heading, " ──")?;
+        for line in lines {
+            self.say(&format!("  {line}"))?;
+        }
+        loop {
+            match self.line(&format!("  {question} [y]es, [n]o? "))? {
+                None => return Ok(false),
+                Some(l) => match l.trim().to_ascii_lowercase().as_str() {
+                    "y" | "yes" => return Ok(true),
+                    "n" | "no" => return Ok(false),
+                    _ => self.say("  ! answer y or n")?,
                 },
             }
         }
@@ -541,47 +456,122 @@ mod tests {
     }
 
     #[test]
+    fn a_forms_every_server_text_loses_its_escapes() {
+        // Title, description, format, choices, a default and the reason quoting a choice: each
+        // reaches the screen through `say` or `line`, so none keeps an escape.
+        let esc = "\u{1b}]0;pwned\u{7}\u{1b}[2J";
+        let schema = json!({"type": "object", "properties": {
+            "code": {"type": "string", "title": format!("Code{esc}"), "format": format!("x{esc}"),
+                     "description": format!("the{esc} code"), "default": format!("d{esc}")},
+            "pick": {"type": "string", "enum": [format!("a{esc}"), "b"]}}});
+        let form = Form::from_schema(&serde_json::from_value(schema).unwrap()).unwrap();
+        let mut out = Vec::new();
+        let asking = Asking {
+            server: format!("srv{esc}"),
+            during: format!("tools/call t{esc}"),
+            era: format!("2026-07-28{esc}"),
+            round: 1,
+            max_rounds: 10,
+            ..Asking::default()
+        };
+        let decision = Prompter::new("a\n\nz\nd\n".as_bytes(), &mut out, false)
+            .form(&asking, &format!("Hi{esc}\nthere"), &form, BTreeMap::new())
+            .unwrap();
+        assert_eq!(decision, Decision::Cancel);
+        let out = String::from_utf8(out).unwrap();
+        assert!(!out.contains(['\u{1b}', '\u{7}']), "{out:?}");
+        assert!(
+            out.starts_with(
+                "── srv asks (tools/call t, round 1 of 10, 2026-07-28) ──\n  Hi\n  there\n"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("    Code [code] (a string (x)): the code = d\n"),
+            "{out}"
+        );
+        assert!(out.contains("  Code (x) [d]: "), "{out}");
+        assert!(out.contains("      1. a\n      2. b\n"), "{out}");
+        assert!(
+            out.contains("  ! \"z\" is not one of a, b; try again\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_confirmation_takes_only_yes_as_yes() {
+        let ask = |input: &str| {
+            let mut out = Vec::new();
+            let yes = Prompter::new(input.as_bytes(), &mut out, false)
+                .confirm(
+                    "a heading\u{1b}[2J",
+                    &["a line".into(), "another\u{1b}]0;t\u{7}".into()],
+                    "go on?",
+                )
+                .unwrap();
+            (yes, String::from_utf8(out).unwrap())
+        };
+        let (yes, out) = ask("maybe\ny\n");
+        assert!(yes);
+        assert_eq!(
+            out,
+            "── a heading ──\n  a line\n  another\n  go on? [y]es, [n]o?   ! answer y or n\n  go on? [y]es, [n]o? "
+        );
+        assert!(!ask("n\n").0);
+        assert!(!ask("").0, "end of input is no");
+        assert!(ask("YES\n").0);
+    }
+
+    #[test]
     fn a_secret_looking_field_is_flagged() {
         let schema = json!({"type": "object", "properties": {"api_token": {"type": "string"}}});
         let (_, out) = run(schema, "d\n");
         assert!(out.contains("! api_token looks like a secret"), "{out}");
     }
 
-    #[test]
-    fn server_text_loses_control_characters() {
-        assert_eq!(
-            sanitize("a\u{1b}[31mred\u{1b}[0m\u{7}b\r\n\u{9b}c\u{202e}d"),
-            "aredb\ncd"
-        );
-        assert_eq!(
-            sanitize("x\u{1b}]8;;http://evil\u{7}link\u{1b}]8;;\u{7}"),
-            "xlink"
-        );
-        assert_eq!(sanitize("tab\there"), "tab\there");
+    fn consent(raw: &str, input: &str) -> (Decision, String) {
+        let mut out = Vec::new();
+        let page = crate::browser::parse(raw);
+        let decision = Prompter::new(input.as_bytes(), &mut out, false)
+            .url(&Asking::default(), "Pay", raw, &page)
+            .unwrap();
+        (decision, String::from_utf8(out).unwrap())
     }
 
     #[test]
-    fn a_url_shows_its_host_and_warnings() {
-        let mut out = Vec::new();
-        let decision = Prompter::new("a\n".as_bytes(), &mut out, false)
-            .url(
-                &Asking::default(),
-                "Pay",
-                "http://user@xn--pypal-4ve.com/pay?x=1",
-            )
-            .unwrap();
-        let out = String::from_utf8(out).unwrap();
+    fn a_url_shows_the_host_a_browser_opens() {
+        let (decision, out) = consent("https://evil.example\\@bank.example/login", "a\n");
         assert_eq!(decision, Decision::Accept(BTreeMap::new()));
-        assert!(out.contains("  host: xn--pypal-4ve.com\n"), "{out}");
-        assert!(out.contains("! not https (http://)"), "{out}");
-        assert!(out.contains("punycode"), "{out}");
-        assert!(out.contains("user@ part"), "{out}");
-        assert!(url_warnings("https://pay.example.com/x").is_empty());
-        let parts = url_parts("https://pay.example.com:8443/x").unwrap();
-        assert_eq!(
-            &"https://pay.example.com:8443/x"[parts.host_range.0..parts.host_range.1],
-            "pay.example.com"
+        assert!(
+            out.contains(
+                "  Pay\n  open: https://evil.example/@bank.example/login\n  host: evil.example\n  \
+                 ! the server wrote it as https://evil.example\\@bank.example/login; a browser reads that as the address above\n"
+            ),
+            "{out}"
         );
+        assert!(!out.contains("host: bank.example"), "{out}");
+        let (_, out) = consent("https://xn--pypal-4ve.com/pay?x=1", "d\n");
+        assert!(out.contains("  host: xn--pypal-4ve.com\n"), "{out}");
+        assert!(out.contains("punycode"), "{out}");
+    }
+
+    #[test]
+    fn a_refused_url_can_only_be_declined_or_cancelled() {
+        let (decision, out) = consent("https://bank.example@evil.example/", "a\nd\n");
+        assert_eq!(decision, Decision::Decline);
+        assert!(
+            out.contains(
+                "  url: https://bank.example@evil.example/\n  \
+                 ! mcp-term will not open this: it has a user name or password before the host (user@host), a classic disguise\n  \
+                 [d]ecline, [c]ancel?   ! answer d or c\n"
+            ),
+            "{out}"
+        );
+        assert!(!out.contains("host:"), "{out}");
+        let (decision, out) = consent("http://pay.example/\u{1b}]0;x\u{7}", "c\n");
+        assert_eq!(decision, Decision::Cancel);
+        assert!(out.contains("  url: http://pay.example/\n"), "{out}");
+        assert!(out.contains("it is plain http to pay.example"), "{out}");
     }
 
     #[test]

@@ -232,40 +232,57 @@ impl Responder {
                 Ok(self.unanswered(why))
             }
             InputRequest::Elicit(ElicitRequestParams::Url(params)) => {
-                let decided = match self.sources.url(asking.round, &asking.key).map_err(Usage)? {
-                    Some(a) => Some(a),
-                    None if self.can_prompt() => {
-                        let (message, url) = (params.message.clone(), params.url.clone());
-                        let d = self
-                            .on_terminal(move |p| p.url(&asking, &message, &url))
-                            .await?;
-                        Some(match d {
-                            Decision::Accept(_) => ElicitAction::Accept,
-                            Decision::Decline => ElicitAction::Decline,
-                            Decision::Cancel => ElicitAction::Cancel,
-                        })
-                    }
-                    None => None,
+                let page = crate::browser::parse(&params.url);
+                // Who decided matters: only a person who saw the address may have it opened.
+                let (decided, by_person) =
+                    match self.sources.url(asking.round, &asking.key).map_err(Usage)? {
+                        Some(a) => (Some(a), false),
+                        None if self.can_prompt() => {
+                            let (message, raw, shown) =
+                                (params.message.clone(), params.url.clone(), page.clone());
+                            let d = self
+                                .on_terminal(move |p| p.url(&asking, &message, &raw, &shown))
+                                .await?;
+                            let action = match d {
+                                Decision::Accept(_) => ElicitAction::Accept,
+                                Decision::Decline => ElicitAction::Decline,
+                                Decision::Cancel => ElicitAction::Cancel,
+                            };
+                            (Some(action), true)
+                        }
+                        None => (None, false),
+                    };
+                let declined = |why: &crate::browser::Refused| {
+                    eprintln!(
+                        "  declined a URL request ({why}): {}",
+                        crate::text::sanitize_line(&params.url)
+                    );
+                    Reply::Answer(InputResponse::Elicit(ElicitResult::decline()))
                 };
-                Ok(match decided {
-                    Some(ElicitAction::Accept) => {
-                        if self.open {
-                            open_browser(&params.url);
+                Ok(match (decided, page) {
+                    (Some(ElicitAction::Accept), Ok(page)) => {
+                        if self.open && by_person {
+                            crate::browser::open(&page);
                         } else {
-                            eprintln!(
-                                "  open this URL yourself: {}",
-                                crate::prompt::sanitize(&params.url)
-                            );
+                            eprintln!("  open this URL yourself: {}", page.href);
+                            if self.open {
+                                eprintln!(
+                                    "  (--open opens only what a person accepted on the terminal, not an answer from --answers)"
+                                );
+                            }
                         }
                         Reply::Answer(InputResponse::Elicit(ElicitResult::accept_url()))
                     }
-                    Some(ElicitAction::Decline) => {
+                    // Nobody can consent to a refused URL: an answer written in advance, or
+                    // no answer at all, declines it.
+                    (Some(ElicitAction::Accept) | None, Err(why)) => declined(&why),
+                    (Some(ElicitAction::Decline), _) => {
                         Reply::Answer(InputResponse::Elicit(ElicitResult::decline()))
                     }
-                    Some(ElicitAction::Cancel) => {
+                    (Some(ElicitAction::Cancel), _) => {
                         Reply::Answer(InputResponse::Elicit(ElicitResult::cancel()))
                     }
-                    None => self.unanswered(
+                    (None, Ok(_)) => self.unanswered(
                         "a URL needs consent (--answers with \"_url\", or a terminal)".into(),
                     ),
                 })
@@ -428,28 +445,6 @@ fn describe_sampling(params: &CreateMessageRequestParams) -> String {
         s.push_str(&format!(", includeContext: {ctx}"));
     }
     s
-}
-
-/// Opens `url` with the desktop's opener (`xdg-open`, `open` on macOS).
-pub(crate) fn open_browser(url: &str) {
-    let opener = if cfg!(target_os = "macos") {
-        "open"
-    } else {
-        "xdg-open"
-    };
-    match std::process::Command::new(opener)
-        .arg(url)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-    {
-        Ok(_) => eprintln!("  opened in your browser"),
-        Err(e) => eprintln!(
-            "  could not run {opener} ({e}); open this URL yourself: {}",
-            crate::prompt::sanitize(url)
-        ),
-    }
 }
 
 #[cfg(test)]

@@ -113,29 +113,25 @@ impl RoundTrace {
         }
     }
 
-    /// The one line `--trace-rounds` prints.
+    /// The one line `--trace-rounds` prints: the keys and methods are the server's text, so
+    /// the whole line is sanitized.
     pub fn line(&self) -> String {
         let state = match (&self.state_bytes, &self.state_sha256) {
             (Some(n), Some(h)) => format!("state {n} bytes sha256 {h}"),
             _ => "no state".into(),
         };
-        let keys: Vec<String> = self
-            .keys
-            .iter()
-            .map(|k| crate::prompt::sanitize(k))
-            .collect();
         let state = if self.task {
             "task input_required".to_owned()
         } else {
             state
         };
-        format!(
+        crate::text::sanitize_line(&format!(
             "round {}: keys [{}] methods [{}] {state}{}",
             self.round,
-            keys.join(", "),
+            self.keys.join(", "),
             self.methods.join(", "),
             if self.state_only { " (state only)" } else { "" }
-        )
+        ))
     }
 }
 
@@ -258,7 +254,10 @@ impl Driver {
             eprintln!("{}", trace.line());
         }
         if self.ndjson {
-            println!("{}", json!({"event": "round", "round": trace}));
+            println!(
+                "{}",
+                crate::text::json_line(&json!({"event": "round", "round": trace}))
+            );
         }
         if let Ok(mut r) = self.rounds.lock() {
             r.push(trace);
@@ -479,9 +478,12 @@ impl Driver {
                 let message = seen
                     .1
                     .as_deref()
-                    .map(|m| format!(": {}", crate::prompt::sanitize(m)))
+                    .map(|m| format!(": {m}"))
                     .unwrap_or_default();
-                eprintln!("task {}{message}", seen.0.as_str());
+                eprintln!(
+                    "{}",
+                    crate::text::sanitize_line(&format!("task {}{message}", seen.0.as_str()))
+                );
                 last_seen = Some(seen);
             }
             if let Some(ms) = detailed.task.poll_interval_ms {

@@ -2,7 +2,7 @@
 //! answers come from `--answer` and `--answers` files, and an unanswered question exits 10.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
@@ -302,6 +302,103 @@ fn resume_finishes_the_round_in_a_new_process_with_the_state_verbatim() {
 }
 
 #[test]
+fn resume_never_runs_a_command_the_command_line_did_not_name() {
+    let first = term(
+        &["call", "delete_folder", "path=/tmp/project"],
+        &stdio("files"),
+        None,
+    );
+    assert_eq!(first.code, 10, "{}", first.stderr);
+    assert!(
+        first.stderr.contains(
+            "(save the JSON above and finish with: mcp-term resume FILE --answers ANSWERS.json -- CMD ARGS)"
+        ),
+        "{}",
+        first.stderr
+    );
+    let files = example("files").display().to_string();
+    assert_eq!(first.json()["target"], json!({"stdio": [files]}));
+    let answers = temp("resume-cmd-answers.json", r#"{"ok": true}"#);
+    let answers = answers.to_str().unwrap();
+
+    // A file handed over with someone else's command: refused, and nothing runs.
+    let marker = std::env::temp_dir().join(format!("mcp-term-resume-ran-{}", std::process::id()));
+    let mut planted = first.json();
+    planted["target"] = json!({"stdio": ["sh", "-c", format!("touch {}", marker.display())]});
+    let planted = temp("planted.json", &planted.to_string());
+    let planted = planted.to_str().unwrap();
+    let out = term(&["resume", planted, "--answers", answers], &[], None);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(out.error()["error"]["kind"], "untrusted");
+    assert_eq!(
+        out.stderr.lines().next().unwrap(),
+        format!(
+            "mcp-term: the pending file {planted} names a command to start the server: [\"sh\", \"-c\", \"touch {}\"]; mcp-term does not run a command taken from a pending file: name the server again on the command line (mcp-term resume {planted} -- CMD ARGS, a URL or @name), or confirm on a terminal",
+            marker.display()
+        )
+    );
+    assert!(!marker.exists(), "the planted command never ran");
+    assert_eq!(out.stdout, "");
+
+    // The file's own command is no different: a pending file is data.
+    let own = temp("own-command.json", &first.stdout);
+    let own = own.to_str().unwrap();
+    let out = term(&["resume", own, "--answers", answers], &[], None);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(out.error()["error"]["kind"], "untrusted");
+
+    // A person at the terminal (--tty) may say no, or yes.
+    let out = term(
+        &["resume", planted, "--answers", answers, "--tty"],
+        &[],
+        Some("n\n"),
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.starts_with(&format!(
+            "── the pending file {planted} names a command to start the server ──\n  \
+             it would run the command [\"sh\", \"-c\", \"touch {}\"]\n  \
+             a pending file can come from anyone: run only a command you recognise\n  \
+             run it? [y]es, [n]o? mcp-term: the pending file {planted} names a command",
+            marker.display()
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("; not run (you said no): name the server again on the command line")
+    );
+    assert!(!marker.exists());
+    // It ran: a stdio server started anew has new keys and refuses the old state.
+    let refused_state = "the server answered with error -32602: Invalid or expired requestState";
+    let out = term(
+        &["resume", own, "--answers", answers, "--tty"],
+        &[],
+        Some("y\n"),
+    );
+    assert_eq!(
+        (out.code, out.error()["error"]["message"].as_str()),
+        (5, Some(refused_state)),
+        "{}",
+        out.stderr
+    );
+
+    // Named again on the command line, the server is started as the command line says.
+    let out = term(
+        &["resume", own, "--answers", answers],
+        &stdio("files"),
+        None,
+    );
+    assert_eq!(
+        (out.code, out.error()["error"]["message"].as_str()),
+        (5, Some(refused_state)),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
 fn bistro_answers_per_round_and_url_consent() {
     let rounds = temp(
         "rounds.json",
@@ -522,6 +619,197 @@ fn at_name_comes_from_a_config_file_with_variables() {
     assert!(stderr.contains("did you mean @files?"), "{stderr}");
     let (code, _, stderr) = run(&["tools", "@web"]);
     assert_eq!(code, 4, "nothing listens on port 1: {stderr}");
+}
+
+/// A working directory and a home of their own, for `@name` tests.
+fn workspace(name: &str) -> (PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("mcp-term-ws-{}-{name}", std::process::id()));
+    let home = dir.join("home");
+    let ws = dir.join("ws");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&ws).unwrap();
+    (ws, home)
+}
+
+/// `mcp-term` run in `ws` with `home` as `$HOME`.
+fn term_in(ws: &Path, home: &Path, args: &[&str], env: &[(&str, &str)], stdin: &str) -> Out {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-term"))
+        .args(args)
+        .current_dir(ws)
+        .env("HOME", home)
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mcp-term starts");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().expect("mcp-term ends");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+#[test]
+fn a_workspace_config_never_shadows_the_users_own_entry() {
+    let (ws, home) = workspace("shadow");
+    let ran = ws.join("ran");
+    std::fs::write(
+        ws.join(".mcp.json"),
+        json!({"mcpServers": {"files": {"command": "sh", "args": ["-c", format!("touch {}", ran.display())]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let bin = example("files").display().to_string();
+    std::fs::write(
+        home.join(".claude.json"),
+        json!({"mcpServers": {"files": {"command": bin}}}).to_string(),
+    )
+    .unwrap();
+    let out = term_in(
+        &ws,
+        &home,
+        &["call", "delete_folder", "path=/tmp/empty", "@files"],
+        &[],
+        "",
+    );
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "deleted /tmp/empty\n"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        out.stderr,
+        format!(
+            "mcp-term: @files: using {} (user); also defined in {} (workspace), not used (--config comes first, then your own files, then the workspace's)\n",
+            home.join(".claude.json").display(),
+            ws.join(".mcp.json").display()
+        )
+    );
+    assert!(!ran.exists(), "the workspace's command never ran");
+    let out = term_in(&ws, &home, &["servers"], &[], "");
+    assert_eq!(
+        out.stdout,
+        format!(
+            "@files  stdio  {}  user\n@files  stdio  {}  workspace (shadowed)\n",
+            home.join(".claude.json").display(),
+            ws.join(".mcp.json").display()
+        )
+    );
+}
+
+#[test]
+fn a_workspace_entry_runs_a_command_or_reads_the_environment_only_with_consent() {
+    let (ws, home) = workspace("consent");
+    let ran = ws.join("ran");
+    let bin = example("files").display().to_string();
+    let config = ws.join(".mcp.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {
+            "files": {"command": bin},
+            "evil": {"command": "sh", "args": ["-c", format!("touch {}", ran.display())]},
+            "leak": {"url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${SECRET_TOKEN}"}},
+            "plain": {"url": "http://127.0.0.1:1/mcp"}}})
+        .to_string(),
+    )
+    .unwrap();
+    let secret = [("SECRET_TOKEN", "hunter2")];
+    let refusal = |would: &str| {
+        format!(
+            "{} comes from the workspace file {} and would {would}; a file in the working directory comes with whatever was put there (a cloned repository can ship one), so mcp-term does not do that without consent: confirm on a terminal, or pass --trust-workspace",
+            "@NAME",
+            config.display()
+        )
+    };
+
+    // Without a terminal: refused, with the flag that allows it, before anything runs.
+    let out = term_in(&ws, &home, &["tools", "@evil"], &secret, "");
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    let message = refusal(&format!(
+        "run the command [\"sh\", \"-c\", \"touch {}\"]",
+        ran.display()
+    ))
+    .replace("@NAME", "@evil");
+    assert_eq!(
+        out.stderr.lines().next(),
+        Some(&*format!("mcp-term: {message}"))
+    );
+    assert_eq!(out.error()["error"]["kind"], "untrusted");
+    assert!(!ran.exists(), "the workspace's command never ran");
+    // Reading the environment is refused before anything connects (port 1 would be exit 4),
+    // and the value is never printed.
+    let out = term_in(&ws, &home, &["tools", "@leak"], &secret, "");
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(
+        out.error()["error"]["message"],
+        refusal("read the environment variable(s) SECRET_TOKEN").replace("@NAME", "@leak")
+    );
+    assert!(!out.stderr.contains("hunter2"));
+    // An HTTP entry that reads nothing is used, and said to come from the workspace.
+    let out = term_in(&ws, &home, &["tools", "@plain"], &secret, "");
+    assert_eq!(out.code, 4, "nothing listens on port 1: {}", out.stderr);
+    assert_eq!(
+        out.stderr.lines().next(),
+        Some(&*format!(
+            "mcp-term: @plain comes from the workspace file {}",
+            config.display()
+        ))
+    );
+
+    // --trust-workspace allows it, and says so.
+    let call = ["call", "delete_folder", "path=/tmp/empty", "@files"];
+    let out = term_in(
+        &ws,
+        &home,
+        &[&call[..], &["--trust-workspace"]].concat(),
+        &[],
+        "",
+    );
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "deleted /tmp/empty\n"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        out.stderr,
+        format!(
+            "mcp-term: @files comes from the workspace file {} (trusted with --trust-workspace)\n",
+            config.display()
+        )
+    );
+
+    // With a person to ask (--tty): no is a refusal, yes goes on.
+    let out = term_in(&ws, &home, &[&call[..], &["--tty"]].concat(), &[], "n\n");
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.starts_with(&format!(
+            "── @files is defined by a workspace file: {} ──\n  \
+             a file in the working directory comes with whatever was put there (a cloned repository can ship one)\n  \
+             it would run the command [\"{bin}\"]\n  \
+             use it this once? [y]es, [n]o? mcp-term: @files comes from the workspace file {}: not used (you said no)\n",
+            config.display(),
+            config.display()
+        )),
+        "{}",
+        out.stderr
+    );
+    let out = term_in(&ws, &home, &[&call[..], &["--tty"]].concat(), &[], "y\n");
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "deleted /tmp/empty\n"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]

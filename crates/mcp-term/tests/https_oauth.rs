@@ -236,6 +236,8 @@ struct AsState {
     tokens: BTreeMap<String, String>,
     /// Refuse the code at the token endpoint.
     refuse: bool,
+    /// Deny the authorization request with this `error_description`.
+    deny: Option<String>,
 }
 
 /// An authorization server on a local port that grants at once (its authorize endpoint
@@ -341,6 +343,16 @@ fn answer(
         ("GET", "/authorize") => {
             let q = seen.query();
             state.lock().unwrap().challenge = q.get("code_challenge").cloned().unwrap_or_default();
+            if let Some(description) = state.lock().unwrap().deny.clone() {
+                let location = format!(
+                    "{}?error=access_denied&error_description={}&state={}&iss={}",
+                    q.get("redirect_uri").cloned().unwrap_or_default(),
+                    encode(&description),
+                    encode(q.get("state").map_or("", String::as_str)),
+                    encode(issuer)
+                );
+                return (302, vec![("Location".into(), location)], String::new());
+            }
             let location = format!(
                 "{}?code=the-code&state={}&iss={}",
                 q.get("redirect_uri").cloned().unwrap_or_default(),
@@ -399,9 +411,8 @@ impl TokenVerifier for IssuedTokens {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn oauth_end_to_end_against_a_scripted_authorization_server() {
-    let state = Arc::new(Mutex::new(AsState::default()));
+/// The Protected example behind the scripted authorization server: (its issuer, the MCP URL).
+async fn protected_behind(state: &Arc<Mutex<AsState>>) -> (String, String) {
     let issuer = authorization_server(state.clone()).await;
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
@@ -419,6 +430,13 @@ async fn oauth_end_to_end_against_a_scripted_authorization_server() {
             .bearer_auth(verifier, resource)
             .serve_with_shutdown(listener, "/mcp", std::future::pending()),
     );
+    (issuer, url)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oauth_end_to_end_against_a_scripted_authorization_server() {
+    let state = Arc::new(Mutex::new(AsState::default()));
+    let (issuer, url) = protected_behind(&state).await;
 
     // Without --oauth the 401 is an authorization failure (exit 3), and nothing reached the
     // authorization server.
@@ -499,5 +517,41 @@ async fn oauth_end_to_end_against_a_scripted_authorization_server() {
             "the token request failed: {issuer}/token answered HTTP 400 invalid_grant"
         )),
         "{message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_authorization_servers_error_description_is_printed_without_escapes() {
+    let state = Arc::new(Mutex::new(AsState::default()));
+    state.lock().unwrap().deny = Some(
+        "\u{1b}]52;c;aGk=\u{7}\u{1b}]0;pwned\u{7}\u{1b}[2Jyou said no\u{9b}2J\u{202e}\nfake line"
+            .into(),
+    );
+    let (_, url) = protected_behind(&state).await;
+    let out = term(&[
+        "call",
+        "deploy",
+        "service=web",
+        "--answer",
+        "ok=yes",
+        "--oauth",
+        &url,
+    ])
+    .await;
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        !out.stderr
+            .contains(['\u{1b}', '\u{7}', '\u{9b}', '\u{202e}']),
+        "{:?}",
+        out.stderr
+    );
+    let message = out.error()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.ends_with("the authorization server answered access_denied you said no fake line"),
+        "{message}"
+    );
+    assert_eq!(
+        out.stderr.lines().rev().nth(1),
+        Some(&*format!("mcp-term: {message}"))
     );
 }

@@ -5,8 +5,10 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+mod fake;
 mod support;
 
+use fake::{Fake, path_with, recording_opener, url_consent};
 use support::{Http, example};
 
 /// One detached tmux session on its own socket, killed when dropped.
@@ -208,6 +210,85 @@ fn a_url_request_shows_the_host_and_waits_for_consent() {
         screen.contains("Complete the payment in your browser.\nEXIT=0"),
         "{screen}"
     );
+}
+
+/// A browser reads `\` as the end of an https host, so this URL goes to evil.example: the
+/// consent screen says so, and `--open` opens exactly the address it shows.
+#[test]
+fn a_disguised_url_shows_the_host_a_browser_opens_and_opens_exactly_that() {
+    let server = Fake::start(url_consent("https://evil.example\\@bank.example/login"));
+    let opener = recording_opener("tmux");
+    let cmd = format!(
+        "PATH='{}' {} call pay --era 2026-07-28 --open {}; echo EXIT=$?; sleep 600",
+        path_with(&opener),
+        env!("CARGO_BIN_EXE_mcp-term"),
+        server.url
+    );
+    let pane = Pane::start("disguised-url", &cmd);
+    let screen = pane.wait_for("[a]ccept (open it yourself), [d]ecline, [c]ancel?");
+    assert!(
+        screen.contains(
+            "  Sign in to pay.\n  open: https://evil.example/@bank.example/login\n  host: evil.example\n  \
+             ! the server wrote it as https://evil.example\\@bank.example/login; a browser reads that as the address above\n"
+        ),
+        "{screen}"
+    );
+    assert!(!screen.contains("host: bank.example"), "{screen}");
+    assert!(
+        !opener.join("opened.txt").exists(),
+        "nothing is opened before consent"
+    );
+    pane.send("a");
+    let screen = pane.wait_for("EXIT=");
+    assert!(
+        screen.contains(
+            "  opened https://evil.example/@bank.example/login in your browser\nthe person answered accept\nEXIT=0"
+        ),
+        "{screen}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(opener.join("opened.txt")).unwrap(),
+        "https://evil.example/@bank.example/login\n"
+    );
+}
+
+/// A `.mcp.json` in the working directory that would run a command is shown to the person,
+/// who says yes before it runs.
+#[test]
+fn a_person_is_asked_before_a_workspace_entry_runs_a_command() {
+    let dir = std::env::temp_dir().join(format!("mcp-term-tmux-ws-{}", std::process::id()));
+    let (ws, home) = (dir.join("ws"), dir.join("home"));
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let bin = example("files").display().to_string();
+    std::fs::write(
+        ws.join(".mcp.json"),
+        format!(
+            r#"{{"mcpServers": {{"files": {{"command": "{bin}", "env": {{"NOTE": "${{FILES_NOTE:-none}}"}}}}}}}}"#
+        ),
+    )
+    .unwrap();
+    let cmd = format!(
+        "cd '{}' && HOME='{}' {} call delete_folder path=/tmp/empty @files; echo EXIT=$?; sleep 600",
+        ws.display(),
+        home.display(),
+        env!("CARGO_BIN_EXE_mcp-term"),
+    );
+    let pane = Pane::start("workspace", &cmd);
+    let screen = pane.wait_for("use it this once? [y]es, [n]o?");
+    assert!(
+        screen.contains(&format!(
+            "── @files is defined by a workspace file: {} ──\n  \
+             a file in the working directory comes with whatever was put there (a cloned repository can ship one)\n  \
+             it would run the command [\"{bin}\"]\n  \
+             it would read the environment variable(s) FILES_NOTE\n",
+            ws.join(".mcp.json").display()
+        )),
+        "{screen}"
+    );
+    pane.send("y");
+    let screen = pane.wait_for("EXIT=");
+    assert!(screen.contains("deleted /tmp/empty\nEXIT=0"), "{screen}");
 }
 
 #[test]
