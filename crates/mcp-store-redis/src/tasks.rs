@@ -28,6 +28,21 @@ redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[3])
 return 1
 ";
 
+/// Creates a task in one step, so that no crash or lost connection leaves a record outside
+/// the indexes (review W17). KEYS[1] the record, KEYS[2] the index of live tasks by expiry,
+/// KEYS[3] the lease index; ARGV[1] now (ms), ARGV[2] the fleet's cap, ARGV[3] the record,
+/// ARGV[4] its expiry (ms), ARGV[5] the id, ARGV[6] its lease deadline (ms, empty: no lease).
+/// Answers 1 (created), 0 (the id is taken) or -1 (the fleet holds its cap); only 1 writes.
+const CREATE: &str = r"
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then return -1 end
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('SET', KEYS[1], ARGV[3], 'PXAT', ARGV[4])
+redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
+if ARGV[6] ~= '' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[5]) end
+return 1
+";
+
 /// The record as stored.
 #[derive(Serialize, Deserialize)]
 struct Stored {
@@ -118,6 +133,7 @@ type Feeds = Arc<Mutex<HashMap<String, watch::Sender<u64>>>>;
 pub struct RedisTaskStore {
     shared: Arc<Shared>,
     cas: redis::Script,
+    create: redis::Script,
     feeds: Feeds,
     subscriber: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -146,6 +162,7 @@ impl RedisTaskStore {
         RedisTaskStore {
             shared,
             cas: redis::Script::new(CAS),
+            create: redis::Script::new(CREATE),
             feeds: Arc::default(),
             subscriber: Mutex::new(None),
         }
@@ -328,61 +345,34 @@ async fn listen(mut pubsub: redis::aio::PubSub, feeds: &Feeds) {
 impl TaskStore for RedisTaskStore {
     fn create(&self, record: TaskRecord) -> StoreFuture<'_, Result<(), StoreError>> {
         Box::pin(async move {
-            let now = self.now_ms();
-            let index = self.shared.key(&["tasks"]);
-            let _: i64 = self
-                .shared
-                .run(
-                    "ZREMRANGEBYSCORE tasks",
-                    redis::cmd("ZREMRANGEBYSCORE")
-                        .arg(&index)
-                        .arg("-inf")
-                        .arg(now),
-                )
-                .await
-                .map_err(backend)?;
-            let live: usize = self
-                .shared
-                .run("ZCARD tasks", redis::cmd("ZCARD").arg(&index))
-                .await
-                .map_err(backend)?;
             let limit = self.shared.config.max_tasks;
-            if live >= limit {
-                return Err(StoreError::Full { limit });
-            }
-            let expires_at = self.expires_at(&record);
-            let text = to_text(&record)?;
-            let set: Option<String> = self
+            let lease = match (&record.terminal, &record.lease) {
+                (None, Some(lease)) => lease.until_ms.to_string(),
+                _ => String::new(),
+            };
+            let mut invocation = self.create.key(self.task_key(&record.id));
+            invocation
+                .key(self.shared.key(&["tasks"]))
+                .key(self.shared.key(&["task-leases"]))
+                .arg(self.now_ms())
+                .arg(limit)
+                .arg(to_text(&record)?)
+                .arg(self.expires_at(&record))
+                .arg(&record.id)
+                .arg(lease);
+            let created: i64 = self
                 .shared
-                .run(
-                    "SET task",
-                    redis::cmd("SET")
-                        .arg(self.task_key(&record.id))
-                        .arg(text)
-                        .arg("NX")
-                        .arg("PXAT")
-                        .arg(expires_at),
-                )
+                .script("creation of a task", &invocation)
                 .await
                 .map_err(backend)?;
-            if set.is_none() {
-                return Err(StoreError::Backend(format!(
+            match created {
+                1 => Ok(()),
+                -1 => Err(StoreError::Full { limit }),
+                _ => Err(StoreError::Backend(format!(
                     "task id {} is taken",
                     record.id
-                )));
+                ))),
             }
-            let _: i64 = self
-                .shared
-                .run(
-                    "ZADD tasks",
-                    redis::cmd("ZADD")
-                        .arg(&index)
-                        .arg(expires_at)
-                        .arg(&record.id),
-                )
-                .await
-                .map_err(backend)?;
-            self.index_lease(&record).await
         })
     }
 

@@ -608,3 +608,125 @@ async fn a_task_started_on_one_instance_is_answered_and_finished_through_another
         "{done}"
     );
 }
+
+/// `INFO commandstats` as (command, calls), the commands that ran since the last
+/// `CONFIG RESETSTAT`, a script's own calls included.
+async fn command_calls(redis: &Redis) -> std::collections::BTreeMap<String, u64> {
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    info.lines()
+        .filter_map(|line| {
+            let (name, stats) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = stats.split(',').find_map(|s| s.strip_prefix("calls="))?;
+            (name != "info" && name != "config|resetstat")
+                .then(|| (name.to_owned(), calls.parse().unwrap()))
+        })
+        .collect()
+}
+
+async fn reset_stats(redis: &Redis) {
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+}
+
+fn calls(pairs: &[(&str, u64)]) -> std::collections::BTreeMap<String, u64> {
+    pairs.iter().map(|(n, c)| ((*n).to_owned(), *c)).collect()
+}
+
+/// Review W17: a task is created by one script (the record, its place in the index of live
+/// tasks and in the lease index, or nothing), so a crash or a lost connection between
+/// commands cannot leave a record that no cap counts and no sweep finds. Before, creation was
+/// five commands (ZREMRANGEBYSCORE, ZCARD, SET, ZADD, ZADD) sent one after the other.
+#[tokio::test]
+async fn a_task_is_created_by_one_script_and_a_refused_one_writes_nothing() {
+    let redis = Redis::start();
+    let config = RedisConfig::new(redis.url()).prefix("mk").max_tasks(2);
+    let store = RedisStores::connect(config).await.unwrap().task_store();
+    // The first creation loads the script.
+    store.create(record("warm", Some(60_000))).await.unwrap();
+    reset_stats(&redis).await;
+    let mut leased = record("leased", Some(60_000));
+    let until = now_ms() + 30_000;
+    leased.lease = Some(Lease {
+        worker: "w".into(),
+        until_ms: until,
+    });
+    store.create(leased.clone()).await.unwrap();
+    assert_eq!(
+        command_calls(&redis).await,
+        calls(&[
+            ("evalsha", 1),
+            ("zremrangebyscore", 1),
+            ("zcard", 1),
+            ("exists", 1),
+            ("set", 1),
+            ("zadd", 2),
+        ]),
+        "one script call, and the commands it ran"
+    );
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let score = async |conn: &mut redis::aio::MultiplexedConnection, key: &str, id: &str| {
+        let score: Option<u64> = redis::cmd("ZSCORE")
+            .arg(key)
+            .arg(id)
+            .query_async(conn)
+            .await
+            .unwrap();
+        score
+    };
+    assert_eq!(
+        score(&mut conn, "mk:tasks", "leased").await,
+        Some(leased.created_at_ms + 60_000)
+    );
+    assert_eq!(
+        score(&mut conn, "mk:task-leases", "leased").await,
+        Some(until)
+    );
+    assert_eq!(
+        store.get("leased").await.unwrap().unwrap().lease,
+        leased.lease
+    );
+
+    // Refused at the cap: nothing written, the indexes as they were.
+    let keys = async |conn: &mut redis::aio::MultiplexedConnection| {
+        let mut keys: Vec<String> = redis::cmd("KEYS")
+            .arg("mk:*")
+            .query_async(conn)
+            .await
+            .unwrap();
+        keys.sort();
+        keys
+    };
+    let before = keys(&mut conn).await;
+    assert_eq!(
+        before,
+        [
+            "mk:task-leases",
+            "mk:task:leased",
+            "mk:task:warm",
+            "mk:tasks"
+        ]
+    );
+    reset_stats(&redis).await;
+    assert_eq!(
+        store.create(record("third", Some(60_000))).await,
+        Err(StoreError::Full { limit: 2 })
+    );
+    assert_eq!(
+        command_calls(&redis).await,
+        calls(&[("evalsha", 1), ("zremrangebyscore", 1), ("zcard", 1)])
+    );
+    assert_eq!(keys(&mut conn).await, before);
+    assert_eq!(score(&mut conn, "mk:tasks", "third").await, None);
+}

@@ -666,6 +666,7 @@ impl RequestContext {
         let store = engine.store();
         engine.sweep().await;
         let now = store.now_ms();
+        let lease_until = now.saturating_add(config.lease.as_millis() as u64);
         let id = random_id()?;
         let record = TaskRecord {
             id: id.clone(),
@@ -683,7 +684,7 @@ impl RequestContext {
             terminal: None,
             lease: Some(Lease {
                 worker: engine.inner.worker.clone(),
-                until_ms: now.saturating_add(config.lease.as_millis() as u64),
+                until_ms: lease_until,
             }),
         };
         let created = CreateTaskResult::new(base(&record));
@@ -711,7 +712,7 @@ impl RequestContext {
         let work: BoxFuture<HandlerResult<CallToolResult>> = Box::pin(body(ctx));
         let running = Running::start(&engine.inner.running);
         tokio::spawn(async move {
-            run(engine, id, token, work).await;
+            run(engine, id, token, work, lease_until).await;
             drop(running);
         });
         if let Ok(mut slot) = launch.created.lock() {
@@ -737,12 +738,14 @@ impl RequestContext {
 
 /// Runs a task's body to its end: renews the lease, watches the store for a cancel (trips the
 /// body's token, then gives it the grace period) and for removal (TTL: the body is dropped),
-/// and writes the terminal state.
+/// and writes the terminal state. `lease_until` is when the lease the task was created with
+/// lapses.
 async fn run(
     engine: TaskEngine,
     id: String,
     token: CancellationToken,
     body: BoxFuture<HandlerResult<CallToolResult>>,
+    mut lease_until: u64,
 ) {
     let config = engine.config().clone();
     let store = engine.store();
@@ -775,9 +778,13 @@ async fn run(
             }
             _ = tick.tick() => {
                 let until = store.now_ms().saturating_add(config.lease.as_millis() as u64);
-                if let Ok(false) = store.claim(&id, &worker, until).await {
-                    tracing::warn!("a task's lease was taken by another worker; its body stops here");
-                    break None;
+                match store.claim(&id, &worker, until).await {
+                    Ok(true) => lease_until = until,
+                    Ok(false) => {
+                        tracing::warn!("a task's lease was taken by another worker; its body stops here");
+                        break None;
+                    }
+                    Err(_) => {}
                 }
                 true
             }
@@ -811,9 +818,32 @@ async fn run(
     if let Terminal::Failed(e) = &terminal {
         let _ = store.set_status_message(&id, Some(e.message.clone())).await;
     }
-    match store.finish(&id, terminal).await {
-        Ok(_) | Err(StoreError::NotFound) => {}
-        Err(e) => tracing::warn!(error = %e, "a task's end could not be stored"),
+    store_end(store, &id, terminal, lease_until).await;
+}
+
+/// The first pause before writing a task's end again, doubled after each failure.
+const END_RETRY_FIRST: Duration = Duration::from_millis(50);
+/// The longest pause between two attempts to write a task's end.
+const END_RETRY_MAX: Duration = Duration::from_secs(1);
+
+/// Writes a task's end, again after a failure (with backoff) until the worker's lease lapses:
+/// one transient store error must not lose a result (review W17). Past the lease nothing is
+/// gained by retrying, since the sweep then ends the task `failed` ("worker lost").
+async fn store_end(store: &dyn TaskStore, id: &str, terminal: Terminal, lease_until: u64) {
+    let mut pause = END_RETRY_FIRST;
+    loop {
+        let error = match store.finish(id, terminal.clone()).await {
+            Ok(_) | Err(StoreError::NotFound) => return,
+            Err(e) => e,
+        };
+        let now = store.now_ms();
+        if now.saturating_add(pause.as_millis() as u64) >= lease_until {
+            tracing::error!(error = %error, "a task's end could not be stored before its lease lapsed; the task will read as failed");
+            return;
+        }
+        tracing::warn!(error = %error, retry_in = ?pause, "a task's end could not be stored; trying again");
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(END_RETRY_MAX);
     }
 }
 
