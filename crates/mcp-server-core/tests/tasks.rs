@@ -610,3 +610,33 @@ async fn a_transient_store_failure_at_the_end_does_not_lose_the_result() {
         "three failures, then stored"
     );
 }
+
+/// Review W10: the sweep (expired tasks, lapsed leases) runs on the engine's timer, never on
+/// a request, so polling clients do not multiply its cost. Before, every `tasks/*` request
+/// and every task creation swept first.
+#[tokio::test]
+async fn the_sweep_runs_on_a_timer_and_never_on_a_task_request() {
+    let store = Flaky::new(0);
+    let config = TaskConfig::new()
+        .shared_store(store.clone())
+        .sweep_interval(Duration::from_secs(3600));
+    let service = quick_service(config);
+    let mut client = TestClient::new(&service);
+    let id = task_id(&call(&mut client, "quick", declaring()).await);
+    for _ in 0..20 {
+        assert!(get(&mut client, &id).await.get("result").is_some());
+    }
+    assert_eq!(store.expires.load(Ordering::SeqCst), 0);
+
+    // On its timer: every 50 ms here, whatever the requests do.
+    let store = Flaky::new(0);
+    let config = TaskConfig::new()
+        .shared_store(store.clone())
+        .sweep_interval(Duration::from_millis(50));
+    let service = quick_service(config);
+    let mut client = TestClient::new(&service);
+    task_id(&call(&mut client, "quick", declaring()).await);
+    tokio::time::sleep(Duration::from_millis(525)).await;
+    let swept = store.expires.load(Ordering::SeqCst);
+    assert!((5..=10).contains(&swept), "{swept} sweeps in 525 ms");
+}

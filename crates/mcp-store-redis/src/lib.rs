@@ -10,7 +10,11 @@
 //!   each instance's [`TaskStore::watch`](mcp_server_core::tasks::TaskStore::watch) feed wakes
 //!   on it, so a `tasks/update` or `tasks/cancel` that reached one instance wakes the worker
 //!   running on another. A task whose worker died keeps its lapsed lease in
-//!   `{prefix}:task-leases` until an instance's sweep marks it `failed`.
+//!   `{prefix}:task-leases` until the sweep marks it `failed`: each instance's engine sweeps
+//!   on a timer, and one instance of the fleet at a time does the work (the lock
+//!   `{prefix}:task-sweep`, [`RedisConfig::task_sweep_interval`]). A running task costs one
+//!   small script call per lease renewal (the lease is a field of its own), not a rewrite of
+//!   its record.
 //! - **Failures**: every command has a deadline ([`RedisConfig::command_timeout`], 2 s);
 //!   a lost connection is retried by the connection manager a bounded number of times
 //!   ([`RedisConfig::reconnect_attempts`]), and beyond that each operation fails with an
@@ -47,6 +51,8 @@ pub const DEFAULT_RECONNECT_ATTEMPTS: usize = 3;
 pub const DEFAULT_MAX_TASK_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
 /// How many tasks the fleet holds at once unless configured.
 pub const DEFAULT_MAX_TASKS: usize = 100_000;
+/// How often the fleet sweeps expired tasks and lapsed task leases unless configured.
+pub const DEFAULT_TASK_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 /// The most events kept per SSE stream unless configured.
 pub const DEFAULT_MAX_EVENTS_PER_STREAM: usize = 1_000;
 /// How long an SSE stream's history is kept after its last event unless configured.
@@ -68,6 +74,7 @@ pub struct RedisConfig {
     reconnect_attempts: usize,
     max_task_retention: Duration,
     max_tasks: usize,
+    task_sweep_interval: Duration,
     max_events_per_stream: usize,
     event_retention: Duration,
     liveness_ttl: Duration,
@@ -96,6 +103,7 @@ impl RedisConfig {
             reconnect_attempts: DEFAULT_RECONNECT_ATTEMPTS,
             max_task_retention: DEFAULT_MAX_TASK_RETENTION,
             max_tasks: DEFAULT_MAX_TASKS,
+            task_sweep_interval: DEFAULT_TASK_SWEEP_INTERVAL,
             max_events_per_stream: DEFAULT_MAX_EVENTS_PER_STREAM,
             event_retention: DEFAULT_EVENT_RETENTION,
             liveness_ttl: DEFAULT_LIVENESS_TTL,
@@ -134,6 +142,17 @@ impl RedisConfig {
     /// with `StoreError::Full`.
     pub fn max_tasks(mut self, tasks: usize) -> Self {
         self.max_tasks = tasks.max(1);
+        self
+    }
+
+    /// How often the fleet sweeps (default [`DEFAULT_TASK_SWEEP_INTERVAL`], at least 10 ms):
+    /// every instance's engine calls the sweep on its own timer
+    /// ([`TaskConfig::sweep_interval`](mcp_server_core::tasks::TaskConfig::sweep_interval),
+    /// keep the two equal), and the first to take the lock `{prefix}:task-sweep` (held for
+    /// nine tenths of this, never given back) sweeps while the others skip. A task whose worker
+    /// died ends `failed` about this long after its lease lapsed.
+    pub fn task_sweep_interval(mut self, every: Duration) -> Self {
+        self.task_sweep_interval = every.max(Duration::from_millis(10));
         self
     }
 

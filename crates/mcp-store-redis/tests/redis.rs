@@ -455,7 +455,7 @@ async fn losing_redis_gives_errors_within_the_deadline_and_reconnects_after() {
         .await
         .expect("a task read hung with Redis gone");
     match failed {
-        Err(StoreError::Backend(why)) => assert!(why.starts_with("Redis GET task: "), "{why}"),
+        Err(StoreError::Backend(why)) => assert!(why.starts_with("Redis HMGET task: "), "{why}"),
         other => panic!("{other:?}"),
     }
     let failed = tokio::time::timeout(Duration::from_secs(30), events.append("s", "p1", &note(1)))
@@ -669,7 +669,8 @@ async fn a_task_is_created_by_one_script_and_a_refused_one_writes_nothing() {
             ("zremrangebyscore", 1),
             ("zcard", 1),
             ("exists", 1),
-            ("set", 1),
+            ("hset", 2),
+            ("pexpireat", 1),
             ("zadd", 2),
         ]),
         "one script call, and the commands it ran"
@@ -729,4 +730,142 @@ async fn a_task_is_created_by_one_script_and_a_refused_one_writes_nothing() {
     );
     assert_eq!(keys(&mut conn).await, before);
     assert_eq!(score(&mut conn, "mk:tasks", "third").await, None);
+}
+
+/// `INFO stats` field `field` as a number.
+async fn stat(redis: &Redis, field: &str) -> u64 {
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("stats")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .unwrap_or_else(|| panic!("no {field} in INFO stats"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Review W10: a running task costs its instance one small script call to Redis per lease
+/// renewal (the default lease of 30 s is renewed every second), and a task waiting for an
+/// answer waits on the change channel instead of reading its record every 500 ms. Before, each
+/// second cost a GET of the record and a compare-and-set that shipped it twice (plus a ZADD)
+/// to renew the lease, another GET to look for a cancel, and two GETs for the answer.
+#[tokio::test]
+async fn running_tasks_cost_one_small_script_call_each_per_renewal() {
+    const TASKS: u64 = 10;
+    const WINDOW_S: u64 = 3;
+    let redis = Redis::start();
+    let store: Arc<dyn TaskStore> = Arc::new(stores(&redis, "cost").await.task_store());
+    let ask = ToolDef::new("ask")
+        .arguments::<NoArgs>()
+        .task(TaskSupport::Required)
+        .handler(|ctx, _: NoArgs| async move {
+            match ctx.elicit::<Word>("Which word?").await {
+                Ok(ElicitationResult::Accepted(w)) => Ok(w.word),
+                _ => Err("no word".to_owned()),
+            }
+        });
+    let service = McpServer::new("cost")
+        .tool(ask)
+        .tasks(TaskConfig::new().shared_store(store.clone()))
+        .into_service()
+        .unwrap();
+    let mut conn = MemoryConnection::connect(&service, TransportContext::default());
+    let mut ids = Vec::new();
+    for n in 0..TASKS {
+        let created = modern(
+            &mut conn,
+            n + 1,
+            "tools/call",
+            json!({"name": "ask", "arguments": {}}),
+        )
+        .await;
+        ids.push(created["result"]["taskId"].as_str().unwrap().to_owned());
+    }
+    for id in &ids {
+        let mut asking = false;
+        for _ in 0..200 {
+            let record = store.get(id).await.unwrap().unwrap();
+            if !record.outstanding.is_empty() {
+                asking = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        assert!(asking, "task {id} never asked");
+    }
+    reset_stats(&redis).await;
+    let bytes_in = stat(&redis, "total_net_input_bytes").await;
+    let bytes_out = stat(&redis, "total_net_output_bytes").await;
+    tokio::time::sleep(Duration::from_secs(WINDOW_S)).await;
+    let calls = command_calls(&redis).await;
+    let per_task_s = |n: u64| n as f64 / (TASKS * WINDOW_S) as f64;
+    let bytes_in = stat(&redis, "total_net_input_bytes").await - bytes_in;
+    let bytes_out = stat(&redis, "total_net_output_bytes").await - bytes_out;
+    eprintln!(
+        "{TASKS} tasks waiting for an answer, {WINDOW_S} s: {calls:?}; per task and second: \
+         {:.2} script calls, {:.2} GET, {:.2} HMGET, {:.0} bytes in, {:.0} bytes out",
+        per_task_s(calls.get("evalsha").copied().unwrap_or(0)),
+        per_task_s(calls.get("get").copied().unwrap_or(0)),
+        per_task_s(calls.get("hmget").copied().unwrap_or(0)),
+        per_task_s(bytes_in),
+        per_task_s(bytes_out),
+    );
+    let scripts = calls.get("evalsha").copied().unwrap_or(0);
+    assert!(
+        (TASKS * (WINDOW_S - 1)..=TASKS * (WINDOW_S + 1)).contains(&scripts),
+        "one renewal per task and second: {calls:?}"
+    );
+    assert_eq!(calls.get("get"), None, "no record read by GET: {calls:?}");
+    assert!(
+        calls.get("hmget").copied().unwrap_or(0) <= TASKS,
+        "at most one look at each record (the 10 s resync): {calls:?}"
+    );
+    assert!(
+        per_task_s(bytes_in) < 400.0,
+        "{:.0} bytes a second per task",
+        per_task_s(bytes_in)
+    );
+}
+
+/// Review W10: one instance of a fleet sweeps per interval; the others skip while the lock
+/// `{prefix}:task-sweep` lives (nine tenths of the interval), then the next to try sweeps.
+#[tokio::test]
+async fn one_instance_of_the_fleet_sweeps_per_interval() {
+    let redis = Redis::start();
+    let config = RedisConfig::new(redis.url())
+        .prefix("sw")
+        .task_sweep_interval(Duration::from_millis(1000));
+    let a = RedisStores::connect(config.clone())
+        .await
+        .unwrap()
+        .task_store();
+    let b = RedisStores::connect(config).await.unwrap().task_store();
+    a.create(record("t", Some(600_000))).await.unwrap();
+    assert!(a.claim("t", "worker-a", now_ms() + 100).await.unwrap());
+    assert_eq!(a.expire(now_ms()).await.unwrap(), Vec::<String>::new());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The lease lapsed, but a swept less than an interval ago: b skips.
+    b.expire(now_ms()).await.unwrap();
+    assert_eq!(b.get("t").await.unwrap().unwrap().terminal, None);
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let lock: i64 = redis::cmd("PTTL")
+        .arg("sw:task-sweep")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!((0..=900).contains(&lock), "{lock}");
+    tokio::time::sleep(Duration::from_millis(lock as u64 + 50)).await;
+    b.expire(now_ms()).await.unwrap();
+    let failed = b.get("t").await.unwrap().unwrap();
+    assert_eq!(
+        failed.status_message.as_deref(),
+        Some("The worker running this task was lost")
+    );
+    assert_eq!(failed.lease, None);
 }
