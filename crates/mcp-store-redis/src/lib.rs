@@ -22,10 +22,12 @@
 //!   Redis cannot answer).
 //! - **Replay guard across a crash**: a used state is *claimed* by the instance processing it
 //!   and *done* once that request answered. Each instance refreshes a liveness key
-//!   (`{prefix}:alive:{id}`, [`RedisConfig::liveness_ttl`]); a state whose claimer's liveness
-//!   lapsed before it finished may be taken over once by another instance (a load balancer
-//!   re-sending the request), so a state is processed at least once when an instance dies,
-//!   and never twice for a replay while its instance lives.
+//!   (`{prefix}:alive:{id}`, [`RedisConfig::liveness_ttl`], 30 s); a state whose claimer was
+//!   silent that long before it finished may be taken over once by another instance (a load
+//!   balancer re-sending the request). So a state is processed at least once when an instance
+//!   dies, and twice only if its first instance was silent for the whole liveness TTL while
+//!   its request still ran (a stall of Redis or of the process that long); an instance whose
+//!   heartbeat fails or lags claims nothing until it succeeds again. See [`RedisSeenStore`].
 
 #![forbid(unsafe_code)]
 
@@ -57,13 +59,16 @@ pub const DEFAULT_TASK_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 pub const DEFAULT_MAX_EVENTS_PER_STREAM: usize = 1_000;
 /// How long an SSE stream's history is kept after its last event unless configured.
 pub const DEFAULT_EVENT_RETENTION: Duration = Duration::from_secs(30 * 60);
-/// How long an instance's liveness key outlives its last heartbeat unless configured.
-pub const DEFAULT_LIVENESS_TTL: Duration = Duration::from_millis(1500);
+/// How long an instance's liveness key outlives its last heartbeat unless configured: the
+/// silence after which another instance may take over the states it claimed (review W12:
+/// it was 1.5 s, which a Redis or scheduler hiccup could exceed while the owner still ran).
+pub const DEFAULT_LIVENESS_TTL: Duration = Duration::from_secs(30);
 /// How often an instance refreshes its liveness key unless configured.
-pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_millis(300);
+pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(1);
 /// How long a second use of a state claimed by another instance waits for that instance's
-/// liveness to lapse unless configured.
-pub const DEFAULT_TAKEOVER_WAIT: Duration = Duration::from_millis(2000);
+/// liveness to lapse unless configured (a little above the liveness TTL, so that a request a
+/// load balancer re-sends after a crash is served once the dead instance's liveness lapsed).
+pub const DEFAULT_TAKEOVER_WAIT: Duration = Duration::from_secs(35);
 
 /// Where Redis is and how the stores use it.
 #[derive(Clone)]
@@ -170,17 +175,20 @@ impl RedisConfig {
     }
 
     /// How long an instance counts as alive after its last heartbeat (default
-    /// [`DEFAULT_LIVENESS_TTL`], at least 100 ms). A state this instance claimed can be taken
-    /// over by another instance only once this has passed without a heartbeat, so it must
-    /// exceed the heartbeat interval by a wide margin (a Redis or scheduler hiccup longer than
-    /// the difference makes a live instance look dead).
+    /// [`DEFAULT_LIVENESS_TTL`], at least 100 ms). This is the at-least-once window of the
+    /// replay guard: a state this instance claimed can be taken over by another instance (and
+    /// run a second time) only once this has passed without a heartbeat while its request
+    /// still ran, so it must exceed the heartbeat interval by a wide margin (a Redis or
+    /// scheduler stall longer than the difference makes a live instance look dead). A request
+    /// re-sent after a crash waits about this long for the takeover.
     pub fn liveness_ttl(mut self, ttl: Duration) -> Self {
         self.liveness_ttl = ttl.max(Duration::from_millis(100));
         self
     }
 
     /// How often the liveness key is refreshed (default [`DEFAULT_HEARTBEAT_INTERVAL`], at
-    /// least 10 ms); each refresh must answer within this interval.
+    /// least 10 ms); each refresh must answer within this interval. While the latest refresh
+    /// failed, or none succeeded for three intervals, this instance refuses every state.
     pub fn heartbeat_interval(mut self, every: Duration) -> Self {
         self.heartbeat_interval = every.max(Duration::from_millis(10));
         self
@@ -189,7 +197,9 @@ impl RedisConfig {
     /// How long a second use of a state that another instance claimed and did not finish waits
     /// for that instance's liveness to lapse (default [`DEFAULT_TAKEOVER_WAIT`]); when the
     /// owner is still alive then, the state is refused as a replay. Set it a little above the
-    /// liveness TTL, and below the load balancer's read timeout.
+    /// liveness TTL (and below the load balancer's read timeout) to serve a request re-sent
+    /// after a crash; below the liveness TTL, such a request is refused instead (at most once,
+    /// and a replay holds its request for less time).
     pub fn takeover_wait(mut self, wait: Duration) -> Self {
         self.takeover_wait = wait;
         self

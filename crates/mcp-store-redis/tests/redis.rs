@@ -16,7 +16,7 @@ use mcp_server_core::tasks::{
 };
 use mcp_server_core::{MemoryConnection, Service, TransportContext};
 use mcp_state_seal::SeenStore;
-use mcp_store_redis::{RedisConfig, RedisStores};
+use mcp_store_redis::{RedisConfig, RedisSeenStore, RedisStores};
 use mcp_types::JsonRpcMessage;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -89,6 +89,26 @@ async fn stores(redis: &Redis, prefix: &str) -> RedisStores {
         .unwrap()
 }
 
+/// A replay guard whose second uses of a live owner's claim wait 2 s (the default, 35 s, is
+/// made to outlast the default liveness TTL of 30 s).
+async fn guard(redis: &Redis, prefix: &str) -> RedisSeenStore {
+    let config = RedisConfig::new(redis.url())
+        .prefix(prefix)
+        .takeover_wait(Duration::from_secs(2));
+    RedisStores::connect(config).await.unwrap().seen_store()
+}
+
+/// A replay guard with the short window of the first design (liveness 1.5 s, heartbeat
+/// 300 ms, takeover wait 2 s), to see a dead owner's claim taken over without waiting 30 s.
+async fn quick_guard(redis: &Redis, prefix: &str) -> RedisSeenStore {
+    let config = RedisConfig::new(redis.url())
+        .prefix(prefix)
+        .liveness_ttl(Duration::from_millis(1500))
+        .heartbeat_interval(Duration::from_millis(300))
+        .takeover_wait(Duration::from_secs(2));
+    RedisStores::connect(config).await.unwrap().seen_store()
+}
+
 fn now_ms() -> u64 {
     mcp_server_core::tasks::system_now_ms()
 }
@@ -124,9 +144,9 @@ fn note(n: u64) -> JsonRpcMessage {
 #[tokio::test]
 async fn a_state_is_used_once_across_instances_and_refused_when_redis_is_gone() {
     let redis = Redis::start();
-    let a = stores(&redis, "fleet").await.seen_store();
-    let b = stores(&redis, "fleet").await.seen_store();
-    let other_fleet = stores(&redis, "other").await.seen_store();
+    let a = guard(&redis, "fleet").await;
+    let b = guard(&redis, "fleet").await;
+    let other_fleet = guard(&redis, "other").await;
     let expires = (now_ms() / 1000 + 600) as f64;
     assert!(a.first_use("jti-1", expires).await);
     assert!(
@@ -161,8 +181,8 @@ async fn alive(redis: &Redis, prefix: &str, owner: &str) -> bool {
 #[tokio::test]
 async fn a_done_state_is_refused_on_another_instance_even_after_its_owner_died() {
     let redis = Redis::start();
-    let a = stores(&redis, "fleet").await.seen_store();
-    let b = stores(&redis, "fleet").await.seen_store();
+    let a = quick_guard(&redis, "fleet").await;
+    let b = quick_guard(&redis, "fleet").await;
     let expires = (now_ms() / 1000 + 600) as f64;
     assert!(a.first_use("jti-done", expires).await);
     a.finished("jti-done", expires).await;
@@ -187,8 +207,8 @@ async fn a_done_state_is_refused_on_another_instance_even_after_its_owner_died()
 #[tokio::test]
 async fn a_state_claimed_by_a_live_owner_is_refused_on_another_instance() {
     let redis = Redis::start();
-    let a = stores(&redis, "fleet").await.seen_store();
-    let b = stores(&redis, "fleet").await.seen_store();
+    let a = guard(&redis, "fleet").await;
+    let b = guard(&redis, "fleet").await;
     let expires = (now_ms() / 1000 + 600) as f64;
     assert!(a.first_use("jti-live", expires).await);
     // b waits out its takeover wait (2 s) while a's heartbeat keeps it alive, then refuses.
@@ -209,9 +229,9 @@ async fn a_state_claimed_by_a_live_owner_is_refused_on_another_instance() {
 #[tokio::test]
 async fn a_state_whose_owner_died_unfinished_is_taken_over_once() {
     let redis = Redis::start();
-    let a = stores(&redis, "fleet").await.seen_store();
-    let b = stores(&redis, "fleet").await.seen_store();
-    let c = stores(&redis, "fleet").await.seen_store();
+    let a = quick_guard(&redis, "fleet").await;
+    let b = quick_guard(&redis, "fleet").await;
+    let c = quick_guard(&redis, "fleet").await;
     let expires = (now_ms() / 1000 + 600) as f64;
     assert!(a.first_use("jti-crash", expires).await);
     // a dies before it answered: its heartbeat stops, its liveness lapses within 1.5 s, which
@@ -868,4 +888,69 @@ async fn one_instance_of_the_fleet_sweeps_per_interval() {
         Some("The worker running this task was lost")
     );
     assert_eq!(failed.lease, None);
+}
+
+/// Review W12: an owner that is alive but slow (its runtime stalls 3.5 s, more than twice
+/// the old liveness TTL of 1.5 s, within the new one of 30 s) keeps its claim: another
+/// instance that receives the same state meanwhile refuses it instead of running it a second
+/// time. And the slow owner claims nothing new until its heartbeat has succeeded again.
+/// Before, its liveness key lapsed after 1.5 s and the other instance took the claim over.
+#[test]
+fn a_slow_owner_is_not_taken_over_and_claims_nothing_until_its_heartbeat_is_back() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let expires = (now_ms() / 1000 + 600) as f64;
+    // Instance B on its own runtime (its own thread), as on another machine: at 2 s into A's
+    // stall it receives the state A claimed.
+    let (claimed_tx, claimed_rx) = std::sync::mpsc::channel::<()>();
+    let b = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let config = RedisConfig::new(url)
+                .prefix("slow")
+                .takeover_wait(Duration::from_secs(2));
+            let b = RedisStores::connect(config).await.unwrap().seen_store();
+            tokio::task::spawn_blocking(move || claimed_rx.recv().unwrap())
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            b.first_use("jti-slow", expires).await
+        })
+    });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let a = runtime.block_on(async {
+        let config = RedisConfig::new(redis.url())
+            .prefix("slow")
+            .takeover_wait(Duration::from_secs(2));
+        let a = RedisStores::connect(config).await.unwrap().seen_store();
+        assert!(a.first_use("jti-slow", expires).await);
+        a
+    });
+    claimed_tx.send(()).unwrap();
+    // A's runtime stalls: its heartbeat does not run for 3.5 s (and still not while B ends).
+    std::thread::sleep(Duration::from_millis(3500));
+    assert!(
+        !b.join().unwrap(),
+        "B took over the state of a slow, live owner"
+    );
+    runtime.block_on(async {
+        // Checked before anything else runs on A's runtime, its heartbeat included.
+        assert!(
+            !a.first_use("jti-new", expires).await,
+            "claimed with a heartbeat seconds late"
+        );
+        assert!(
+            alive(&redis, "slow", a.owner()).await,
+            "A looked dead after its stall"
+        );
+        // Once its heartbeat succeeds again, A claims again.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert!(a.first_use("jti-new", expires).await);
+    });
 }
