@@ -57,6 +57,12 @@ pub const DEFAULT_MAX_TASKS: usize = 100_000;
 pub const DEFAULT_TASK_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 /// The most events kept per SSE stream unless configured.
 pub const DEFAULT_MAX_EVENTS_PER_STREAM: usize = 1_000;
+/// The most SSE streams kept per session unless configured; a new one evicts the session's
+/// oldest ended stream (else its oldest stream).
+pub const DEFAULT_MAX_STREAMS_PER_SESSION: usize = 100;
+/// The largest SSE event kept unless configured (its JSON text); a larger one is not
+/// recorded ([`EventStoreError::TooLarge`](mcp_server_core::events::EventStoreError::TooLarge)).
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 1024 * 1024;
 /// How long an SSE stream's history is kept after its last event unless configured.
 pub const DEFAULT_EVENT_RETENTION: Duration = Duration::from_secs(30 * 60);
 /// How long an instance's liveness key outlives its last heartbeat unless configured: the
@@ -81,6 +87,8 @@ pub struct RedisConfig {
     max_tasks: usize,
     task_sweep_interval: Duration,
     max_events_per_stream: usize,
+    max_streams_per_session: usize,
+    max_event_bytes: usize,
     event_retention: Duration,
     liveness_ttl: Duration,
     heartbeat_interval: Duration,
@@ -110,6 +118,8 @@ impl RedisConfig {
             max_tasks: DEFAULT_MAX_TASKS,
             task_sweep_interval: DEFAULT_TASK_SWEEP_INTERVAL,
             max_events_per_stream: DEFAULT_MAX_EVENTS_PER_STREAM,
+            max_streams_per_session: DEFAULT_MAX_STREAMS_PER_SESSION,
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
             event_retention: DEFAULT_EVENT_RETENTION,
             liveness_ttl: DEFAULT_LIVENESS_TTL,
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
@@ -164,6 +174,23 @@ impl RedisConfig {
     /// The most events kept per SSE stream (default [`DEFAULT_MAX_EVENTS_PER_STREAM`]).
     pub fn max_events_per_stream(mut self, events: usize) -> Self {
         self.max_events_per_stream = events.max(1);
+        self
+    }
+
+    /// The most SSE streams kept per session (default [`DEFAULT_MAX_STREAMS_PER_SESSION`], at
+    /// least 1). A session's next stream evicts its oldest ended stream, else its oldest
+    /// stream; resuming an evicted stream is `410 Gone`. Other sessions are never touched.
+    pub fn max_streams_per_session(mut self, streams: usize) -> Self {
+        self.max_streams_per_session = streams.max(1);
+        self
+    }
+
+    /// The largest SSE event recorded, as JSON text (default [`DEFAULT_MAX_EVENT_BYTES`], at
+    /// least 1 KiB); a larger one is refused with
+    /// [`EventStoreError::TooLarge`](mcp_server_core::events::EventStoreError::TooLarge)
+    /// (the HTTP transport then delivers it live only, and refuses to resume its stream).
+    pub fn max_event_bytes(mut self, bytes: usize) -> Self {
+        self.max_event_bytes = bytes.max(1024);
         self
     }
 
@@ -223,6 +250,8 @@ pub(crate) struct Shared {
     pub(crate) client: redis::Client,
     pub(crate) manager: ConnectionManager,
     pub(crate) config: RedisConfig,
+    /// Readers of SSE history waiting in this process, for every event store of these stores.
+    pub(crate) sse_feeds: Arc<events::Feeds>,
 }
 
 impl Shared {
@@ -323,6 +352,7 @@ impl RedisStores {
             client,
             manager,
             config,
+            sse_feeds: Arc::default(),
         });
         let pong: String = shared
             .run("PING", &redis::cmd("PING"))

@@ -954,3 +954,142 @@ fn a_slow_owner_is_not_taken_over_and_claims_nothing_until_its_heartbeat_is_back
         assert!(a.first_use("jti-new", expires).await);
     });
 }
+
+/// Session `s`'s stream names (`p1`, …) that Redis holds.
+async fn streams_of(redis: &Redis, prefix: &str, session: &str) -> Vec<String> {
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let pattern = format!("{prefix}:evn:{session}:*");
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(&pattern)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let mut streams: Vec<String> = keys
+        .iter()
+        .map(|k| k.rsplit(':').next().unwrap().to_owned())
+        .collect();
+    streams.sort_by_key(|s| s[1..].parse::<u64>().unwrap_or(0));
+    streams
+}
+
+/// Review W11: one session keeps at most 100 streams by default (its next one evicts its
+/// oldest ended stream; other sessions are untouched) and no event over 1 MiB. Before, a
+/// session's streams and their events were kept without bound for the retention (30 min).
+#[tokio::test]
+async fn sse_history_keeps_at_most_100_streams_per_session_and_no_event_over_1_mib() {
+    let redis = Redis::start();
+    let store = stores(&redis, "cap").await.event_store();
+    store.append("other", "g", &note(1)).await.unwrap();
+    for n in 1..=100 {
+        let stream = format!("p{n}");
+        store.append("s", &stream, &note(n)).await.unwrap();
+        if n > 50 {
+            store.finish("s", &stream).await.unwrap();
+        }
+    }
+    // p51 is the oldest ended stream: the 101st stream evicts it.
+    store.append("s", "p101", &note(101)).await.unwrap();
+    let mut expected: Vec<String> = (1..=101).map(|n| format!("p{n}")).collect();
+    expected.remove(50);
+    assert_eq!(streams_of(&redis, "cap", "s").await, expected);
+    assert!(matches!(
+        store.read_after("s", "p51", 0, Duration::ZERO).await,
+        Err(EventStoreError::Gone)
+    ));
+    let kept = store
+        .read_after("s", "p1", 0, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(kept.events.len(), 1);
+    assert_eq!(streams_of(&redis, "cap", "other").await, ["g"]);
+
+    // An event over 1 MiB is refused and leaves the stream as it was.
+    let big =
+        JsonRpcMessage::from_value(&json!({"jsonrpc": "2.0", "method": "notifications/message",
+        "params": {"level": "info", "data": "x".repeat(1024 * 1024)}}))
+        .unwrap();
+    let refused = store.append("s", "p101", &big).await.unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        format!(
+            "an event of {} bytes is over the event store's limit of 1048576 bytes",
+            big.to_string().len()
+        )
+    );
+    assert_eq!(store.append("s", "p101", &note(2)).await.unwrap(), 2);
+}
+
+/// Review W11: at its cap with no ended stream, a session's next stream evicts its oldest one.
+#[tokio::test]
+async fn at_its_cap_with_every_stream_running_a_session_loses_its_oldest_stream() {
+    let redis = Redis::start();
+    let config = RedisConfig::new(redis.url())
+        .prefix("cap")
+        .max_streams_per_session(3);
+    let store = RedisStores::connect(config).await.unwrap().event_store();
+    for n in 1..=3 {
+        store.append("s", &format!("p{n}"), &note(n)).await.unwrap();
+    }
+    // p2 ended: it goes first, then the oldest of the running ones.
+    store.finish("s", "p2").await.unwrap();
+    store.append("s", "p4", &note(4)).await.unwrap();
+    assert_eq!(streams_of(&redis, "cap", "s").await, ["p1", "p3", "p4"]);
+    store.append("s", "p5", &note(5)).await.unwrap();
+    assert_eq!(streams_of(&redis, "cap", "s").await, ["p3", "p4", "p5"]);
+    // Appending to a stream it holds evicts nothing.
+    store.append("s", "p3", &note(6)).await.unwrap();
+    assert_eq!(streams_of(&redis, "cap", "s").await, ["p3", "p4", "p5"]);
+    // Streams that expired do not count.
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let _: i64 = redis::cmd("DEL")
+        .arg("cap:ev:s:p3")
+        .arg("cap:evn:s:p3")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    store.append("s", "p6", &note(7)).await.unwrap();
+    assert_eq!(streams_of(&redis, "cap", "s").await, ["p4", "p5", "p6"]);
+}
+
+/// Review W11: a reader waiting at the end of a stream costs Redis one read a second, not
+/// ten, and an append in this process wakes it at once.
+#[tokio::test]
+async fn a_waiting_reader_is_woken_by_the_append_and_reads_redis_once_a_second() {
+    let redis = Redis::start();
+    let store = stores(&redis, "wake").await.event_store();
+    store.append("s", "p1", &note(1)).await.unwrap();
+    // The read script is loaded by the first read.
+    store
+        .read_after("s", "p1", 0, Duration::ZERO)
+        .await
+        .unwrap();
+    reset_stats(&redis).await;
+    let reader = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let replay = store
+                .read_after("s", "p1", 1, Duration::from_secs(10))
+                .await;
+            (replay, tokio::time::Instant::now())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        command_calls(&redis).await.get("evalsha").copied(),
+        Some(2),
+        "reads while waiting 1.5 s"
+    );
+    store.append("s", "p1", &note(2)).await.unwrap();
+    let appended = tokio::time::Instant::now();
+    let (replay, woke) = reader.await.unwrap();
+    let replay = replay.unwrap();
+    assert_eq!(replay.events.len(), 1);
+    assert_eq!(replay.events[0].0, 2);
+    assert!(
+        woke - appended < Duration::from_millis(200),
+        "{:?}",
+        woke - appended
+    );
+}
