@@ -35,7 +35,15 @@ async fn main() -> Result<(), mcp::ServeError> {
     let mut tasks: Option<Arc<dyn TaskStore>> = None;
     if let Ok(url) = std::env::var("MCP_REDIS_URL") {
         let prefix = std::env::var("MCP_REDIS_PREFIX").unwrap_or_else(|_| "fleet".into());
-        let stores = RedisStores::connect(RedisConfig::new(url).prefix(prefix))
+        // A replay-guard window of 5 s instead of 30 s: a round that nginx re-sends after
+        // `cargo xtask fleet` kills an instance is taken over within its clients' 30 s
+        // deadline, at the price of a double run if an instance stalls 5 s mid-round (see
+        // "At least once, not exactly once" in docs/scale-out.md).
+        let config = RedisConfig::new(url)
+            .prefix(prefix)
+            .liveness_ttl(Duration::from_secs(5))
+            .takeover_wait(Duration::from_secs(6));
+        let stores = RedisStores::connect(config)
             .await
             .map_err(|e| format!("MCP_REDIS_URL: {e}"))?;
         security = security.replay_guard(stores.seen_store());

@@ -33,6 +33,13 @@ pub enum EventStoreError {
         /// The limit.
         limit: usize,
     },
+    /// The event is larger than the store keeps: it was not recorded.
+    TooLarge {
+        /// The event's size in bytes.
+        bytes: usize,
+        /// The store's limit.
+        limit: usize,
+    },
     /// The store could not be reached or answered an error (a remote store).
     Unavailable(String),
 }
@@ -44,6 +51,10 @@ impl fmt::Display for EventStoreError {
             EventStoreError::Full { limit } => {
                 write!(f, "the event store holds its limit of {limit} streams")
             }
+            EventStoreError::TooLarge { bytes, limit } => write!(
+                f,
+                "an event of {bytes} bytes is over the event store's limit of {limit} bytes"
+            ),
             EventStoreError::Unavailable(why) => write!(f, "the event store is unavailable: {why}"),
         }
     }

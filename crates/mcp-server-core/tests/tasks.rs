@@ -10,12 +10,18 @@ use std::time::Duration;
 use common::TestClient;
 use mcp_server_core::registry::{ElicitationResult, McpServer, ToolDef};
 use mcp_server_core::seal::Principal;
-use mcp_server_core::tasks::{InMemoryTaskStore, TaskConfig, TaskSupport};
+use mcp_server_core::tasks::{
+    InMemoryTaskStore, StoreError, StoreFuture, TaskConfig, TaskRecord, TaskStore, TaskSupport,
+    Terminal,
+};
 use mcp_server_core::{Service, TransportContext};
+use mcp_types::mrtr::InputRequests;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use tokio::sync::mpsc;
+use tokio::sync::watch;
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 
@@ -473,4 +479,164 @@ async fn a_task_belongs_to_the_principal_the_binding_resolves() {
         json!({"code": -32600, "message": "The caller of this request could not be determined"})
     );
     assert_eq!(status(&get(&mut alice, &id).await), "input_required");
+}
+
+/// An in-memory store that counts `finish` and `expire` calls and fails the first
+/// `failing_finishes` calls of `finish` (a store that blips as a body returns).
+struct Flaky {
+    inner: InMemoryTaskStore,
+    failing_finishes: AtomicU64,
+    finishes: AtomicU64,
+    expires: AtomicU64,
+}
+
+impl Flaky {
+    fn new(failing_finishes: u64) -> Arc<Flaky> {
+        Arc::new(Flaky {
+            inner: InMemoryTaskStore::new(),
+            failing_finishes: AtomicU64::new(failing_finishes),
+            finishes: AtomicU64::new(0),
+            expires: AtomicU64::new(0),
+        })
+    }
+}
+
+impl TaskStore for Flaky {
+    fn create(&self, record: TaskRecord) -> StoreFuture<'_, Result<(), StoreError>> {
+        self.inner.create(record)
+    }
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Result<Option<TaskRecord>, StoreError>> {
+        self.inner.get(id)
+    }
+    fn set_status_message<'a>(
+        &'a self,
+        id: &'a str,
+        message: Option<String>,
+    ) -> StoreFuture<'a, Result<(), StoreError>> {
+        self.inner.set_status_message(id, message)
+    }
+    fn add_input_requests<'a>(
+        &'a self,
+        id: &'a str,
+        requests: InputRequests,
+    ) -> StoreFuture<'a, Result<(), StoreError>> {
+        self.inner.add_input_requests(id, requests)
+    }
+    fn resolve_inputs<'a>(
+        &'a self,
+        id: &'a str,
+        responses: BTreeMap<String, Value>,
+    ) -> StoreFuture<'a, Result<Vec<String>, StoreError>> {
+        self.inner.resolve_inputs(id, responses)
+    }
+    fn take_answer<'a>(
+        &'a self,
+        id: &'a str,
+        key: &'a str,
+    ) -> StoreFuture<'a, Result<Option<Value>, StoreError>> {
+        self.inner.take_answer(id, key)
+    }
+    fn request_cancel<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Result<(), StoreError>> {
+        self.inner.request_cancel(id)
+    }
+    fn finish<'a>(
+        &'a self,
+        id: &'a str,
+        terminal: Terminal,
+    ) -> StoreFuture<'a, Result<bool, StoreError>> {
+        self.finishes.fetch_add(1, Ordering::SeqCst);
+        let failing = self
+            .failing_finishes
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if failing {
+            return Box::pin(std::future::ready(Err(StoreError::Backend(
+                "connection reset".into(),
+            ))));
+        }
+        self.inner.finish(id, terminal)
+    }
+    fn claim<'a>(
+        &'a self,
+        id: &'a str,
+        worker: &'a str,
+        until_ms: u64,
+    ) -> StoreFuture<'a, Result<bool, StoreError>> {
+        self.inner.claim(id, worker, until_ms)
+    }
+    fn expire(&self, now_ms: u64) -> StoreFuture<'_, Result<Vec<String>, StoreError>> {
+        self.expires.fetch_add(1, Ordering::SeqCst);
+        self.inner.expire(now_ms)
+    }
+    fn watch(&self, id: &str) -> Option<watch::Receiver<u64>> {
+        self.inner.watch(id)
+    }
+}
+
+/// `quick` answers at once, as a task.
+fn quick_service(config: TaskConfig) -> Service {
+    let quick = ToolDef::new("quick")
+        .arguments::<NoArgs>()
+        .task(TaskSupport::Required)
+        .handler(|_ctx, _: NoArgs| async move { "the result" });
+    McpServer::new("tasks-test")
+        .tool(quick)
+        .tasks(config)
+        .into_service()
+        .unwrap()
+}
+
+/// Review W17: a store that fails as the body returns does not lose the result: the end is
+/// written again (with backoff) until it is stored. Before, one failed `finish` was logged,
+/// the task read `working`, and then `failed` ("worker lost") once its lease lapsed.
+#[tokio::test]
+async fn a_transient_store_failure_at_the_end_does_not_lose_the_result() {
+    let store = Flaky::new(3);
+    let config = TaskConfig::new()
+        .shared_store(store.clone())
+        .lease(Duration::from_secs(5));
+    let service = quick_service(config);
+    let mut client = TestClient::new(&service);
+    let id = task_id(&call(&mut client, "quick", declaring()).await);
+    let done = poll_until(&mut client, &id, |v| status(v) != "working").await;
+    assert_eq!(status(&done), "completed", "{done}");
+    assert_eq!(
+        done["result"]["result"]["content"],
+        json!([{"type": "text", "text": "the result"}])
+    );
+    assert_eq!(
+        store.finishes.load(Ordering::SeqCst),
+        4,
+        "three failures, then stored"
+    );
+}
+
+/// Review W10: the sweep (expired tasks, lapsed leases) runs on the engine's timer, never on
+/// a request, so polling clients do not multiply its cost. Before, every `tasks/*` request
+/// and every task creation swept first.
+#[tokio::test]
+async fn the_sweep_runs_on_a_timer_and_never_on_a_task_request() {
+    let store = Flaky::new(0);
+    let config = TaskConfig::new()
+        .shared_store(store.clone())
+        .sweep_interval(Duration::from_secs(3600));
+    let service = quick_service(config);
+    let mut client = TestClient::new(&service);
+    let id = task_id(&call(&mut client, "quick", declaring()).await);
+    for _ in 0..20 {
+        assert!(get(&mut client, &id).await.get("result").is_some());
+    }
+    assert_eq!(store.expires.load(Ordering::SeqCst), 0);
+
+    // On its timer: every 50 ms here, whatever the requests do.
+    let store = Flaky::new(0);
+    let config = TaskConfig::new()
+        .shared_store(store.clone())
+        .sweep_interval(Duration::from_millis(50));
+    let service = quick_service(config);
+    let mut client = TestClient::new(&service);
+    task_id(&call(&mut client, "quick", declaring()).await);
+    tokio::time::sleep(Duration::from_millis(525)).await;
+    let swept = store.expires.load(Ordering::SeqCst);
+    assert!((5..=10).contains(&swept), "{swept} sweeps in 525 ms");
 }

@@ -1,25 +1,73 @@
 //! SSE event history on Redis: a capped list per stream, its event counter, an "ended" flag,
-//! and a set of the session's streams, every key with the retention as TTL.
+//! and an index of the session's streams by creation time, every key with the retention as
+//! TTL. A session keeps at most [`RedisConfig::max_streams_per_session`] streams, a stream at
+//! most [`RedisConfig::max_events_per_stream`] events, and an event at most
+//! [`RedisConfig::max_event_bytes`] (review W11: before, a session's streams were unbounded).
+//!
+//! A reader waiting at the end of a stream is woken by an append or an end in this process
+//! (legacy sessions are sticky, so the request that writes a stream runs where its client
+//! resumes it), and otherwise looks again every second, for a writer in another process.
+//!
+//! [`RedisConfig::max_streams_per_session`]: crate::RedisConfig::max_streams_per_session
+//! [`RedisConfig::max_events_per_stream`]: crate::RedisConfig::max_events_per_stream
+//! [`RedisConfig::max_event_bytes`]: crate::RedisConfig::max_event_bytes
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_server_core::events::{EventFuture, EventStore, EventStoreError, Replay};
 use mcp_types::JsonRpcMessage;
+use tokio::sync::watch;
 
 use crate::Shared;
 
-/// How often a reader waiting at the end of a stream looks again.
-const POLL: Duration = Duration::from_millis(100);
+/// How often a reader waiting at the end of a stream looks again when nothing in this process
+/// woke it (a writer in another process). It was every 100 ms, for every waiting reader.
+const LOOK_AGAIN: Duration = Duration::from_secs(1);
 
+/// Past this many wake-up feeds, the ones nobody waits on are dropped.
+const FEEDS_TIDY_AT: usize = 1024;
+
+/// KEYS[1] the stream's list, KEYS[2] its counter, KEYS[3] the session's index of streams;
+/// ARGV[1] the event, ARGV[2] the most events per stream, ARGV[3] the retention (ms), ARGV[4]
+/// the stream, ARGV[5] the most streams per session, ARGV[6] now (ms), ARGV[7..9] the
+/// prefixes of the session's list, counter and "ended" keys (a stream's name follows).
+/// A new stream at the session's cap first forgets streams that expired, then evicts the
+/// oldest ended stream, else the oldest stream. Answers the event's number.
+///
+/// The evicted stream's keys are named in the script, not in KEYS: fine on a single Redis
+/// (or a replicated one), not on Redis Cluster (as for the seen-store).
 const APPEND: &str = r"
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  local streams = redis.call('ZRANGE', KEYS[3], 0, -1)
+  if #streams >= tonumber(ARGV[5]) then
+    for _, s in ipairs(streams) do
+      if redis.call('EXISTS', ARGV[8] .. s) == 0 then
+        redis.call('ZREM', KEYS[3], s)
+      end
+    end
+    local live = redis.call('ZRANGE', KEYS[3], 0, -1)
+    if #live >= tonumber(ARGV[5]) then
+      local victim = live[1]
+      for _, s in ipairs(live) do
+        if redis.call('EXISTS', ARGV[9] .. s) == 1 then
+          victim = s
+          break
+        end
+      end
+      redis.call('DEL', ARGV[7] .. victim, ARGV[8] .. victim, ARGV[9] .. victim)
+      redis.call('ZREM', KEYS[3], victim)
+    end
+  end
+  redis.call('ZADD', KEYS[3], ARGV[6], ARGV[4])
+end
 local n = redis.call('INCR', KEYS[2])
 redis.call('RPUSH', KEYS[1], ARGV[1])
 redis.call('LTRIM', KEYS[1], -tonumber(ARGV[2]), -1)
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
-redis.call('SADD', KEYS[3], ARGV[4])
 redis.call('PEXPIRE', KEYS[3], ARGV[3])
 return n
 ";
@@ -43,14 +91,18 @@ redis.call('PEXPIRE', KEYS[2], ARGV[1])
 return 1
 ";
 
+/// Wake-up feeds of readers waiting in this process, by (session, stream).
+pub(crate) type Feeds = Mutex<HashMap<(String, String), watch::Sender<u64>>>;
+
 /// [`EventStore`] on Redis: a stream's history outlives the connection (and the process)
-/// that wrote it, for the retention configured.
+/// that wrote it, for the retention configured, within the caps described in the module docs.
 #[derive(Clone)]
 pub struct RedisEventStore {
     shared: Arc<Shared>,
     append: Arc<redis::Script>,
     read: Arc<redis::Script>,
     finish: Arc<redis::Script>,
+    feeds: Arc<Feeds>,
 }
 
 impl fmt::Debug for RedisEventStore {
@@ -68,6 +120,7 @@ fn unavailable(e: String) -> EventStoreError {
 impl RedisEventStore {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         RedisEventStore {
+            feeds: shared.sse_feeds.clone(),
             shared,
             append: Arc::new(redis::Script::new(APPEND)),
             read: Arc::new(redis::Script::new(READ)),
@@ -86,6 +139,34 @@ impl RedisEventStore {
 
     fn retention_ms(&self) -> u64 {
         self.shared.config.event_retention.as_millis().max(1) as u64
+    }
+
+    /// A feed that changes when this process appends to or ends the stream.
+    fn subscribe(&self, session: &str, stream: &str) -> Option<watch::Receiver<u64>> {
+        let mut feeds = self.feeds.lock().ok()?;
+        if feeds.len() >= FEEDS_TIDY_AT {
+            feeds.retain(|_, feed| feed.receiver_count() > 0);
+        }
+        Some(
+            feeds
+                .entry((session.to_owned(), stream.to_owned()))
+                .or_insert_with(|| watch::Sender::new(0))
+                .subscribe(),
+        )
+    }
+
+    /// Wakes this process's readers of the stream, and forgets the feed once nobody waits.
+    fn wake(&self, session: &str, stream: &str) {
+        let Ok(mut feeds) = self.feeds.lock() else {
+            return;
+        };
+        let key = (session.to_owned(), stream.to_owned());
+        if let Some(feed) = feeds.get(&key) {
+            feed.send_modify(|n| *n += 1);
+            if feed.receiver_count() == 0 {
+                feeds.remove(&key);
+            }
+        }
     }
 
     async fn read_once(
@@ -127,20 +208,34 @@ impl EventStore for RedisEventStore {
         message: &'a JsonRpcMessage,
     ) -> EventFuture<'a, u64> {
         Box::pin(async move {
+            let text = message.to_string();
+            let limit = self.shared.config.max_event_bytes;
+            if text.len() > limit {
+                return Err(EventStoreError::TooLarge {
+                    bytes: text.len(),
+                    limit,
+                });
+            }
             let [list, count, _] = self.keys(session, stream);
             let mut invocation = self.append.key(list);
             invocation
                 .key(count)
                 .key(self.shared.key(&["evs", session]))
-                .arg(message.to_string())
+                .arg(text)
                 .arg(self.shared.config.max_events_per_stream)
                 .arg(self.retention_ms())
-                .arg(stream);
+                .arg(stream)
+                .arg(self.shared.config.max_streams_per_session)
+                .arg(mcp_server_core::tasks::system_now_ms())
+                .arg(self.shared.key(&["ev", session, ""]))
+                .arg(self.shared.key(&["evn", session, ""]))
+                .arg(self.shared.key(&["evf", session, ""]));
             let n: u64 = self
                 .shared
                 .script("append to SSE history", &invocation)
                 .await
                 .map_err(unavailable)?;
+            self.wake(session, stream);
             Ok(n)
         })
     }
@@ -155,6 +250,7 @@ impl EventStore for RedisEventStore {
                 .script("end of an SSE stream", &invocation)
                 .await
                 .map_err(unavailable)?;
+            self.wake(session, stream);
             Ok(())
         })
     }
@@ -168,13 +264,23 @@ impl EventStore for RedisEventStore {
     ) -> EventFuture<'a, Replay> {
         Box::pin(async move {
             let deadline = tokio::time::Instant::now() + wait;
+            // Subscribed before the first read, so an append in between is not missed.
+            let mut feed = self.subscribe(session, stream);
             loop {
                 let replay = self.read_once(session, stream, after).await?;
                 let now = tokio::time::Instant::now();
                 if !replay.events.is_empty() || replay.finished || now >= deadline {
                     return Ok(replay);
                 }
-                tokio::time::sleep(POLL.min(deadline - now)).await;
+                let pause = LOOK_AGAIN.min(deadline - now);
+                match feed.as_mut() {
+                    Some(rx) => {
+                        if let Ok(Err(_)) = tokio::time::timeout(pause, rx.changed()).await {
+                            feed = None;
+                        }
+                    }
+                    None => tokio::time::sleep(pause).await,
+                }
             }
         })
     }
@@ -184,7 +290,10 @@ impl EventStore for RedisEventStore {
             let index = self.shared.key(&["evs", session]);
             let streams: Vec<String> = self
                 .shared
-                .run("SMEMBERS (SSE history)", redis::cmd("SMEMBERS").arg(&index))
+                .run(
+                    "ZRANGE (SSE history)",
+                    redis::cmd("ZRANGE").arg(&index).arg(0).arg(-1),
+                )
                 .await
                 .map_err(unavailable)?;
             let mut del = redis::cmd("DEL");

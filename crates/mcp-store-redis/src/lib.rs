@@ -10,7 +10,11 @@
 //!   each instance's [`TaskStore::watch`](mcp_server_core::tasks::TaskStore::watch) feed wakes
 //!   on it, so a `tasks/update` or `tasks/cancel` that reached one instance wakes the worker
 //!   running on another. A task whose worker died keeps its lapsed lease in
-//!   `{prefix}:task-leases` until an instance's sweep marks it `failed`.
+//!   `{prefix}:task-leases` until the sweep marks it `failed`: each instance's engine sweeps
+//!   on a timer, and one instance of the fleet at a time does the work (the lock
+//!   `{prefix}:task-sweep`, [`RedisConfig::task_sweep_interval`]). A running task costs one
+//!   small script call per lease renewal (the lease is a field of its own), not a rewrite of
+//!   its record.
 //! - **Failures**: every command has a deadline ([`RedisConfig::command_timeout`], 2 s);
 //!   a lost connection is retried by the connection manager a bounded number of times
 //!   ([`RedisConfig::reconnect_attempts`]), and beyond that each operation fails with an
@@ -18,10 +22,12 @@
 //!   Redis cannot answer).
 //! - **Replay guard across a crash**: a used state is *claimed* by the instance processing it
 //!   and *done* once that request answered. Each instance refreshes a liveness key
-//!   (`{prefix}:alive:{id}`, [`RedisConfig::liveness_ttl`]); a state whose claimer's liveness
-//!   lapsed before it finished may be taken over once by another instance (a load balancer
-//!   re-sending the request), so a state is processed at least once when an instance dies,
-//!   and never twice for a replay while its instance lives.
+//!   (`{prefix}:alive:{id}`, [`RedisConfig::liveness_ttl`], 30 s); a state whose claimer was
+//!   silent that long before it finished may be taken over once by another instance (a load
+//!   balancer re-sending the request). So a state is processed at least once when an instance
+//!   dies, and twice only if its first instance was silent for the whole liveness TTL while
+//!   its request still ran (a stall of Redis or of the process that long); an instance whose
+//!   heartbeat fails or lags claims nothing until it succeeds again. See [`RedisSeenStore`].
 
 #![forbid(unsafe_code)]
 
@@ -47,17 +53,28 @@ pub const DEFAULT_RECONNECT_ATTEMPTS: usize = 3;
 pub const DEFAULT_MAX_TASK_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
 /// How many tasks the fleet holds at once unless configured.
 pub const DEFAULT_MAX_TASKS: usize = 100_000;
+/// How often the fleet sweeps expired tasks and lapsed task leases unless configured.
+pub const DEFAULT_TASK_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 /// The most events kept per SSE stream unless configured.
 pub const DEFAULT_MAX_EVENTS_PER_STREAM: usize = 1_000;
+/// The most SSE streams kept per session unless configured; a new one evicts the session's
+/// oldest ended stream (else its oldest stream).
+pub const DEFAULT_MAX_STREAMS_PER_SESSION: usize = 100;
+/// The largest SSE event kept unless configured (its JSON text); a larger one is not
+/// recorded ([`EventStoreError::TooLarge`](mcp_server_core::events::EventStoreError::TooLarge)).
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 1024 * 1024;
 /// How long an SSE stream's history is kept after its last event unless configured.
 pub const DEFAULT_EVENT_RETENTION: Duration = Duration::from_secs(30 * 60);
-/// How long an instance's liveness key outlives its last heartbeat unless configured.
-pub const DEFAULT_LIVENESS_TTL: Duration = Duration::from_millis(1500);
+/// How long an instance's liveness key outlives its last heartbeat unless configured: the
+/// silence after which another instance may take over the states it claimed (review W12:
+/// it was 1.5 s, which a Redis or scheduler hiccup could exceed while the owner still ran).
+pub const DEFAULT_LIVENESS_TTL: Duration = Duration::from_secs(30);
 /// How often an instance refreshes its liveness key unless configured.
-pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_millis(300);
+pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(1);
 /// How long a second use of a state claimed by another instance waits for that instance's
-/// liveness to lapse unless configured.
-pub const DEFAULT_TAKEOVER_WAIT: Duration = Duration::from_millis(2000);
+/// liveness to lapse unless configured (a little above the liveness TTL, so that a request a
+/// load balancer re-sends after a crash is served once the dead instance's liveness lapsed).
+pub const DEFAULT_TAKEOVER_WAIT: Duration = Duration::from_secs(35);
 
 /// Where Redis is and how the stores use it.
 #[derive(Clone)]
@@ -68,7 +85,10 @@ pub struct RedisConfig {
     reconnect_attempts: usize,
     max_task_retention: Duration,
     max_tasks: usize,
+    task_sweep_interval: Duration,
     max_events_per_stream: usize,
+    max_streams_per_session: usize,
+    max_event_bytes: usize,
     event_retention: Duration,
     liveness_ttl: Duration,
     heartbeat_interval: Duration,
@@ -96,7 +116,10 @@ impl RedisConfig {
             reconnect_attempts: DEFAULT_RECONNECT_ATTEMPTS,
             max_task_retention: DEFAULT_MAX_TASK_RETENTION,
             max_tasks: DEFAULT_MAX_TASKS,
+            task_sweep_interval: DEFAULT_TASK_SWEEP_INTERVAL,
             max_events_per_stream: DEFAULT_MAX_EVENTS_PER_STREAM,
+            max_streams_per_session: DEFAULT_MAX_STREAMS_PER_SESSION,
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
             event_retention: DEFAULT_EVENT_RETENTION,
             liveness_ttl: DEFAULT_LIVENESS_TTL,
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
@@ -137,9 +160,37 @@ impl RedisConfig {
         self
     }
 
+    /// How often the fleet sweeps (default [`DEFAULT_TASK_SWEEP_INTERVAL`], at least 10 ms):
+    /// every instance's engine calls the sweep on its own timer
+    /// ([`TaskConfig::sweep_interval`](mcp_server_core::tasks::TaskConfig::sweep_interval),
+    /// keep the two equal), and the first to take the lock `{prefix}:task-sweep` (held for
+    /// nine tenths of this, never given back) sweeps while the others skip. A task whose worker
+    /// died ends `failed` about this long after its lease lapsed.
+    pub fn task_sweep_interval(mut self, every: Duration) -> Self {
+        self.task_sweep_interval = every.max(Duration::from_millis(10));
+        self
+    }
+
     /// The most events kept per SSE stream (default [`DEFAULT_MAX_EVENTS_PER_STREAM`]).
     pub fn max_events_per_stream(mut self, events: usize) -> Self {
         self.max_events_per_stream = events.max(1);
+        self
+    }
+
+    /// The most SSE streams kept per session (default [`DEFAULT_MAX_STREAMS_PER_SESSION`], at
+    /// least 1). A session's next stream evicts its oldest ended stream, else its oldest
+    /// stream; resuming an evicted stream is `410 Gone`. Other sessions are never touched.
+    pub fn max_streams_per_session(mut self, streams: usize) -> Self {
+        self.max_streams_per_session = streams.max(1);
+        self
+    }
+
+    /// The largest SSE event recorded, as JSON text (default [`DEFAULT_MAX_EVENT_BYTES`], at
+    /// least 1 KiB); a larger one is refused with
+    /// [`EventStoreError::TooLarge`](mcp_server_core::events::EventStoreError::TooLarge)
+    /// (the HTTP transport then delivers it live only, and refuses to resume its stream).
+    pub fn max_event_bytes(mut self, bytes: usize) -> Self {
+        self.max_event_bytes = bytes.max(1024);
         self
     }
 
@@ -151,17 +202,20 @@ impl RedisConfig {
     }
 
     /// How long an instance counts as alive after its last heartbeat (default
-    /// [`DEFAULT_LIVENESS_TTL`], at least 100 ms). A state this instance claimed can be taken
-    /// over by another instance only once this has passed without a heartbeat, so it must
-    /// exceed the heartbeat interval by a wide margin (a Redis or scheduler hiccup longer than
-    /// the difference makes a live instance look dead).
+    /// [`DEFAULT_LIVENESS_TTL`], at least 100 ms). This is the at-least-once window of the
+    /// replay guard: a state this instance claimed can be taken over by another instance (and
+    /// run a second time) only once this has passed without a heartbeat while its request
+    /// still ran, so it must exceed the heartbeat interval by a wide margin (a Redis or
+    /// scheduler stall longer than the difference makes a live instance look dead). A request
+    /// re-sent after a crash waits about this long for the takeover.
     pub fn liveness_ttl(mut self, ttl: Duration) -> Self {
         self.liveness_ttl = ttl.max(Duration::from_millis(100));
         self
     }
 
     /// How often the liveness key is refreshed (default [`DEFAULT_HEARTBEAT_INTERVAL`], at
-    /// least 10 ms); each refresh must answer within this interval.
+    /// least 10 ms); each refresh must answer within this interval. While the latest refresh
+    /// failed, or none succeeded for three intervals, this instance refuses every state.
     pub fn heartbeat_interval(mut self, every: Duration) -> Self {
         self.heartbeat_interval = every.max(Duration::from_millis(10));
         self
@@ -170,7 +224,9 @@ impl RedisConfig {
     /// How long a second use of a state that another instance claimed and did not finish waits
     /// for that instance's liveness to lapse (default [`DEFAULT_TAKEOVER_WAIT`]); when the
     /// owner is still alive then, the state is refused as a replay. Set it a little above the
-    /// liveness TTL, and below the load balancer's read timeout.
+    /// liveness TTL (and below the load balancer's read timeout) to serve a request re-sent
+    /// after a crash; below the liveness TTL, such a request is refused instead (at most once,
+    /// and a replay holds its request for less time).
     pub fn takeover_wait(mut self, wait: Duration) -> Self {
         self.takeover_wait = wait;
         self
@@ -194,6 +250,8 @@ pub(crate) struct Shared {
     pub(crate) client: redis::Client,
     pub(crate) manager: ConnectionManager,
     pub(crate) config: RedisConfig,
+    /// Readers of SSE history waiting in this process, for every event store of these stores.
+    pub(crate) sse_feeds: Arc<events::Feeds>,
 }
 
 impl Shared {
@@ -294,6 +352,7 @@ impl RedisStores {
             client,
             manager,
             config,
+            sse_feeds: Arc::default(),
         });
         let pong: String = shared
             .run("PING", &redis::cmd("PING"))

@@ -2,12 +2,17 @@
 //!
 //! A state's key `{prefix}:seen:{jti}` (expiring with the state) holds `c:{owner}` while the
 //! instance `owner` processes the request, and `d` once it finished. Every instance keeps its
-//! liveness key `{prefix}:alive:{owner}` with a short TTL, refreshed by a heartbeat task this
-//! store owns. A second use of a claimed state waits (polling, bounded by
-//! [`RedisConfig::takeover_wait`](crate::RedisConfig::takeover_wait)) and takes the claim over
-//! in one script only if the owner's liveness key is gone and the claim is still not done: the
-//! owner died before answering, and a load balancer re-sent the request. A done state, a
-//! state claimed by a live owner, and any state while Redis cannot answer are refused.
+//! liveness key `{prefix}:alive:{owner}` with a TTL
+//! ([`RedisConfig::liveness_ttl`](crate::RedisConfig::liveness_ttl), 30 s), refreshed by a
+//! heartbeat task this store owns (every second). A second use of a claimed state waits
+//! (bounded by [`RedisConfig::takeover_wait`](crate::RedisConfig::takeover_wait), 35 s) and
+//! takes the claim over in one script only if the owner's liveness key is gone and the claim
+//! is still not done: the owner died before answering, and a load balancer re-sent the
+//! request. A done state, a state claimed by a live owner, and any state while Redis cannot
+//! answer are refused.
+//!
+//! What this guarantees, and the window in which a state may run twice, is on
+//! [`RedisSeenStore`].
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -17,8 +22,14 @@ use mcp_state_seal::{FinishedFuture, SeenFuture, SeenStore};
 
 use crate::Shared;
 
-/// How often a second use of a claimed state asks again while it waits.
+/// How long a second use of a claimed state first waits before it asks again; the pause
+/// doubles up to [`TAKEOVER_POLL_MAX`], so a wait of 35 s costs about 20 script calls.
 const TAKEOVER_POLL: Duration = Duration::from_millis(100);
+const TAKEOVER_POLL_MAX: Duration = Duration::from_secs(2);
+
+/// How many heartbeat intervals may pass without a successful heartbeat before the instance
+/// stops claiming states.
+const HEARTBEAT_LATE: u32 = 3;
 
 /// KEYS[1] the state's key, KEYS[2] this instance's liveness key; ARGV[1] this instance's id,
 /// ARGV[2] the state's expiry (ms since the epoch), ARGV[3] the liveness TTL (ms), ARGV[4] the
@@ -42,8 +53,21 @@ return 1
 
 /// Remembers used request-state ids in Redis until each state's own expiry, so a state is
 /// accepted once across the whole fleet, except a state whose instance died before it
-/// finished (see the module docs): that one may be processed once more, by one other
-/// instance. When Redis cannot answer, the state is refused.
+/// finished: that one may be processed once more, by one other instance. When Redis cannot
+/// answer, the state is refused.
+///
+/// **At least once, not exactly once.** A state runs a second time only when the instance
+/// that claimed it was silent for the whole liveness TTL
+/// ([`RedisConfig::liveness_ttl`](crate::RedisConfig::liveness_ttl), 30 s by default: no
+/// heartbeat and no claim of it reached Redis) before its request finished, and another
+/// instance then received the same state. That is what a crash looks like, and it is also
+/// what an instance cut off from Redis, or stalled, for that long looks like while its request
+/// still runs: then the request runs twice. `liveness_ttl` is the setting that bounds it: the
+/// longer, the longer a stall must last, and the longer a request re-sent after a crash waits
+/// for the takeover ([`takeover_wait`](crate::RedisConfig::takeover_wait), 35 s, must exceed
+/// it, or such a request is refused instead). An instance whose latest heartbeat failed, or
+/// whose heartbeat has not succeeded for three intervals (every second by default), refuses
+/// every state until one succeeds: it never starts work its liveness might not cover.
 ///
 /// Each value from [`RedisStores::seen_store`](crate::RedisStores::seen_store) is one owner
 /// with its own heartbeat (clones share it); dropping the last clone stops the heartbeat, and
@@ -58,6 +82,16 @@ struct Inner {
     owner: String,
     claim: redis::Script,
     heartbeat: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    health: Arc<Mutex<Health>>,
+}
+
+/// How this instance's heartbeat fares: claims stop while it fails or is late.
+#[derive(Clone, Copy)]
+struct Health {
+    /// When a heartbeat last succeeded (the store's creation before the first one).
+    last_ok: Instant,
+    /// Whether the latest heartbeat failed.
+    failing: bool,
 }
 
 impl Drop for Inner {
@@ -106,6 +140,10 @@ impl RedisSeenStore {
                 owner,
                 claim: redis::Script::new(CLAIM),
                 heartbeat: Mutex::new(None),
+                health: Arc::new(Mutex::new(Health {
+                    last_ok: Instant::now(),
+                    failing: false,
+                })),
             }),
         };
         store.ensure_heartbeat();
@@ -134,6 +172,7 @@ impl RedisSeenStore {
             return;
         };
         let shared = self.inner.shared.clone();
+        let health = self.inner.health.clone();
         let key = self.alive_key(&self.inner.owner);
         let ttl_ms = shared.config.liveness_ttl.as_millis().max(1) as u64;
         let every = shared.config.heartbeat_interval;
@@ -144,11 +183,37 @@ impl RedisSeenStore {
                 tick.tick().await;
                 let mut cmd = redis::cmd("SET");
                 cmd.arg(&key).arg(1).arg("PX").arg(ttl_ms);
-                if let Err(e) = shared.run_within::<()>("SET (liveness)", &cmd, every).await {
-                    tracing::warn!(error = %e, "replay guard heartbeat missed");
+                let outcome = shared.run_within::<()>("SET (liveness)", &cmd, every).await;
+                if let Err(e) = &outcome {
+                    tracing::warn!(error = %e, "replay guard heartbeat missed: no state is accepted until one succeeds");
+                }
+                if let Ok(mut health) = health.lock() {
+                    health.failing = outcome.is_err();
+                    if outcome.is_ok() {
+                        health.last_ok = Instant::now();
+                    }
                 }
             }
         }));
+    }
+
+    /// Why this instance must not claim a state now, if it must not: its heartbeat failed, or
+    /// has not succeeded for [`HEARTBEAT_LATE`] intervals (Redis or this runtime stalls), so
+    /// its liveness key may lapse while it works and another instance may take the state
+    /// over (review W12).
+    fn unfit_to_claim(&self) -> Option<String> {
+        let health = *self.inner.health.lock().ok()?;
+        let late = self.inner.shared.config.heartbeat_interval * HEARTBEAT_LATE;
+        if health.failing {
+            Some("its latest heartbeat failed".into())
+        } else if health.last_ok.elapsed() > late {
+            Some(format!(
+                "no heartbeat succeeded for {:?}",
+                health.last_ok.elapsed()
+            ))
+        } else {
+            None
+        }
     }
 
     /// One claim attempt: 1 claimed, 0 refused, 2 claimed by a live other instance.
@@ -176,13 +241,23 @@ impl SeenStore for RedisSeenStore {
     fn first_use<'a>(&'a self, jti: &'a str, expires_at: f64) -> SeenFuture<'a> {
         Box::pin(async move {
             self.ensure_heartbeat();
+            if let Some(why) = self.unfit_to_claim() {
+                tracing::warn!(
+                    why,
+                    "replay guard refuses a state: this instance's liveness is in doubt"
+                );
+                return false;
+            }
             let at_ms = expiry_ms(expires_at);
             let deadline = Instant::now() + self.inner.shared.config.takeover_wait;
+            let mut pause = TAKEOVER_POLL;
             loop {
                 match self.try_claim(jti, at_ms).await {
                     Ok(1) => return true,
                     Ok(2) if Instant::now() < deadline => {
-                        tokio::time::sleep(TAKEOVER_POLL).await;
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        tokio::time::sleep(pause.min(left)).await;
+                        pause = (pause * 2).min(TAKEOVER_POLL_MAX);
                     }
                     Ok(_) => return false,
                     Err(e) => {

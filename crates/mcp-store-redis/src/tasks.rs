@@ -1,8 +1,13 @@
-//! Tasks on Redis: one JSON record per task (`{prefix}:task:{id}`, TTL the task's own, capped),
-//! changed by compare-and-set so concurrent instances never lose a write, an index of live
-//! tasks by expiry (`{prefix}:tasks`, for the fleet-wide cap), the leases of unfinished tasks
-//! by deadline (`{prefix}:task-leases`, for failing tasks whose worker died), and a change
-//! channel (`{prefix}:task-changed`) that wakes watchers on every instance.
+//! Tasks on Redis. Each task is a hash (`{prefix}:task:{id}`, TTL the task's own, capped):
+//! the record as JSON (`rec`), a version (`v`) that every change of the record bumps, so that
+//! concurrent instances change it by compare-and-set on the version and never lose a write,
+//! the worker's lease (`lease`, `"{until_ms} {worker}"`, renewed by a small script that
+//! neither reads nor writes the record) and an end mark (`end`, so a renewal can refuse an
+//! ended task without parsing it). Beside them: an index of live tasks by expiry
+//! (`{prefix}:tasks`, for the fleet-wide cap), the leases of unfinished tasks by deadline
+//! (`{prefix}:task-leases`, for failing tasks whose worker died, swept by one instance of the
+//! fleet at a time under `{prefix}:task-sweep`), and a change channel
+//! (`{prefix}:task-changed`) that wakes watchers on every instance.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -21,12 +26,85 @@ use crate::Shared;
 /// How often a change is retried when another instance changed the task in between.
 const CAS_ATTEMPTS: usize = 32;
 
-/// Sets the record only if it is still the text read (compare-and-set), with its expiry.
+/// The most lapsed leases (and expired index entries) one sweep handles; the next sweep
+/// takes the rest.
+const SWEEP_BATCH: usize = 256;
+
+/// Writes a new record if the version is still the one read (compare-and-set), and keeps the
+/// lease and the lease index in step. KEYS[1] the task, KEYS[2] the lease index; ARGV[1] the
+/// version read, ARGV[2] the new record, ARGV[3] its expiry (ms), ARGV[4] the id, ARGV[5] `1`
+/// when the task ends with this write, ARGV[6] what happens to the lease (`keep`, `clear`,
+/// `set`), ARGV[7] the new lease (`set`), ARGV[8] its deadline (`set`), ARGV[9] a time (ms):
+/// when not empty, write only if the lease lapsed by then (the sweep's condition, which a
+/// renewal, not bumping the version, could have changed). Answers 1 written, 0 not.
 const CAS: &str = r"
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[3])
+if redis.call('HGET', KEYS[1], 'v') ~= ARGV[1] then return 0 end
+if ARGV[9] ~= '' then
+  local lease = redis.call('HGET', KEYS[1], 'lease')
+  if not lease or tonumber(string.match(lease, '^%d+')) > tonumber(ARGV[9]) then return 0 end
+end
+redis.call('HSET', KEYS[1], 'rec', ARGV[2], 'v', tonumber(ARGV[1]) + 1)
+if ARGV[5] == '1' then redis.call('HSET', KEYS[1], 'end', '1') end
+if ARGV[6] == 'clear' then
+  redis.call('HDEL', KEYS[1], 'lease')
+  redis.call('ZREM', KEYS[2], ARGV[4])
+elseif ARGV[6] == 'set' then
+  redis.call('HSET', KEYS[1], 'lease', ARGV[7])
+  redis.call('ZADD', KEYS[2], ARGV[8], ARGV[4])
+end
+redis.call('PEXPIREAT', KEYS[1], ARGV[3])
 return 1
 ";
+
+/// Takes or renews a lease (review W10: a few bytes each way, the record untouched).
+/// KEYS[1] the task, KEYS[2] the lease index; ARGV[1] the worker, ARGV[2] the new deadline
+/// (ms), ARGV[3] now (ms), ARGV[4] the id. Answers 1 (held until the deadline), 0 (the task
+/// ended, or another worker's lease has not lapsed) or -1 (no such task).
+const CLAIM: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if redis.call('HEXISTS', KEYS[1], 'end') == 1 then return 0 end
+local lease = redis.call('HGET', KEYS[1], 'lease')
+if lease then
+  local until_ms, worker = string.match(lease, '^(%d+) (.*)$')
+  if worker ~= ARGV[1] and tonumber(until_ms) > tonumber(ARGV[3]) then return 0 end
+end
+redis.call('HSET', KEYS[1], 'lease', ARGV[2] .. ' ' .. ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[4])
+return 1
+";
+
+/// Creates a task in one step, so that no crash or lost connection leaves a record outside
+/// the indexes (review W17). KEYS[1] the task, KEYS[2] the index of live tasks by expiry,
+/// KEYS[3] the lease index; ARGV[1] now (ms), ARGV[2] the fleet's cap, ARGV[3] the record,
+/// ARGV[4] its expiry (ms), ARGV[5] the id, ARGV[6] its lease (empty: none), ARGV[7] the
+/// lease's deadline (ms), ARGV[8] `1` when the task has already ended. Answers 1 (created),
+/// 0 (the id is taken) or -1 (the fleet holds its cap); only 1 writes.
+const CREATE: &str = r"
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then return -1 end
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'rec', ARGV[3], 'v', 1)
+if ARGV[8] == '1' then redis.call('HSET', KEYS[1], 'end', '1') end
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'lease', ARGV[6]) end
+redis.call('PEXPIREAT', KEYS[1], ARGV[4])
+redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
+if ARGV[6] ~= '' then redis.call('ZADD', KEYS[3], ARGV[7], ARGV[5]) end
+return 1
+";
+
+/// Marks that one instance of the fleet sweeps now: the first to set it sweeps, and it is not
+/// given back, so the fleet sweeps about once per `every`. It lives nine tenths of `every`,
+/// so that an instance alone (whose timer has the same period) sweeps on each of its ticks
+/// rather than every other one.
+fn sweep_lock_cmd(key: &str, every: std::time::Duration) -> redis::Cmd {
+    let mut cmd = redis::cmd("SET");
+    cmd.arg(key)
+        .arg(1)
+        .arg("NX")
+        .arg("PX")
+        .arg((every.as_millis() * 9 / 10).max(1) as u64);
+    cmd
+}
 
 /// The record as stored.
 #[derive(Serialize, Deserialize)]
@@ -47,7 +125,6 @@ struct Stored {
     used_keys: BTreeSet<String>,
     cancel_requested: bool,
     terminal: Option<StoredTerminal>,
-    lease: Option<(String, u64)>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -76,7 +153,6 @@ fn to_text(r: &TaskRecord) -> Result<String, StoreError> {
             Terminal::Failed(e) => StoredTerminal::Failed(e.clone()),
             Terminal::Cancelled => StoredTerminal::Cancelled,
         }),
-        lease: r.lease.as_ref().map(|l| (l.worker.clone(), l.until_ms)),
     };
     serde_json::to_string(&stored)
         .map_err(|e| StoreError::Backend(format!("a task record does not serialize: {e}")))
@@ -103,8 +179,33 @@ fn from_text(text: &str) -> Result<TaskRecord, StoreError> {
             StoredTerminal::Failed(e) => Terminal::Failed(e),
             StoredTerminal::Cancelled => Terminal::Cancelled,
         }),
-        lease: s.lease.map(|(worker, until_ms)| Lease { worker, until_ms }),
+        // The lease is a field of its own, filled in by the reader.
+        lease: None,
     })
+}
+
+/// A lease as its field holds it: `"{until_ms} {worker}"`.
+fn lease_text(lease: &Lease) -> String {
+    format!("{} {}", lease.until_ms, lease.worker)
+}
+
+fn lease_of(text: &str) -> Result<Lease, StoreError> {
+    text.split_once(' ')
+        .and_then(|(until, worker)| {
+            Some(Lease {
+                worker: worker.to_owned(),
+                until_ms: until.parse().ok()?,
+            })
+        })
+        .ok_or_else(|| StoreError::Backend(format!("a stored task lease does not parse: {text:?}")))
+}
+
+/// What a write does to the lease field.
+#[derive(Debug, PartialEq)]
+enum LeaseChange {
+    Keep,
+    Clear,
+    Set(Lease),
 }
 
 fn backend(e: String) -> StoreError {
@@ -118,6 +219,8 @@ type Feeds = Arc<Mutex<HashMap<String, watch::Sender<u64>>>>;
 pub struct RedisTaskStore {
     shared: Arc<Shared>,
     cas: redis::Script,
+    create: redis::Script,
+    claim: redis::Script,
     feeds: Feeds,
     subscriber: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -146,6 +249,8 @@ impl RedisTaskStore {
         RedisTaskStore {
             shared,
             cas: redis::Script::new(CAS),
+            create: redis::Script::new(CREATE),
+            claim: redis::Script::new(CLAIM),
             feeds: Arc::default(),
             subscriber: Mutex::new(None),
         }
@@ -167,60 +272,92 @@ impl RedisTaskStore {
         r.expires_at_ms().map_or(cap, |at| at.min(cap))
     }
 
+    /// The record, its version and its lease, in one `HMGET`.
     async fn read(&self, id: &str) -> Result<Option<(String, TaskRecord)>, StoreError> {
-        let text: Option<String> = self
+        let (text, version, lease): (Option<String>, Option<String>, Option<String>) = self
             .shared
-            .run("GET task", redis::cmd("GET").arg(self.task_key(id)))
+            .run(
+                "HMGET task",
+                redis::cmd("HMGET")
+                    .arg(self.task_key(id))
+                    .arg("rec")
+                    .arg("v")
+                    .arg("lease"),
+            )
             .await
             .map_err(backend)?;
-        match text {
-            None => Ok(None),
-            Some(text) => {
-                let record = from_text(&text)?;
-                if record.expires_at_ms().is_some_and(|at| at <= self.now_ms()) {
-                    return Ok(None);
-                }
-                Ok(Some((text, record)))
-            }
+        let (Some(text), Some(version)) = (text, version) else {
+            return Ok(None);
+        };
+        let mut record = from_text(&text)?;
+        record.lease = lease.as_deref().map(lease_of).transpose()?;
+        if record.expires_at_ms().is_some_and(|at| at <= self.now_ms()) {
+            return Ok(None);
         }
+        Ok(Some((version, record)))
     }
 
     /// Reads, changes and writes back the task, again if another instance wrote in between.
+    /// With `only_lapsed`, the write happens only if the lease lapsed at the time of the change
+    /// (a renewal does not bump the version, so the script checks it).
     async fn update<T>(
         &self,
         id: &str,
+        only_lapsed: bool,
         mut change: impl FnMut(&mut TaskRecord, u64) -> Result<(T, bool), StoreError>,
     ) -> Result<T, StoreError> {
         for _ in 0..CAS_ATTEMPTS {
-            let Some((text, mut record)) = self.read(id).await? else {
+            let Some((version, mut record)) = self.read(id).await? else {
                 return Err(StoreError::NotFound);
             };
             let now = self.now_ms();
+            let lease_before = record.lease.clone();
+            let ended_before = record.terminal.is_some();
             let (out, changed) = change(&mut record, now)?;
-            let lease_changed = {
-                let before = from_text(&text)?;
-                before.lease != record.lease
-                    || before.terminal.is_some() != record.terminal.is_some()
+            let ends = !ended_before && record.terminal.is_some();
+            let lease = if ends {
+                LeaseChange::Clear
+            } else if record.lease == lease_before {
+                LeaseChange::Keep
+            } else {
+                record
+                    .lease
+                    .clone()
+                    .map_or(LeaseChange::Clear, LeaseChange::Set)
             };
-            if !changed && !lease_changed {
+            if !changed && lease == LeaseChange::Keep {
                 return Ok(out);
             }
             if changed {
                 record.last_updated_at_ms = now;
             }
-            let new_text = to_text(&record)?;
+            let (op, lease_text, lease_until) = match &lease {
+                LeaseChange::Keep => ("keep", String::new(), 0),
+                LeaseChange::Clear => ("clear", String::new(), 0),
+                LeaseChange::Set(l) => ("set", lease_text(l), l.until_ms),
+            };
             let mut invocation = self.cas.key(self.task_key(id));
             invocation
-                .arg(&text)
-                .arg(&new_text)
-                .arg(self.expires_at(&record));
+                .key(self.shared.key(&["task-leases"]))
+                .arg(&version)
+                .arg(to_text(&record)?)
+                .arg(self.expires_at(&record))
+                .arg(id)
+                .arg(if ends { "1" } else { "" })
+                .arg(op)
+                .arg(lease_text)
+                .arg(lease_until)
+                .arg(if only_lapsed {
+                    now.to_string()
+                } else {
+                    String::new()
+                });
             let written: i64 = self
                 .shared
                 .script("compare-and-set of a task", &invocation)
                 .await
                 .map_err(backend)?;
             if written == 1 {
-                self.index_lease(&record).await?;
                 if changed {
                     self.publish(id).await;
                 }
@@ -230,29 +367,6 @@ impl RedisTaskStore {
         Err(StoreError::Backend(format!(
             "the task changed under {CAS_ATTEMPTS} attempts to update it"
         )))
-    }
-
-    /// Keeps `{prefix}:task-leases` in step: unfinished leased tasks by lease deadline.
-    async fn index_lease(&self, record: &TaskRecord) -> Result<(), StoreError> {
-        let leases = self.shared.key(&["task-leases"]);
-        let cmd = match (&record.terminal, &record.lease) {
-            (None, Some(lease)) => {
-                let mut cmd = redis::cmd("ZADD");
-                cmd.arg(&leases).arg(lease.until_ms).arg(&record.id);
-                cmd
-            }
-            _ => {
-                let mut cmd = redis::cmd("ZREM");
-                cmd.arg(&leases).arg(&record.id);
-                cmd
-            }
-        };
-        let _: i64 = self
-            .shared
-            .run("task lease index", &cmd)
-            .await
-            .map_err(backend)?;
-        Ok(())
     }
 
     async fn publish(&self, id: &str) {
@@ -328,61 +442,36 @@ async fn listen(mut pubsub: redis::aio::PubSub, feeds: &Feeds) {
 impl TaskStore for RedisTaskStore {
     fn create(&self, record: TaskRecord) -> StoreFuture<'_, Result<(), StoreError>> {
         Box::pin(async move {
-            let now = self.now_ms();
-            let index = self.shared.key(&["tasks"]);
-            let _: i64 = self
-                .shared
-                .run(
-                    "ZREMRANGEBYSCORE tasks",
-                    redis::cmd("ZREMRANGEBYSCORE")
-                        .arg(&index)
-                        .arg("-inf")
-                        .arg(now),
-                )
-                .await
-                .map_err(backend)?;
-            let live: usize = self
-                .shared
-                .run("ZCARD tasks", redis::cmd("ZCARD").arg(&index))
-                .await
-                .map_err(backend)?;
             let limit = self.shared.config.max_tasks;
-            if live >= limit {
-                return Err(StoreError::Full { limit });
-            }
-            let expires_at = self.expires_at(&record);
-            let text = to_text(&record)?;
-            let set: Option<String> = self
+            let (lease, lease_until) = match (&record.terminal, &record.lease) {
+                (None, Some(lease)) => (lease_text(lease), lease.until_ms),
+                _ => (String::new(), 0),
+            };
+            let mut invocation = self.create.key(self.task_key(&record.id));
+            invocation
+                .key(self.shared.key(&["tasks"]))
+                .key(self.shared.key(&["task-leases"]))
+                .arg(self.now_ms())
+                .arg(limit)
+                .arg(to_text(&record)?)
+                .arg(self.expires_at(&record))
+                .arg(&record.id)
+                .arg(lease)
+                .arg(lease_until)
+                .arg(if record.terminal.is_some() { "1" } else { "" });
+            let created: i64 = self
                 .shared
-                .run(
-                    "SET task",
-                    redis::cmd("SET")
-                        .arg(self.task_key(&record.id))
-                        .arg(text)
-                        .arg("NX")
-                        .arg("PXAT")
-                        .arg(expires_at),
-                )
+                .script("creation of a task", &invocation)
                 .await
                 .map_err(backend)?;
-            if set.is_none() {
-                return Err(StoreError::Backend(format!(
+            match created {
+                1 => Ok(()),
+                -1 => Err(StoreError::Full { limit }),
+                _ => Err(StoreError::Backend(format!(
                     "task id {} is taken",
                     record.id
-                )));
+                ))),
             }
-            let _: i64 = self
-                .shared
-                .run(
-                    "ZADD tasks",
-                    redis::cmd("ZADD")
-                        .arg(&index)
-                        .arg(expires_at)
-                        .arg(&record.id),
-                )
-                .await
-                .map_err(backend)?;
-            self.index_lease(&record).await
         })
     }
 
@@ -396,7 +485,7 @@ impl TaskStore for RedisTaskStore {
         message: Option<String>,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            self.update(id, |r, _| {
+            self.update(id, false, |r, _| {
                 if r.terminal.is_some() {
                     return Err(StoreError::Finished);
                 }
@@ -414,7 +503,7 @@ impl TaskStore for RedisTaskStore {
         requests: InputRequests,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            self.update(id, |r, _| {
+            self.update(id, false, |r, _| {
                 if r.terminal.is_some() {
                     return Err(StoreError::Finished);
                 }
@@ -435,7 +524,7 @@ impl TaskStore for RedisTaskStore {
         responses: BTreeMap<String, Value>,
     ) -> StoreFuture<'a, Result<Vec<String>, StoreError>> {
         Box::pin(async move {
-            self.update(id, |r, _| {
+            self.update(id, false, |r, _| {
                 let mut delivered = Vec::new();
                 for (key, value) in &responses {
                     if r.outstanding.remove(key).is_some() {
@@ -458,7 +547,7 @@ impl TaskStore for RedisTaskStore {
         Box::pin(async move {
             // Taking changes the record (the answer leaves it), but wakes nobody.
             let mut taken = None;
-            self.update(id, |r, _| {
+            self.update(id, false, |r, _| {
                 taken = r.answers.remove(key);
                 Ok(((), taken.is_some()))
             })
@@ -469,7 +558,7 @@ impl TaskStore for RedisTaskStore {
 
     fn request_cancel<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            self.update(id, |r, _| {
+            self.update(id, false, |r, _| {
                 let changed = r.terminal.is_none() && !r.cancel_requested;
                 if changed {
                     r.cancel_requested = true;
@@ -486,7 +575,7 @@ impl TaskStore for RedisTaskStore {
         terminal: Terminal,
     ) -> StoreFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
-            self.update(id, |r, _| {
+            self.update(id, false, |r, _| {
                 if r.terminal.is_some() {
                     return Ok((false, false));
                 }
@@ -507,15 +596,42 @@ impl TaskStore for RedisTaskStore {
         until_ms: u64,
     ) -> StoreFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
-            self.update(id, |r, now| {
-                Ok((r.claim_lease(worker, until_ms, now), false))
-            })
-            .await
+            // The same transition as TaskRecord::claim_lease, on the lease field alone.
+            let mut invocation = self.claim.key(self.task_key(id));
+            invocation
+                .key(self.shared.key(&["task-leases"]))
+                .arg(worker)
+                .arg(until_ms)
+                .arg(self.now_ms())
+                .arg(id);
+            let claimed: i64 = self
+                .shared
+                .script("lease of a task", &invocation)
+                .await
+                .map_err(backend)?;
+            match claimed {
+                1 => Ok(true),
+                0 => Ok(false),
+                _ => Err(StoreError::NotFound),
+            }
         })
     }
 
     fn expire(&self, now_ms: u64) -> StoreFuture<'_, Result<Vec<String>, StoreError>> {
         Box::pin(async move {
+            // One instance of the fleet sweeps per period (review W10): the others skip.
+            let lock = self.shared.key(&["task-sweep"]);
+            let sweeping: Option<String> = self
+                .shared
+                .run(
+                    "SET NX task-sweep",
+                    &sweep_lock_cmd(&lock, self.shared.config.task_sweep_interval),
+                )
+                .await
+                .map_err(backend)?;
+            if sweeping.is_none() {
+                return Ok(Vec::new());
+            }
             // Tasks past their TTL: their keys expired in Redis; drop them from the index.
             let index = self.shared.key(&["tasks"]);
             let removed: Vec<String> = self
@@ -528,7 +644,7 @@ impl TaskStore for RedisTaskStore {
                         .arg(now_ms)
                         .arg("LIMIT")
                         .arg(0)
-                        .arg(1_000),
+                        .arg(SWEEP_BATCH),
                 )
                 .await
                 .map_err(backend)?;
@@ -552,13 +668,13 @@ impl TaskStore for RedisTaskStore {
                         .arg(now_ms)
                         .arg("LIMIT")
                         .arg(0)
-                        .arg(1_000),
+                        .arg(SWEEP_BATCH),
                 )
                 .await
                 .map_err(backend)?;
             for id in lapsed {
                 let outcome = self
-                    .update(&id, |r, now| {
+                    .update(&id, true, |r, now| {
                         if r.terminal.is_none()
                             && r.lease.as_ref().is_some_and(|l| l.until_ms <= now)
                         {

@@ -16,7 +16,7 @@ use mcp_server_core::tasks::{
 };
 use mcp_server_core::{MemoryConnection, Service, TransportContext};
 use mcp_state_seal::SeenStore;
-use mcp_store_redis::{RedisConfig, RedisStores};
+use mcp_store_redis::{RedisConfig, RedisSeenStore, RedisStores};
 use mcp_types::JsonRpcMessage;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -89,6 +89,26 @@ async fn stores(redis: &Redis, prefix: &str) -> RedisStores {
         .unwrap()
 }
 
+/// A replay guard whose second uses of a live owner's claim wait 2 s (the default, 35 s, is
+/// made to outlast the default liveness TTL of 30 s).
+async fn guard(redis: &Redis, prefix: &str) -> RedisSeenStore {
+    let config = RedisConfig::new(redis.url())
+        .prefix(prefix)
+        .takeover_wait(Duration::from_secs(2));
+    RedisStores::connect(config).await.unwrap().seen_store()
+}
+
+/// A replay guard with the short window of the first design (liveness 1.5 s, heartbeat
+/// 300 ms, takeover wait 2 s), to see a dead owner's claim taken over without waiting 30 s.
+async fn quick_guard(redis: &Redis, prefix: &str) -> RedisSeenStore {
+    let config = RedisConfig::new(redis.url())
+        .prefix(prefix)
+        .liveness_ttl(Duration::from_millis(1500))
+        .heartbeat_interval(Duration::from_millis(300))
+        .takeover_wait(Duration::from_secs(2));
+    RedisStores::connect(config).await.unwrap().seen_store()
+}
+
 fn now_ms() -> u64 {
     mcp_server_core::tasks::system_now_ms()
 }
@@ -124,9 +144,9 @@ fn note(n: u64) -> JsonRpcMessage {
 #[tokio::test]
 async fn a_state_is_used_once_across_instances_and_refused_when_redis_is_gone() {
     let redis = Redis::start();
-    let a = stores(&redis, "fleet").await.seen_store();
-    let b = stores(&redis, "fleet").await.seen_store();
-    let other_fleet = stores(&redis, "other").await.seen_store();
+    let a = guard(&redis, "fleet").await;
+    let b = guard(&redis, "fleet").await;
+    let other_fleet = guard(&redis, "other").await;
     let expires = (now_ms() / 1000 + 600) as f64;
     assert!(a.first_use("jti-1", expires).await);
     assert!(
@@ -161,8 +181,8 @@ async fn alive(redis: &Redis, prefix: &str, owner: &str) -> bool {
 #[tokio::test]
 async fn a_done_state_is_refused_on_another_instance_even_after_its_owner_died() {
     let redis = Redis::start();
-    let a = stores(&redis, "fleet").await.seen_store();
-    let b = stores(&redis, "fleet").await.seen_store();
+    let a = quick_guard(&redis, "fleet").await;
+    let b = quick_guard(&redis, "fleet").await;
     let expires = (now_ms() / 1000 + 600) as f64;
     assert!(a.first_use("jti-done", expires).await);
     a.finished("jti-done", expires).await;
@@ -187,8 +207,8 @@ async fn a_done_state_is_refused_on_another_instance_even_after_its_owner_died()
 #[tokio::test]
 async fn a_state_claimed_by_a_live_owner_is_refused_on_another_instance() {
     let redis = Redis::start();
-    let a = stores(&redis, "fleet").await.seen_store();
-    let b = stores(&redis, "fleet").await.seen_store();
+    let a = guard(&redis, "fleet").await;
+    let b = guard(&redis, "fleet").await;
     let expires = (now_ms() / 1000 + 600) as f64;
     assert!(a.first_use("jti-live", expires).await);
     // b waits out its takeover wait (2 s) while a's heartbeat keeps it alive, then refuses.
@@ -209,9 +229,9 @@ async fn a_state_claimed_by_a_live_owner_is_refused_on_another_instance() {
 #[tokio::test]
 async fn a_state_whose_owner_died_unfinished_is_taken_over_once() {
     let redis = Redis::start();
-    let a = stores(&redis, "fleet").await.seen_store();
-    let b = stores(&redis, "fleet").await.seen_store();
-    let c = stores(&redis, "fleet").await.seen_store();
+    let a = quick_guard(&redis, "fleet").await;
+    let b = quick_guard(&redis, "fleet").await;
+    let c = quick_guard(&redis, "fleet").await;
     let expires = (now_ms() / 1000 + 600) as f64;
     assert!(a.first_use("jti-crash", expires).await);
     // a dies before it answered: its heartbeat stops, its liveness lapses within 1.5 s, which
@@ -455,7 +475,7 @@ async fn losing_redis_gives_errors_within_the_deadline_and_reconnects_after() {
         .await
         .expect("a task read hung with Redis gone");
     match failed {
-        Err(StoreError::Backend(why)) => assert!(why.starts_with("Redis GET task: "), "{why}"),
+        Err(StoreError::Backend(why)) => assert!(why.starts_with("Redis HMGET task: "), "{why}"),
         other => panic!("{other:?}"),
     }
     let failed = tokio::time::timeout(Duration::from_secs(30), events.append("s", "p1", &note(1)))
@@ -606,5 +626,470 @@ async fn a_task_started_on_one_instance_is_answered_and_finished_through_another
     assert_eq!(
         done["result"]["result"]["content"][0]["text"], "got fleet",
         "{done}"
+    );
+}
+
+/// `INFO commandstats` as (command, calls), the commands that ran since the last
+/// `CONFIG RESETSTAT`, a script's own calls included.
+async fn command_calls(redis: &Redis) -> std::collections::BTreeMap<String, u64> {
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    info.lines()
+        .filter_map(|line| {
+            let (name, stats) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = stats.split(',').find_map(|s| s.strip_prefix("calls="))?;
+            (name != "info" && name != "config|resetstat")
+                .then(|| (name.to_owned(), calls.parse().unwrap()))
+        })
+        .collect()
+}
+
+async fn reset_stats(redis: &Redis) {
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+}
+
+fn calls(pairs: &[(&str, u64)]) -> std::collections::BTreeMap<String, u64> {
+    pairs.iter().map(|(n, c)| ((*n).to_owned(), *c)).collect()
+}
+
+/// Review W17: a task is created by one script (the record, its place in the index of live
+/// tasks and in the lease index, or nothing), so a crash or a lost connection between
+/// commands cannot leave a record that no cap counts and no sweep finds. Before, creation was
+/// five commands (ZREMRANGEBYSCORE, ZCARD, SET, ZADD, ZADD) sent one after the other.
+#[tokio::test]
+async fn a_task_is_created_by_one_script_and_a_refused_one_writes_nothing() {
+    let redis = Redis::start();
+    let config = RedisConfig::new(redis.url()).prefix("mk").max_tasks(2);
+    let store = RedisStores::connect(config).await.unwrap().task_store();
+    // The first creation loads the script.
+    store.create(record("warm", Some(60_000))).await.unwrap();
+    reset_stats(&redis).await;
+    let mut leased = record("leased", Some(60_000));
+    let until = now_ms() + 30_000;
+    leased.lease = Some(Lease {
+        worker: "w".into(),
+        until_ms: until,
+    });
+    store.create(leased.clone()).await.unwrap();
+    assert_eq!(
+        command_calls(&redis).await,
+        calls(&[
+            ("evalsha", 1),
+            ("zremrangebyscore", 1),
+            ("zcard", 1),
+            ("exists", 1),
+            ("hset", 2),
+            ("pexpireat", 1),
+            ("zadd", 2),
+        ]),
+        "one script call, and the commands it ran"
+    );
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let score = async |conn: &mut redis::aio::MultiplexedConnection, key: &str, id: &str| {
+        let score: Option<u64> = redis::cmd("ZSCORE")
+            .arg(key)
+            .arg(id)
+            .query_async(conn)
+            .await
+            .unwrap();
+        score
+    };
+    assert_eq!(
+        score(&mut conn, "mk:tasks", "leased").await,
+        Some(leased.created_at_ms + 60_000)
+    );
+    assert_eq!(
+        score(&mut conn, "mk:task-leases", "leased").await,
+        Some(until)
+    );
+    assert_eq!(
+        store.get("leased").await.unwrap().unwrap().lease,
+        leased.lease
+    );
+
+    // Refused at the cap: nothing written, the indexes as they were.
+    let keys = async |conn: &mut redis::aio::MultiplexedConnection| {
+        let mut keys: Vec<String> = redis::cmd("KEYS")
+            .arg("mk:*")
+            .query_async(conn)
+            .await
+            .unwrap();
+        keys.sort();
+        keys
+    };
+    let before = keys(&mut conn).await;
+    assert_eq!(
+        before,
+        [
+            "mk:task-leases",
+            "mk:task:leased",
+            "mk:task:warm",
+            "mk:tasks"
+        ]
+    );
+    reset_stats(&redis).await;
+    assert_eq!(
+        store.create(record("third", Some(60_000))).await,
+        Err(StoreError::Full { limit: 2 })
+    );
+    assert_eq!(
+        command_calls(&redis).await,
+        calls(&[("evalsha", 1), ("zremrangebyscore", 1), ("zcard", 1)])
+    );
+    assert_eq!(keys(&mut conn).await, before);
+    assert_eq!(score(&mut conn, "mk:tasks", "third").await, None);
+}
+
+/// `INFO stats` field `field` as a number.
+async fn stat(redis: &Redis, field: &str) -> u64 {
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("stats")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .unwrap_or_else(|| panic!("no {field} in INFO stats"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Review W10: a running task costs its instance one small script call to Redis per lease
+/// renewal (the default lease of 30 s is renewed every second), and a task waiting for an
+/// answer waits on the change channel instead of reading its record every 500 ms. Before, each
+/// second cost a GET of the record and a compare-and-set that shipped it twice (plus a ZADD)
+/// to renew the lease, another GET to look for a cancel, and two GETs for the answer.
+#[tokio::test]
+async fn running_tasks_cost_one_small_script_call_each_per_renewal() {
+    const TASKS: u64 = 10;
+    const WINDOW_S: u64 = 3;
+    let redis = Redis::start();
+    let store: Arc<dyn TaskStore> = Arc::new(stores(&redis, "cost").await.task_store());
+    let ask = ToolDef::new("ask")
+        .arguments::<NoArgs>()
+        .task(TaskSupport::Required)
+        .handler(|ctx, _: NoArgs| async move {
+            match ctx.elicit::<Word>("Which word?").await {
+                Ok(ElicitationResult::Accepted(w)) => Ok(w.word),
+                _ => Err("no word".to_owned()),
+            }
+        });
+    let service = McpServer::new("cost")
+        .tool(ask)
+        .tasks(TaskConfig::new().shared_store(store.clone()))
+        .into_service()
+        .unwrap();
+    let mut conn = MemoryConnection::connect(&service, TransportContext::default());
+    let mut ids = Vec::new();
+    for n in 0..TASKS {
+        let created = modern(
+            &mut conn,
+            n + 1,
+            "tools/call",
+            json!({"name": "ask", "arguments": {}}),
+        )
+        .await;
+        ids.push(created["result"]["taskId"].as_str().unwrap().to_owned());
+    }
+    for id in &ids {
+        let mut asking = false;
+        for _ in 0..200 {
+            let record = store.get(id).await.unwrap().unwrap();
+            if !record.outstanding.is_empty() {
+                asking = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        assert!(asking, "task {id} never asked");
+    }
+    reset_stats(&redis).await;
+    let bytes_in = stat(&redis, "total_net_input_bytes").await;
+    let bytes_out = stat(&redis, "total_net_output_bytes").await;
+    tokio::time::sleep(Duration::from_secs(WINDOW_S)).await;
+    let calls = command_calls(&redis).await;
+    let per_task_s = |n: u64| n as f64 / (TASKS * WINDOW_S) as f64;
+    let bytes_in = stat(&redis, "total_net_input_bytes").await - bytes_in;
+    let bytes_out = stat(&redis, "total_net_output_bytes").await - bytes_out;
+    eprintln!(
+        "{TASKS} tasks waiting for an answer, {WINDOW_S} s: {calls:?}; per task and second: \
+         {:.2} script calls, {:.2} GET, {:.2} HMGET, {:.0} bytes in, {:.0} bytes out",
+        per_task_s(calls.get("evalsha").copied().unwrap_or(0)),
+        per_task_s(calls.get("get").copied().unwrap_or(0)),
+        per_task_s(calls.get("hmget").copied().unwrap_or(0)),
+        per_task_s(bytes_in),
+        per_task_s(bytes_out),
+    );
+    let scripts = calls.get("evalsha").copied().unwrap_or(0);
+    assert!(
+        (TASKS * (WINDOW_S - 1)..=TASKS * (WINDOW_S + 1)).contains(&scripts),
+        "one renewal per task and second: {calls:?}"
+    );
+    assert_eq!(calls.get("get"), None, "no record read by GET: {calls:?}");
+    assert!(
+        calls.get("hmget").copied().unwrap_or(0) <= TASKS,
+        "at most one look at each record (the 10 s resync): {calls:?}"
+    );
+    assert!(
+        per_task_s(bytes_in) < 400.0,
+        "{:.0} bytes a second per task",
+        per_task_s(bytes_in)
+    );
+}
+
+/// Review W10: one instance of a fleet sweeps per interval; the others skip while the lock
+/// `{prefix}:task-sweep` lives (nine tenths of the interval), then the next to try sweeps.
+#[tokio::test]
+async fn one_instance_of_the_fleet_sweeps_per_interval() {
+    let redis = Redis::start();
+    let config = RedisConfig::new(redis.url())
+        .prefix("sw")
+        .task_sweep_interval(Duration::from_millis(1000));
+    let a = RedisStores::connect(config.clone())
+        .await
+        .unwrap()
+        .task_store();
+    let b = RedisStores::connect(config).await.unwrap().task_store();
+    a.create(record("t", Some(600_000))).await.unwrap();
+    assert!(a.claim("t", "worker-a", now_ms() + 100).await.unwrap());
+    assert_eq!(a.expire(now_ms()).await.unwrap(), Vec::<String>::new());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The lease lapsed, but a swept less than an interval ago: b skips.
+    b.expire(now_ms()).await.unwrap();
+    assert_eq!(b.get("t").await.unwrap().unwrap().terminal, None);
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let lock: i64 = redis::cmd("PTTL")
+        .arg("sw:task-sweep")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!((0..=900).contains(&lock), "{lock}");
+    tokio::time::sleep(Duration::from_millis(lock as u64 + 50)).await;
+    b.expire(now_ms()).await.unwrap();
+    let failed = b.get("t").await.unwrap().unwrap();
+    assert_eq!(
+        failed.status_message.as_deref(),
+        Some("The worker running this task was lost")
+    );
+    assert_eq!(failed.lease, None);
+}
+
+/// Review W12: an owner that is alive but slow (its runtime stalls 3.5 s, more than twice
+/// the old liveness TTL of 1.5 s, within the new one of 30 s) keeps its claim: another
+/// instance that receives the same state meanwhile refuses it instead of running it a second
+/// time. And the slow owner claims nothing new until its heartbeat has succeeded again.
+/// Before, its liveness key lapsed after 1.5 s and the other instance took the claim over.
+#[test]
+fn a_slow_owner_is_not_taken_over_and_claims_nothing_until_its_heartbeat_is_back() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let expires = (now_ms() / 1000 + 600) as f64;
+    // Instance B on its own runtime (its own thread), as on another machine: at 2 s into A's
+    // stall it receives the state A claimed.
+    let (claimed_tx, claimed_rx) = std::sync::mpsc::channel::<()>();
+    let b = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let config = RedisConfig::new(url)
+                .prefix("slow")
+                .takeover_wait(Duration::from_secs(2));
+            let b = RedisStores::connect(config).await.unwrap().seen_store();
+            tokio::task::spawn_blocking(move || claimed_rx.recv().unwrap())
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            b.first_use("jti-slow", expires).await
+        })
+    });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let a = runtime.block_on(async {
+        let config = RedisConfig::new(redis.url())
+            .prefix("slow")
+            .takeover_wait(Duration::from_secs(2));
+        let a = RedisStores::connect(config).await.unwrap().seen_store();
+        assert!(a.first_use("jti-slow", expires).await);
+        a
+    });
+    claimed_tx.send(()).unwrap();
+    // A's runtime stalls: its heartbeat does not run for 3.5 s (and still not while B ends).
+    std::thread::sleep(Duration::from_millis(3500));
+    assert!(
+        !b.join().unwrap(),
+        "B took over the state of a slow, live owner"
+    );
+    runtime.block_on(async {
+        // Checked before anything else runs on A's runtime, its heartbeat included.
+        assert!(
+            !a.first_use("jti-new", expires).await,
+            "claimed with a heartbeat seconds late"
+        );
+        assert!(
+            alive(&redis, "slow", a.owner()).await,
+            "A looked dead after its stall"
+        );
+        // Once its heartbeat succeeds again, A claims again.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert!(a.first_use("jti-new", expires).await);
+    });
+}
+
+/// Session `s`'s stream names (`p1`, …) that Redis holds.
+async fn streams_of(redis: &Redis, prefix: &str, session: &str) -> Vec<String> {
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let pattern = format!("{prefix}:evn:{session}:*");
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(&pattern)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let mut streams: Vec<String> = keys
+        .iter()
+        .map(|k| k.rsplit(':').next().unwrap().to_owned())
+        .collect();
+    streams.sort_by_key(|s| s[1..].parse::<u64>().unwrap_or(0));
+    streams
+}
+
+/// Review W11: one session keeps at most 100 streams by default (its next one evicts its
+/// oldest ended stream; other sessions are untouched) and no event over 1 MiB. Before, a
+/// session's streams and their events were kept without bound for the retention (30 min).
+#[tokio::test]
+async fn sse_history_keeps_at_most_100_streams_per_session_and_no_event_over_1_mib() {
+    let redis = Redis::start();
+    let store = stores(&redis, "cap").await.event_store();
+    store.append("other", "g", &note(1)).await.unwrap();
+    for n in 1..=100 {
+        let stream = format!("p{n}");
+        store.append("s", &stream, &note(n)).await.unwrap();
+        if n > 50 {
+            store.finish("s", &stream).await.unwrap();
+        }
+    }
+    // p51 is the oldest ended stream: the 101st stream evicts it.
+    store.append("s", "p101", &note(101)).await.unwrap();
+    let mut expected: Vec<String> = (1..=101).map(|n| format!("p{n}")).collect();
+    expected.remove(50);
+    assert_eq!(streams_of(&redis, "cap", "s").await, expected);
+    assert!(matches!(
+        store.read_after("s", "p51", 0, Duration::ZERO).await,
+        Err(EventStoreError::Gone)
+    ));
+    let kept = store
+        .read_after("s", "p1", 0, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(kept.events.len(), 1);
+    assert_eq!(streams_of(&redis, "cap", "other").await, ["g"]);
+
+    // An event over 1 MiB is refused and leaves the stream as it was.
+    let big =
+        JsonRpcMessage::from_value(&json!({"jsonrpc": "2.0", "method": "notifications/message",
+        "params": {"level": "info", "data": "x".repeat(1024 * 1024)}}))
+        .unwrap();
+    let refused = store.append("s", "p101", &big).await.unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        format!(
+            "an event of {} bytes is over the event store's limit of 1048576 bytes",
+            big.to_string().len()
+        )
+    );
+    assert_eq!(store.append("s", "p101", &note(2)).await.unwrap(), 2);
+}
+
+/// Review W11: at its cap with no ended stream, a session's next stream evicts its oldest one.
+#[tokio::test]
+async fn at_its_cap_with_every_stream_running_a_session_loses_its_oldest_stream() {
+    let redis = Redis::start();
+    let config = RedisConfig::new(redis.url())
+        .prefix("cap")
+        .max_streams_per_session(3);
+    let store = RedisStores::connect(config).await.unwrap().event_store();
+    for n in 1..=3 {
+        store.append("s", &format!("p{n}"), &note(n)).await.unwrap();
+    }
+    // p2 ended: it goes first, then the oldest of the running ones.
+    store.finish("s", "p2").await.unwrap();
+    store.append("s", "p4", &note(4)).await.unwrap();
+    assert_eq!(streams_of(&redis, "cap", "s").await, ["p1", "p3", "p4"]);
+    store.append("s", "p5", &note(5)).await.unwrap();
+    assert_eq!(streams_of(&redis, "cap", "s").await, ["p3", "p4", "p5"]);
+    // Appending to a stream it holds evicts nothing.
+    store.append("s", "p3", &note(6)).await.unwrap();
+    assert_eq!(streams_of(&redis, "cap", "s").await, ["p3", "p4", "p5"]);
+    // Streams that expired do not count.
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let _: i64 = redis::cmd("DEL")
+        .arg("cap:ev:s:p3")
+        .arg("cap:evn:s:p3")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    store.append("s", "p6", &note(7)).await.unwrap();
+    assert_eq!(streams_of(&redis, "cap", "s").await, ["p4", "p5", "p6"]);
+}
+
+/// Review W11: a reader waiting at the end of a stream costs Redis one read a second, not
+/// ten, and an append in this process wakes it at once.
+#[tokio::test]
+async fn a_waiting_reader_is_woken_by_the_append_and_reads_redis_once_a_second() {
+    let redis = Redis::start();
+    let store = stores(&redis, "wake").await.event_store();
+    store.append("s", "p1", &note(1)).await.unwrap();
+    // The read script is loaded by the first read.
+    store
+        .read_after("s", "p1", 0, Duration::ZERO)
+        .await
+        .unwrap();
+    reset_stats(&redis).await;
+    let reader = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let replay = store
+                .read_after("s", "p1", 1, Duration::from_secs(10))
+                .await;
+            (replay, tokio::time::Instant::now())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        command_calls(&redis).await.get("evalsha").copied(),
+        Some(2),
+        "reads while waiting 1.5 s"
+    );
+    store.append("s", "p1", &note(2)).await.unwrap();
+    let appended = tokio::time::Instant::now();
+    let (replay, woke) = reader.await.unwrap();
+    let replay = replay.unwrap();
+    assert_eq!(replay.events.len(), 1);
+    assert_eq!(replay.events[0].0, 2);
+    assert!(
+        woke - appended < Duration::from_millis(200),
+        "{:?}",
+        woke - appended
     );
 }

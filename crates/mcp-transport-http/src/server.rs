@@ -80,6 +80,39 @@ pub const SSE_RETRY: Duration = Duration::from_secs(1);
 /// writing them waits beyond (the handler's own stream then applies backpressure).
 const FRAME_QUEUE: usize = 32;
 
+/// How many POST streams of one session are remembered as broken (their history misses an
+/// event); past it the oldest is forgotten.
+const BROKEN_KEPT: usize = 1024;
+/// How long the end of a POST stream is written again when the event store fails it.
+const FINISH_RETRY_FOR: Duration = Duration::from_secs(10);
+
+/// What a resumption of a legacy session's POST stream must know that the event store may
+/// not (review W22): whether the stream's request still runs, and whether its history misses
+/// an event because the store failed.
+#[derive(Default)]
+struct PostStreams {
+    /// Streams whose request runs; the sender's drop (the request's end) wakes resumptions.
+    running: HashMap<String, tokio::sync::watch::Receiver<()>>,
+    /// Streams whose history misses an event, oldest first: they cannot be resumed.
+    broken: std::collections::VecDeque<String>,
+}
+
+impl PostStreams {
+    fn mark_broken(&mut self, stream: &str) {
+        if self.broken.iter().any(|s| s == stream) {
+            return;
+        }
+        if self.broken.len() >= BROKEN_KEPT {
+            self.broken.pop_front();
+        }
+        self.broken.push_back(stream.to_owned());
+    }
+
+    fn is_broken(&self, stream: &str) -> bool {
+        self.broken.iter().any(|s| s == stream)
+    }
+}
+
 /// A legacy session on this endpoint, bound to the principal that opened it.
 struct LegacySession {
     id: String,
@@ -88,6 +121,8 @@ struct LegacySession {
     stream: Arc<StreamSlot>,
     /// Numbers the session's POST streams (`p1`, `p2`, …) for their event ids.
     posts: Arc<std::sync::atomic::AtomicU64>,
+    /// Which POST streams run, and which cannot be resumed.
+    post_streams: Arc<Mutex<PostStreams>>,
     /// The session's own in-flight cap (`SessionLimits::max_in_flight`), detached requests
     /// included.
     in_flight: Arc<Semaphore>,
@@ -1573,6 +1608,7 @@ impl Inner {
             principal,
             stream: Arc::new(StreamSlot::new(unsolicited)),
             posts: Arc::default(),
+            post_streams: Arc::default(),
             in_flight: Arc::new(Semaphore::new(session.limits().max_in_flight.max(1))),
             session,
             client: incoming.client.clone(),
@@ -1620,6 +1656,7 @@ impl Inner {
             events: self.events.clone(),
             session: session.id.clone(),
             posts: session.posts.clone(),
+            streams: session.post_streams.clone(),
         });
         legacy(
             &session.session,
@@ -1781,7 +1818,7 @@ impl Inner {
         let mut replayed = Vec::new();
         match resume {
             Some((stream, after)) if stream != GET_STREAM => {
-                return self.resume_post(&session.id, stream, after).await;
+                return self.resume_post(&session, stream, after).await;
             }
             Some((_, after)) => {
                 match self
@@ -1828,8 +1865,13 @@ impl Inner {
                     },
                     () = tx.closed() => return,
                 };
-                let frame = stored_frame(&*events, &session_id, GET_STREAM, &message).await;
                 // A message the client did not get is in the history: it resumes from there.
+                // One the store failed to take goes out live only (the GET stream never ends,
+                // so there is no end to lose).
+                let frame = match stored_frame(&*events, &session_id, GET_STREAM, &message).await {
+                    Ok(frame) => frame,
+                    Err(_) => live_frame(&message),
+                };
                 if tx.send(frame).await.is_err() {
                     return;
                 }
@@ -1839,11 +1881,29 @@ impl Inner {
     }
 
     /// A GET resuming POST stream `stream` after event `after`: what it missed, then the rest
-    /// as the request produces it, until its answer.
-    async fn resume_post(&self, session: &str, stream: &str, after: u64) -> Response<McpBody> {
+    /// as the request produces it, until its answer. A stream whose history misses an event
+    /// (the store failed) is refused like an expired one; once the request has ended, the
+    /// stream closes after what the history holds, even when the store never recorded the end
+    /// (review W22: it used to wait for the history to expire).
+    async fn resume_post(
+        &self,
+        session: &LegacySession,
+        stream: &str,
+        after: u64,
+    ) -> Response<McpBody> {
+        let (broken, running) = match session.post_streams.lock() {
+            Ok(streams) => (
+                streams.is_broken(stream),
+                streams.running.get(stream).cloned(),
+            ),
+            Err(_) => (true, None),
+        };
+        if broken {
+            return history_refusal(&EventStoreError::Gone);
+        }
         let first = match self
             .events
-            .read_after(session, stream, after, Duration::ZERO)
+            .read_after(&session.id, stream, after, Duration::ZERO)
             .await
         {
             Ok(first) => first,
@@ -1851,12 +1911,14 @@ impl Inner {
         };
         let (tx, rx) = tokio::sync::mpsc::channel(FRAME_QUEUE);
         let events = self.events.clone();
-        let session = session.to_owned();
+        let streams = session.post_streams.clone();
+        let session = session.id.clone();
         let stream = stream.to_owned();
         let mut draining = self.draining.subscribe();
         tokio::spawn(async move {
             let mut replay = first;
             let mut after = after;
+            let mut running = running;
             loop {
                 for (n, message) in &replay.events {
                     let frame = crate::body::event_with_id(&format!("{stream}.{n}"), message);
@@ -1865,13 +1927,30 @@ impl Inner {
                     }
                     after = *n;
                 }
-                if replay.finished {
+                let broken = streams.lock().map_or(true, |s| s.is_broken(&stream));
+                // Ended, or nothing more will be recorded: a broken stream closes at once, and
+                // its client's next resumption is refused.
+                if replay.finished || broken {
                     return;
                 }
+                let Some(ended) = running.as_mut() else {
+                    return;
+                };
                 let next = tokio::select! {
-                    next = events.read_after(&session, &stream, after, crate::KEEP_ALIVE) => next,
+                    next = events.read_after(&session, &stream, after, crate::KEEP_ALIVE) => Some(next),
+                    _ = ended.changed() => None,
                     () = tx.closed() => return,
                     _ = draining.wait_for(|draining| *draining) => return,
+                };
+                let next = match next {
+                    Some(next) => next,
+                    None => {
+                        // The request ended: what it wrote before is in the history.
+                        running = None;
+                        events
+                            .read_after(&session, &stream, after, Duration::ZERO)
+                            .await
+                    }
                 };
                 replay = match next {
                     Ok(replay) => replay,
@@ -2158,6 +2237,8 @@ struct Resumable {
     session: String,
     /// The session's count of POST streams, which names this one when it opens.
     posts: Arc<std::sync::atomic::AtomicU64>,
+    /// The session's running and broken POST streams.
+    streams: Arc<Mutex<PostStreams>>,
 }
 
 /// A message of a legacy session: requests answer like modern ones (server-to-client requests
@@ -2202,6 +2283,12 @@ async fn legacy(
 /// sent with its id. The request runs to its end even when the client went away (its session
 /// closing still cancels it), so its answer waits in the history; until then it holds its
 /// in-flight permits (`held`), so hanging up does not free a place under the caps.
+///
+/// A message the store fails to take is delivered live if the client is still connected, and
+/// the stream is marked broken either way: the history misses that message, so a resumption
+/// is refused (`410`) rather than served without it (review W22). Nothing more is recorded for
+/// a broken stream. The end of an intact stream is recorded, again after a failure, for up to
+/// [`FINISH_RETRY_FOR`].
 fn record(
     resumable: Resumable,
     first: JsonRpcMessage,
@@ -2213,11 +2300,16 @@ fn record(
         events,
         session,
         posts,
+        streams,
     } = resumable;
     let name = format!(
         "p{}",
         posts.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
     );
+    let (running, ended) = tokio::sync::watch::channel(());
+    if let Ok(mut streams) = streams.lock() {
+        streams.running.insert(name.clone(), ended);
+    }
     tokio::spawn(async move {
         let priming = Bytes::from(format!(
             "id: {name}.0\nretry: {}\ndata: \n\n",
@@ -2225,6 +2317,7 @@ fn record(
         ));
         let mut live = tx.send(priming).await.is_ok().then_some(tx);
         let mut next = Some(first);
+        let mut broken = false;
         loop {
             let message = match next.take() {
                 Some(message) => message,
@@ -2233,7 +2326,25 @@ fn record(
                     None => break,
                 },
             };
-            let frame = stored_frame(&*events, &session, &name, &message).await;
+            let frame = if broken {
+                live_frame(&message)
+            } else {
+                match stored_frame(&*events, &session, &name, &message).await {
+                    Ok(frame) => frame,
+                    Err(_) => {
+                        broken = true;
+                        if let Ok(mut streams) = streams.lock() {
+                            streams.mark_broken(&name);
+                        }
+                        if live.is_none() {
+                            tracing::warn!(
+                                "an SSE stream lost a message: the event store failed and its client is gone; resuming it is refused"
+                            );
+                        }
+                        live_frame(&message)
+                    }
+                }
+            };
             if let Some(tx) = &live
                 && tx.send(frame).await.is_err()
             {
@@ -2241,28 +2352,61 @@ fn record(
             }
         }
         drop(held);
-        if let Err(e) = events.finish(&session, &name).await {
-            tracing::warn!(error = %e, "could not mark an SSE stream ended in the event store");
+        // The request ended: resumptions waiting on it close after what the history holds.
+        if let Ok(mut streams) = streams.lock() {
+            streams.running.remove(&name);
+        }
+        drop(running);
+        if !broken {
+            finish_stream(&*events, &session, &name).await;
         }
     });
     McpBody::frames(rx)
 }
 
-/// `message` appended to the history and encoded with its event id; without an id (and a
-/// warning) when the store fails, so the live client still gets it.
+/// Records the end of a stream, again after a failure (50 ms apart, doubling to 2 s) for up to
+/// [`FINISH_RETRY_FOR`]: without it a resumption on another process would wait for the
+/// history to expire.
+async fn finish_stream(events: &dyn EventStore, session: &str, stream: &str) {
+    let give_up = tokio::time::Instant::now() + FINISH_RETRY_FOR;
+    let mut pause = Duration::from_millis(50);
+    loop {
+        let Err(e) = events.finish(session, stream).await else {
+            return;
+        };
+        if tokio::time::Instant::now() + pause > give_up {
+            tracing::warn!(error = %e, "could not mark an SSE stream ended in the event store");
+            return;
+        }
+        tracing::debug!(error = %e, "marking an SSE stream ended failed; trying again");
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(2));
+    }
+}
+
+/// `message` appended to the history and encoded with its event id; the store's error (and a
+/// warning) when it fails.
 async fn stored_frame(
     events: &dyn EventStore,
     session: &str,
     stream: &str,
     message: &JsonRpcMessage,
-) -> Bytes {
+) -> Result<Bytes, EventStoreError> {
     match events.append(session, stream, message).await {
-        Ok(n) => crate::body::event_with_id(&format!("{stream}.{n}"), message),
+        Ok(n) => Ok(crate::body::event_with_id(
+            &format!("{stream}.{n}"),
+            message,
+        )),
         Err(e) => {
-            tracing::warn!(error = %e, "an SSE event is sent without an id: the event store failed");
-            Bytes::from(format!("event: message\ndata: {message}\n\n"))
+            tracing::warn!(error = %e, "an SSE event could not be recorded in the event store");
+            Err(e)
         }
     }
+}
+
+/// `message` as an SSE event without an id: for the live client only.
+fn live_frame(message: &JsonRpcMessage) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {message}\n\n"))
 }
 
 /// `p3.5` → (`p3`, 5); `g.2` → (`g`, 2). Anything else is not ours.

@@ -4,6 +4,7 @@
 //! not hold are refused.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -12,9 +13,10 @@ use hyper::{Request, StatusCode};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
 use mcp_server_core::Service;
+use mcp_server_core::events::{EventFuture, EventStore, EventStoreError, MemoryEventStore, Replay};
 use mcp_server_core::registry::{McpServer, ToolDef};
 use mcp_transport_http::McpHttpService;
-use mcp_types::JsonObject;
+use mcp_types::{JsonObject, JsonRpcMessage};
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -321,5 +323,216 @@ async fn the_session_get_stream_replays_what_a_broken_one_sent() {
     assert!(
         replay.contains("notifications/tools/list_changed"),
         "{replay:?}"
+    );
+}
+
+/// A memory event store that fails on command: the next `failing_finishes` ends, and every
+/// append of a final answer (a response or an error) while `fail_answers` is set.
+#[derive(Debug, Default)]
+struct Failing {
+    inner: MemoryEventStore,
+    failing_finishes: AtomicU64,
+    fail_answers: AtomicBool,
+    finishes: AtomicU64,
+    refused_answers: AtomicU64,
+}
+
+impl EventStore for Failing {
+    fn append<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+        message: &'a JsonRpcMessage,
+    ) -> EventFuture<'a, u64> {
+        let answer = matches!(
+            message,
+            JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_)
+        );
+        if answer && self.fail_answers.load(Ordering::SeqCst) {
+            self.refused_answers.fetch_add(1, Ordering::SeqCst);
+            return Box::pin(std::future::ready(Err(EventStoreError::Unavailable(
+                "Redis append to SSE history: connection reset".into(),
+            ))));
+        }
+        self.inner.append(session, stream, message)
+    }
+
+    fn finish<'a>(&'a self, session: &'a str, stream: &'a str) -> EventFuture<'a, ()> {
+        self.finishes.fetch_add(1, Ordering::SeqCst);
+        let failing = self
+            .failing_finishes
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if failing {
+            return Box::pin(std::future::ready(Err(EventStoreError::Unavailable(
+                "Redis end of an SSE stream: connection reset".into(),
+            ))));
+        }
+        self.inner.finish(session, stream)
+    }
+
+    fn read_after<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+        after: u64,
+        wait: Duration,
+    ) -> EventFuture<'a, Replay> {
+        self.inner.read_after(session, stream, after, wait)
+    }
+
+    fn expire<'a>(&'a self, session: &'a str) -> EventFuture<'a, ()> {
+        self.inner.expire(session)
+    }
+}
+
+async fn resume(url: &str, session: &str, last: &str) -> hyper::Response<hyper::body::Incoming> {
+    client()
+        .request(request(
+            hyper::Method::GET,
+            url,
+            &[("mcp-session-id", session), ("last-event-id", last)],
+            String::new(),
+        ))
+        .await
+        .unwrap()
+}
+
+/// Starts `steps` (id `id`) on its own POST stream, reads up to its progress, and hangs up.
+async fn start_and_hang_up(url: &str, session: &str, id: u64) {
+    let response = client()
+        .request(request(
+            hyper::Method::POST,
+            url,
+            &[("mcp-session-id", session)],
+            call(id, "steps"),
+        ))
+        .await
+        .unwrap();
+    let mut body = response.into_body();
+    read_until(&mut body, "first half").await;
+}
+
+/// Waits (at most 10 s) until `done` holds.
+async fn until(done: impl Fn() -> bool) {
+    for _ in 0..1000 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("never happened");
+}
+
+/// Review W22: the end of a stream that the store failed to record is written again (50 ms,
+/// then 100 ms later). Before, one failed `finish` was only logged.
+#[tokio::test]
+async fn a_failed_end_of_stream_is_recorded_again() {
+    let gate = Arc::new(Semaphore::new(0));
+    let store = Arc::new(Failing::default());
+    store.failing_finishes.store(2, Ordering::SeqCst);
+    let endpoint = McpHttpService::new(service(gate.clone())).event_store(store.clone());
+    let url = start(endpoint).await;
+    let session = open_session(&url).await;
+
+    start_and_hang_up(&url, &session, 2).await;
+    gate.add_permits(1);
+    until(|| store.finishes.load(Ordering::SeqCst) == 3).await;
+    let recorded = store
+        .inner
+        .read_after(&session, "p1", 2, Duration::ZERO)
+        .await
+        .unwrap();
+    assert!(recorded.finished, "the third attempt recorded the end");
+    let rest = read_to_end(resume(&url, &session, "p1.1").await.into_body()).await;
+    assert!(
+        rest.starts_with("id: p1.2\nevent: message\ndata: {"),
+        "{rest:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(store.finishes.load(Ordering::SeqCst), 3, "recorded once");
+}
+
+/// Review W22: a resumption of a request that has ended closes after what the history holds,
+/// even when the store never recorded the end. Before, the resumed stream waited (15 s at a
+/// time) until the history expired.
+#[tokio::test]
+async fn a_resumed_stream_of_an_ended_request_closes_without_its_recorded_end() {
+    let gate = Arc::new(Semaphore::new(0));
+    let store = Arc::new(Failing::default());
+    store.failing_finishes.store(u64::MAX, Ordering::SeqCst);
+    let endpoint = McpHttpService::new(service(gate.clone())).event_store(store.clone());
+    let url = start(endpoint).await;
+    let session = open_session(&url).await;
+
+    // Resumed while the request runs: the answer, then the end.
+    start_and_hang_up(&url, &session, 2).await;
+    let resumed = resume(&url, &session, "p1.1").await;
+    assert_eq!(resumed.status(), StatusCode::OK);
+    gate.add_permits(1);
+    let rest = read_to_end(resumed.into_body()).await;
+    let answer = rest
+        .strip_prefix("id: p1.2\nevent: message\ndata: ")
+        .unwrap_or_else(|| panic!("{rest:?}"));
+    let answer: serde_json::Value = serde_json::from_str(answer.trim_end()).unwrap();
+    assert_eq!(answer["id"], 2);
+    assert_eq!(answer["result"]["content"][0]["text"], "all steps done");
+
+    // Resumed after it ended: what the history holds, then the end.
+    let again = read_to_end(resume(&url, &session, "p1.0").await.into_body()).await;
+    assert!(again.starts_with("id: p1.1\n"), "{again:?}");
+    assert!(again.contains("id: p1.2\n"), "{again:?}");
+    assert!(
+        store
+            .inner
+            .read_after(&session, "p1", 2, Duration::ZERO)
+            .await
+            .is_ok_and(|r| !r.finished),
+        "the end was never recorded"
+    );
+}
+
+/// Review W22: an answer the store cannot take is delivered live to a client still reading;
+/// to a client that hung up, its stream is failed: the resumption is refused (`410`) instead
+/// of replaying the history without the answer and ending as if there were none.
+#[tokio::test]
+async fn an_answer_the_store_refused_is_delivered_live_or_its_stream_is_refused() {
+    let gate = Arc::new(Semaphore::new(0));
+    let store = Arc::new(Failing::default());
+    store.fail_answers.store(true, Ordering::SeqCst);
+    let endpoint = McpHttpService::new(service(gate.clone())).event_store(store.clone());
+    let url = start(endpoint).await;
+    let session = open_session(&url).await;
+
+    // Still reading: the answer arrives, without an id.
+    let response = client()
+        .request(request(
+            hyper::Method::POST,
+            &url,
+            &[("mcp-session-id", session.as_str())],
+            call(2, "steps"),
+        ))
+        .await
+        .unwrap();
+    let mut body = response.into_body();
+    let seen = read_until(&mut body, "first half").await;
+    gate.add_permits(1);
+    let rest = read_to_end(body).await;
+    let answer = rest
+        .strip_prefix("event: message\ndata: ")
+        .unwrap_or_else(|| panic!("{seen:?} then {rest:?}"));
+    let answer: serde_json::Value = serde_json::from_str(answer.trim_end()).unwrap();
+    assert_eq!(answer["id"], 2);
+    assert_eq!(answer["result"]["content"][0]["text"], "all steps done");
+
+    // Hung up: the answer is lost, and the stream says so.
+    start_and_hang_up(&url, &session, 3).await;
+    gate.add_permits(1);
+    until(|| store.refused_answers.load(Ordering::SeqCst) == 2).await;
+    let resumed = resume(&url, &session, "p2.1").await;
+    assert_eq!(resumed.status(), StatusCode::GONE);
+    assert_eq!(
+        read_to_end(resumed.into_body()).await,
+        "The events after Last-Event-ID are no longer kept"
     );
 }

@@ -78,6 +78,13 @@ pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_secs(2);
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 /// How many questions one task may ask over its lifetime unless configured.
 pub const DEFAULT_MAX_QUESTIONS: u64 = 64;
+/// How often an instance sweeps expired tasks and lapsed leases unless configured.
+pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How often a worker whose store has a change feed looks at its task (and for an answer)
+/// anyway: the feed wakes it on every change, and this covers a wake-up that was lost (a
+/// remote store's subscriber reconnecting, say).
+const RESYNC: Duration = Duration::from_secs(10);
 
 /// The task engine's settings: where tasks live, and the limits.
 #[derive(Clone)]
@@ -88,6 +95,7 @@ pub struct TaskConfig {
     cancel_grace: Duration,
     lease: Duration,
     max_questions: u64,
+    sweep_interval: Duration,
 }
 
 impl fmt::Debug for TaskConfig {
@@ -98,6 +106,7 @@ impl fmt::Debug for TaskConfig {
             .field("cancel_grace", &self.cancel_grace)
             .field("lease", &self.lease)
             .field("max_questions", &self.max_questions)
+            .field("sweep_interval", &self.sweep_interval)
             .finish_non_exhaustive()
     }
 }
@@ -110,7 +119,8 @@ impl Default for TaskConfig {
 
 impl TaskConfig {
     /// The defaults: an [`InMemoryTaskStore`], [`DEFAULT_TASK_TTL`], [`DEFAULT_POLL_INTERVAL`],
-    /// [`DEFAULT_CANCEL_GRACE`], [`DEFAULT_LEASE`], [`DEFAULT_MAX_QUESTIONS`].
+    /// [`DEFAULT_CANCEL_GRACE`], [`DEFAULT_LEASE`], [`DEFAULT_MAX_QUESTIONS`],
+    /// [`DEFAULT_SWEEP_INTERVAL`].
     pub fn new() -> Self {
         TaskConfig {
             store: Arc::new(InMemoryTaskStore::new()),
@@ -119,6 +129,7 @@ impl TaskConfig {
             cancel_grace: DEFAULT_CANCEL_GRACE,
             lease: DEFAULT_LEASE,
             max_questions: DEFAULT_MAX_QUESTIONS,
+            sweep_interval: DEFAULT_SWEEP_INTERVAL,
         }
     }
 
@@ -167,6 +178,15 @@ impl TaskConfig {
         self.max_questions = max;
         self
     }
+
+    /// How often this instance sweeps the store (at least 10 ms): tasks past their TTL are
+    /// removed and tasks whose worker stopped renewing its lease end `failed`. The sweep runs
+    /// on this timer only, never on a request, so its cost does not grow with the requests
+    /// (review W10); a shared store may skip a sweep another instance just ran.
+    pub fn sweep_interval(mut self, every: Duration) -> Self {
+        self.sweep_interval = every.max(Duration::from_millis(10));
+        self
+    }
 }
 
 /// The engine: the configuration and this instance's worker id. Cheap to clone.
@@ -180,6 +200,18 @@ struct EngineInner {
     worker: String,
     /// Task bodies running in this process.
     running: Arc<std::sync::atomic::AtomicUsize>,
+    /// The sweep timer, started by the first task request or creation (on the runtime).
+    sweeper: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Drop for EngineInner {
+    fn drop(&mut self) {
+        if let Ok(mut sweeper) = self.sweeper.lock()
+            && let Some(task) = sweeper.take()
+        {
+            task.abort();
+        }
+    }
 }
 
 /// Counts a running task body until dropped.
@@ -305,6 +337,7 @@ impl TaskEngine {
                 config,
                 worker,
                 running: Arc::default(),
+                sweeper: Mutex::new(None),
             }),
         }
     }
@@ -322,12 +355,41 @@ impl TaskEngine {
         &self.inner.config
     }
 
-    /// Sweeps expired tasks (cheap for the in-memory store: an index by time).
+    /// Sweeps expired tasks and lapsed leases (cheap for the in-memory store: an index by
+    /// time).
     async fn sweep(&self) {
         let now = self.store().now_ms();
         if let Err(e) = self.store().expire(now).await {
             tracing::warn!(error = %e, "sweeping expired tasks failed");
         }
+    }
+
+    /// Starts this instance's sweep timer unless it runs (it needs the runtime, which the
+    /// first task request or creation is on). The timer holds the engine weakly: it stops when
+    /// the server is dropped.
+    fn ensure_sweeper(&self) {
+        let Ok(mut sweeper) = self.inner.sweeper.lock() else {
+            return;
+        };
+        if sweeper.is_some() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let engine = Arc::downgrade(&self.inner);
+        let every = self.inner.config.sweep_interval;
+        *sweeper = Some(runtime.spawn(async move {
+            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(inner) = engine.upgrade() else {
+                    return;
+                };
+                TaskEngine { inner }.sweep().await;
+            }
+        }));
     }
 
     /// The task `id` if `owner` owns it; anything else is "not found".
@@ -388,7 +450,7 @@ impl TaskEngine {
         if !caps.supports_extension(wire::EXTENSION_ID) {
             return Err(missing_extension(method));
         }
-        engine.sweep().await;
+        engine.ensure_sweeper();
         let owner = owner_key(principal);
         let ack = || to_raw(&TaskAck::default());
         match typed {
@@ -595,6 +657,11 @@ impl TaskLink {
             .map_err(|e| PeerError::Refused(e.to_string()))?;
         let poll = self.engine.config().poll_interval;
         loop {
+            // With a change feed the answer wakes us (review W10); without one, poll.
+            let look_again = match feed {
+                Some(_) => RESYNC.max(poll),
+                None => poll,
+            };
             match store.take_answer(&self.id, &key).await {
                 Ok(Some(value)) => {
                     return answer_of(&request, value).map_err(|reason| PeerError::InvalidResult {
@@ -608,7 +675,7 @@ impl TaskLink {
             tokio::select! {
                 () = cancel.cancelled() => return Err(PeerError::Cancelled),
                 open = changed(&mut feed) => if !open { feed = None; },
-                () = tokio::time::sleep(poll) => {},
+                () = tokio::time::sleep(look_again) => {},
             }
         }
     }
@@ -664,8 +731,9 @@ impl RequestContext {
         let engine = launch.engine.clone();
         let config = engine.config();
         let store = engine.store();
-        engine.sweep().await;
+        engine.ensure_sweeper();
         let now = store.now_ms();
+        let lease_until = now.saturating_add(config.lease.as_millis() as u64);
         let id = random_id()?;
         let record = TaskRecord {
             id: id.clone(),
@@ -683,7 +751,7 @@ impl RequestContext {
             terminal: None,
             lease: Some(Lease {
                 worker: engine.inner.worker.clone(),
-                until_ms: now.saturating_add(config.lease.as_millis() as u64),
+                until_ms: lease_until,
             }),
         };
         let created = CreateTaskResult::new(base(&record));
@@ -711,7 +779,7 @@ impl RequestContext {
         let work: BoxFuture<HandlerResult<CallToolResult>> = Box::pin(body(ctx));
         let running = Running::start(&engine.inner.running);
         tokio::spawn(async move {
-            run(engine, id, token, work).await;
+            run(engine, id, token, work, lease_until).await;
             drop(running);
         });
         if let Ok(mut slot) = launch.created.lock() {
@@ -737,12 +805,14 @@ impl RequestContext {
 
 /// Runs a task's body to its end: renews the lease, watches the store for a cancel (trips the
 /// body's token, then gives it the grace period) and for removal (TTL: the body is dropped),
-/// and writes the terminal state.
+/// and writes the terminal state. `lease_until` is when the lease the task was created with
+/// lapses.
 async fn run(
     engine: TaskEngine,
     id: String,
     token: CancellationToken,
     body: BoxFuture<HandlerResult<CallToolResult>>,
+    mut lease_until: u64,
 ) {
     let config = engine.config().clone();
     let store = engine.store();
@@ -753,8 +823,13 @@ async fn run(
         .map(|ttl| tokio::time::Instant::now() + ttl)
         .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400 * 365 * 30));
     let mut body = std::pin::pin!(CatchUnwind(body));
-    let mut tick = tokio::time::interval((config.lease / 3).min(Duration::from_secs(1)));
+    let renew_every = (config.lease / 3).min(Duration::from_secs(1));
+    let mut tick = tokio::time::interval(renew_every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // With a change feed, the task is read when the feed wakes, and every RESYNC in case a
+    // wake-up was lost; without one, at every renewal.
+    let resync_every = (RESYNC.as_millis() / renew_every.as_millis().max(1)).max(1) as u64;
+    let mut renewals: u64 = 0;
     let mut grace: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
     let ended: Option<Terminal> = loop {
         let check = tokio::select! {
@@ -775,11 +850,17 @@ async fn run(
             }
             _ = tick.tick() => {
                 let until = store.now_ms().saturating_add(config.lease.as_millis() as u64);
-                if let Ok(false) = store.claim(&id, &worker, until).await {
-                    tracing::warn!("a task's lease was taken by another worker; its body stops here");
-                    break None;
+                match store.claim(&id, &worker, until).await {
+                    Ok(true) => lease_until = until,
+                    Ok(false) => {
+                        tracing::warn!("a task's lease was taken by another worker; its body stops here");
+                        break None;
+                    }
+                    Err(StoreError::NotFound) => break None,
+                    Err(e) => tracing::debug!(error = %e, "a task's lease was not renewed"),
                 }
-                true
+                renewals += 1;
+                feed.is_none() || renewals.is_multiple_of(resync_every)
             }
             () = tokio::time::sleep_until(deadline) => break None,
             () = async { match grace.as_mut() { Some(g) => g.await, None => std::future::pending().await } } => {
@@ -811,9 +892,32 @@ async fn run(
     if let Terminal::Failed(e) = &terminal {
         let _ = store.set_status_message(&id, Some(e.message.clone())).await;
     }
-    match store.finish(&id, terminal).await {
-        Ok(_) | Err(StoreError::NotFound) => {}
-        Err(e) => tracing::warn!(error = %e, "a task's end could not be stored"),
+    store_end(store, &id, terminal, lease_until).await;
+}
+
+/// The first pause before writing a task's end again, doubled after each failure.
+const END_RETRY_FIRST: Duration = Duration::from_millis(50);
+/// The longest pause between two attempts to write a task's end.
+const END_RETRY_MAX: Duration = Duration::from_secs(1);
+
+/// Writes a task's end, again after a failure (with backoff) until the worker's lease lapses:
+/// one transient store error must not lose a result (review W17). Past the lease nothing is
+/// gained by retrying, since the sweep then ends the task `failed` ("worker lost").
+async fn store_end(store: &dyn TaskStore, id: &str, terminal: Terminal, lease_until: u64) {
+    let mut pause = END_RETRY_FIRST;
+    loop {
+        let error = match store.finish(id, terminal.clone()).await {
+            Ok(_) | Err(StoreError::NotFound) => return,
+            Err(e) => e,
+        };
+        let now = store.now_ms();
+        if now.saturating_add(pause.as_millis() as u64) >= lease_until {
+            tracing::error!(error = %error, "a task's end could not be stored before its lease lapsed; the task will read as failed");
+            return;
+        }
+        tracing::warn!(error = %error, retry_in = ?pause, "a task's end could not be stored; trying again");
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(END_RETRY_MAX);
     }
 }
 

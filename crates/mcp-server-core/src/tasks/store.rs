@@ -230,7 +230,10 @@ pub trait TaskStore: Send + Sync + 'static {
     ) -> StoreFuture<'a, Result<bool, StoreError>>;
 
     /// Takes or renews the lease of the task for `worker` until `until_ms`. Returns `false`
-    /// when another worker holds a lease that has not lapsed.
+    /// when the task ended or another worker holds a lease that has not lapsed, and
+    /// [`StoreError::NotFound`] when the task is gone. A worker calls it about once a second
+    /// for as long as its body runs, so a remote store should make it a small write of the
+    /// lease alone, not a rewrite of the record.
     fn claim<'a>(
         &'a self,
         id: &'a str,
@@ -239,7 +242,10 @@ pub trait TaskStore: Send + Sync + 'static {
     ) -> StoreFuture<'a, Result<bool, StoreError>>;
 
     /// Removes every task past its TTL and fails every unfinished task whose lease lapsed;
-    /// returns the ids removed.
+    /// returns the ids removed. Each engine calls it on its own timer
+    /// ([`TaskConfig::sweep_interval`](super::TaskConfig::sweep_interval)), never on a
+    /// request; a store shared by a fleet may skip a call while another instance sweeps, and
+    /// may leave part of a large backlog to the next call.
     fn expire(&self, now_ms: u64) -> StoreFuture<'_, Result<Vec<String>, StoreError>>;
 
     /// A feed that changes whenever the task does (a revision counter), so a worker wakes on
@@ -277,7 +283,7 @@ struct State {
     /// (expires at, id), for sweeping without a scan.
     expiry: BTreeSet<(u64, String)>,
     /// (lease lapses at, id) of every unfinished task holding a lease, for finding lapsed
-    /// leases without a scan (the sweep runs on every `tasks/*` request).
+    /// leases without a scan (the engine sweeps on a timer, every second by default).
     leases: BTreeSet<(u64, String)>,
     /// How many tasks each owner holds (tasks without an owner are not counted).
     owners: HashMap<String, usize>,
