@@ -53,6 +53,8 @@ pub const DEFAULT_RECONNECT_ATTEMPTS: usize = 3;
 pub const DEFAULT_MAX_TASK_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
 /// How many tasks the fleet holds at once unless configured.
 pub const DEFAULT_MAX_TASKS: usize = 100_000;
+/// How many live tasks one owner holds across the fleet unless configured.
+pub const DEFAULT_MAX_TASKS_PER_OWNER: usize = 1_000;
 /// How often the fleet sweeps expired tasks and lapsed task leases unless configured.
 pub const DEFAULT_TASK_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 /// The most events kept per SSE stream unless configured.
@@ -85,6 +87,7 @@ pub struct RedisConfig {
     reconnect_attempts: usize,
     max_task_retention: Duration,
     max_tasks: usize,
+    max_tasks_per_owner: usize,
     task_sweep_interval: Duration,
     max_events_per_stream: usize,
     max_streams_per_session: usize,
@@ -116,6 +119,7 @@ impl RedisConfig {
             reconnect_attempts: DEFAULT_RECONNECT_ATTEMPTS,
             max_task_retention: DEFAULT_MAX_TASK_RETENTION,
             max_tasks: DEFAULT_MAX_TASKS,
+            max_tasks_per_owner: DEFAULT_MAX_TASKS_PER_OWNER,
             task_sweep_interval: DEFAULT_TASK_SWEEP_INTERVAL,
             max_events_per_stream: DEFAULT_MAX_EVENTS_PER_STREAM,
             max_streams_per_session: DEFAULT_MAX_STREAMS_PER_SESSION,
@@ -157,6 +161,16 @@ impl RedisConfig {
     /// with `StoreError::Full`.
     pub fn max_tasks(mut self, tasks: usize) -> Self {
         self.max_tasks = tasks.max(1);
+        self
+    }
+
+    /// How many live tasks one owner (an authenticated principal) holds across the fleet
+    /// (default [`DEFAULT_MAX_TASKS_PER_OWNER`]): one more is refused with
+    /// `StoreError::OwnerFull`, so one client cannot take the fleet's whole cap (review W9).
+    /// Tasks count until they expire, finished or not; tasks without an owner count against
+    /// [`max_tasks`](Self::max_tasks) only.
+    pub fn max_tasks_per_owner(mut self, tasks: usize) -> Self {
+        self.max_tasks_per_owner = tasks.max(1);
         self
     }
 

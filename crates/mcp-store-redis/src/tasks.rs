@@ -77,12 +77,25 @@ return 1
 /// the indexes (review W17). KEYS[1] the task, KEYS[2] the index of live tasks by expiry,
 /// KEYS[3] the lease index; ARGV[1] now (ms), ARGV[2] the fleet's cap, ARGV[3] the record,
 /// ARGV[4] its expiry (ms), ARGV[5] the id, ARGV[6] its lease (empty: none), ARGV[7] the
-/// lease's deadline (ms), ARGV[8] `1` when the task has already ended. Answers 1 (created),
-/// 0 (the id is taken) or -1 (the fleet holds its cap); only 1 writes.
+/// lease's deadline (ms), ARGV[8] `1` when the task has already ended; KEYS[4] the owner's
+/// index of live tasks by expiry, ARGV[9] `1` when the task has an owner, ARGV[10] the
+/// owner's cap (review W9). Answers 1 (created), 0 (the id is taken), -1 (the fleet holds its
+/// cap) or -2 (the owner holds its cap); only 1 writes.
 const CREATE: &str = r"
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[1])
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then return -1 end
+if ARGV[9] == '1' then
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', ARGV[1])
+  if redis.call('ZCARD', KEYS[4]) >= tonumber(ARGV[10]) then return -2 end
+end
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if ARGV[9] == '1' then
+  redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5])
+  local left = redis.call('PTTL', KEYS[4])
+  if left < 0 or left < tonumber(ARGV[4]) - tonumber(ARGV[1]) then
+    redis.call('PEXPIREAT', KEYS[4], ARGV[4])
+  end
+end
 redis.call('HSET', KEYS[1], 'rec', ARGV[3], 'v', 1)
 if ARGV[8] == '1' then redis.call('HSET', KEYS[1], 'end', '1') end
 if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'lease', ARGV[6]) end
@@ -443,6 +456,7 @@ impl TaskStore for RedisTaskStore {
     fn create(&self, record: TaskRecord) -> StoreFuture<'_, Result<(), StoreError>> {
         Box::pin(async move {
             let limit = self.shared.config.max_tasks;
+            let per_owner = self.shared.config.max_tasks_per_owner;
             let (lease, lease_until) = match (&record.terminal, &record.lease) {
                 (None, Some(lease)) => (lease_text(lease), lease.until_ms),
                 _ => (String::new(), 0),
@@ -451,6 +465,10 @@ impl TaskStore for RedisTaskStore {
             invocation
                 .key(self.shared.key(&["tasks"]))
                 .key(self.shared.key(&["task-leases"]))
+                .key(
+                    self.shared
+                        .key(&["owner-tasks", record.owner.as_deref().unwrap_or("")]),
+                )
                 .arg(self.now_ms())
                 .arg(limit)
                 .arg(to_text(&record)?)
@@ -458,7 +476,9 @@ impl TaskStore for RedisTaskStore {
                 .arg(&record.id)
                 .arg(lease)
                 .arg(lease_until)
-                .arg(if record.terminal.is_some() { "1" } else { "" });
+                .arg(if record.terminal.is_some() { "1" } else { "" })
+                .arg(if record.owner.is_some() { "1" } else { "" })
+                .arg(per_owner);
             let created: i64 = self
                 .shared
                 .script("creation of a task", &invocation)
@@ -467,6 +487,7 @@ impl TaskStore for RedisTaskStore {
             match created {
                 1 => Ok(()),
                 -1 => Err(StoreError::Full { limit }),
+                -2 => Err(StoreError::OwnerFull { limit: per_owner }),
                 _ => Err(StoreError::Backend(format!(
                     "task id {} is taken",
                     record.id

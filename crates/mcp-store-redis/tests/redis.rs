@@ -460,6 +460,52 @@ async fn the_fleet_wide_cap_refuses_a_task_and_every_task_key_has_a_ttl() {
     }
 }
 
+/// Review W9: one owner gets its share of the fleet's tasks (before, one principal's tasks
+/// could fill the whole fleet-wide cap and lock everyone out until they expired); tasks without
+/// an owner count against the fleet's cap only.
+#[tokio::test]
+async fn one_owner_holds_its_share_of_the_fleets_tasks_and_no_more() {
+    let redis = Redis::start();
+    let config = RedisConfig::new(redis.url())
+        .prefix("own")
+        .max_tasks(10)
+        .max_tasks_per_owner(2);
+    let store = RedisStores::connect(config).await.unwrap().task_store();
+    let owned = |id: &str, owner: &str| TaskRecord {
+        owner: Some(owner.to_owned()),
+        ..record(id, Some(60_000))
+    };
+    store.create(owned("a1", "alice")).await.unwrap();
+    store.create(owned("a2", "alice")).await.unwrap();
+    assert_eq!(
+        store.create(owned("a3", "alice")).await,
+        Err(StoreError::OwnerFull { limit: 2 })
+    );
+    store.create(owned("b1", "bob")).await.unwrap();
+    for i in 0..3 {
+        let anonymous = TaskRecord {
+            owner: None,
+            ..record(&format!("n{i}"), Some(60_000))
+        };
+        store.create(anonymous).await.unwrap();
+    }
+    assert!(
+        store.get("a3").await.unwrap().is_none(),
+        "a refused task writes nothing"
+    );
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg("own:owner-tasks:alice")
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    assert!(
+        ttl > 0 && ttl <= 60_000,
+        "the owner's index expires with its tasks: {ttl}"
+    );
+}
+
 #[tokio::test]
 async fn losing_redis_gives_errors_within_the_deadline_and_reconnects_after() {
     let redis = Redis::start();
@@ -686,12 +732,14 @@ async fn a_task_is_created_by_one_script_and_a_refused_one_writes_nothing() {
         command_calls(&redis).await,
         calls(&[
             ("evalsha", 1),
-            ("zremrangebyscore", 1),
-            ("zcard", 1),
+            // The fleet's index, then the owner's (review W9).
+            ("zremrangebyscore", 2),
+            ("zcard", 2),
             ("exists", 1),
             ("hset", 2),
-            ("pexpireat", 1),
-            ("zadd", 2),
+            ("pttl", 1),
+            ("pexpireat", 2),
+            ("zadd", 3),
         ]),
         "one script call, and the commands it ran"
     );
@@ -733,6 +781,7 @@ async fn a_task_is_created_by_one_script_and_a_refused_one_writes_nothing() {
     assert_eq!(
         before,
         [
+            "mk:owner-tasks:alice",
             "mk:task-leases",
             "mk:task:leased",
             "mk:task:warm",
