@@ -145,24 +145,14 @@ pub(crate) struct Permit {
     _share: Option<crate::quota::Share>,
 }
 
-/// The peer address of a connection [`McpHttpService::serve_with_shutdown`] accepted, in the
-/// request's extensions: who a client is when requests are not authenticated.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct PeerAddr(pub(crate) std::net::IpAddr);
-
 /// Whose share a request counts against: its principal, else its peer address, else nobody's
 /// (a server mounted in another router without authentication sees no peer).
-fn client_key(
-    principal: Option<&Principal>,
-    extensions: &hyper::http::Extensions,
-) -> Option<String> {
+fn client_key(principal: Option<&Principal>, peer: Option<std::net::IpAddr>) -> Option<String> {
     match principal {
         Some(principal) => {
             mcp_server_core::tasks::owner_key(Some(principal)).map(|k| format!("p{k}"))
         }
-        None => extensions
-            .get::<PeerAddr>()
-            .map(|peer| format!("a{}", peer.0)),
+        None => peer.map(|peer| format!("a{peer}")),
     }
 }
 
@@ -469,7 +459,7 @@ impl McpHttpService {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        self.inner.handle(request).await
+        self.inner.handle(request, None).await
     }
 
     /// Serves the endpoint at `path` on `addr` until `shutdown` resolves, then drains:
@@ -537,12 +527,11 @@ impl McpHttpService {
             let endpoint = self.clone();
             let path = path.clone();
             let service =
-                hyper::service::service_fn(move |mut request: Request<hyper::body::Incoming>| {
+                hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
                     let endpoint = endpoint.clone();
                     let path = path.clone();
-                    request.extensions_mut().insert(PeerAddr(peer.ip()));
                     async move {
-                        let mut response = endpoint.route_path(request, &path).await;
+                        let mut response = endpoint.route_path(request, &path, peer.ip()).await;
                         if endpoint.inner.is_draining() {
                             // hyper closes the connection once this response is written.
                             response
@@ -621,6 +610,7 @@ impl McpHttpService {
         &self,
         request: Request<hyper::body::Incoming>,
         path: &str,
+        peer: std::net::IpAddr,
     ) -> Response<McpBody> {
         let requested = request.uri().path();
         if self.inner.readiness_path.as_deref() == Some(requested) {
@@ -646,7 +636,7 @@ impl McpHttpService {
         if !served {
             return plain(StatusCode::NOT_FOUND, "Not Found");
         }
-        self.handle(request).await
+        self.inner.handle(request, Some(peer)).await
     }
 }
 
@@ -785,7 +775,7 @@ where
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let endpoint = self.clone();
-        Box::pin(async move { Ok(endpoint.inner.handle(request).await) })
+        Box::pin(async move { Ok(endpoint.inner.handle(request, None).await) })
     }
 }
 
@@ -1022,7 +1012,7 @@ impl Inner {
         &self,
         message: &JsonRpcMessage,
         principal: Option<&Principal>,
-        extensions: &hyper::http::Extensions,
+        peer: Option<std::net::IpAddr>,
     ) -> Result<Arc<Permit>, Response<McpBody>> {
         let listen = matches!(message, JsonRpcMessage::Request(r)
             if r.method == mcp_types::methods::SUBSCRIPTIONS_LISTEN);
@@ -1035,7 +1025,7 @@ impl Inner {
                 _share: None,
             }));
         }
-        let share = match client_key(principal, extensions) {
+        let share = match client_key(principal, peer) {
             Some(client) => match self.listen_per_client.take(&client) {
                 Some(share) => Some(share),
                 None => {
@@ -1058,7 +1048,13 @@ impl Inner {
 
     /// One request through the pipeline: check where it comes from, authenticate, check its
     /// headers, read its body under the limits, route it by era, respond.
-    async fn handle<B>(self: &Arc<Self>, request: Request<B>) -> Response<McpBody>
+    /// `peer` is the address of the connection when this server accepted it (for the
+    /// per-client shares), `None` when mounted in another router.
+    async fn handle<B>(
+        self: &Arc<Self>,
+        request: Request<B>,
+        peer: Option<std::net::IpAddr>,
+    ) -> Response<McpBody>
     where
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -1068,7 +1064,7 @@ impl Inner {
             Ok(origin) => origin,
             Err(refused) => return refused,
         };
-        let mut response = self.serve(parts, body, cors_origin.is_some()).await;
+        let mut response = self.serve(parts, body, cors_origin.is_some(), peer).await;
         if let Some(origin) = cors_origin {
             cors_headers(response.headers_mut(), &origin);
         }
@@ -1080,6 +1076,7 @@ impl Inner {
         parts: hyper::http::request::Parts,
         body: B,
         cors: bool,
+        peer: Option<std::net::IpAddr>,
     ) -> Response<McpBody>
     where
         B: Body<Data = Bytes> + Send + 'static,
@@ -1134,11 +1131,10 @@ impl Inner {
         // Held until the answer is sent, and by a legacy request that runs on after its client
         // hung up until it ends: the whole exchange counts against the cap. A listen stream,
         // which lives long, counts against its own budget and its client's share (review W4).
-        let permit = match self.admit(&message, principal.as_ref(), &parts.extensions) {
+        let permit = match self.admit(&message, principal.as_ref(), peer) {
             Ok(permit) => permit,
             Err(refused) => return refused,
         };
-        let client = client_key(principal.as_ref(), &parts.extensions);
         let request_headers = Arc::new(parts.headers);
         // The replay guard's claim of this request is marked done once its body was written.
         let delivery = Arc::new(Delivery::new());
@@ -1151,7 +1147,7 @@ impl Inner {
             },
             headers: request_headers,
             permit: permit.clone(),
-            client,
+            peer,
         };
         self.route(message, incoming, session_id)
             .await
@@ -1561,7 +1557,8 @@ impl Inner {
                 return busy("Too many sessions; try again later");
             }
         }
-        if let Some(client) = &incoming.client {
+        let client = client_key(incoming.transport.principal.as_ref(), incoming.peer);
+        if let Some(client) = &client {
             self.make_room_for(client);
         }
         let id = new_session_id();
@@ -1611,7 +1608,7 @@ impl Inner {
             post_streams: Arc::default(),
             in_flight: Arc::new(Semaphore::new(session.limits().max_in_flight.max(1))),
             session,
-            client: incoming.client.clone(),
+            client,
         });
         if let Ok(mut sessions) = self.sessions.lock() {
             sessions.insert(id.clone(), session);
@@ -1990,8 +1987,8 @@ struct Incoming {
     sse: bool,
     /// The request's place under the server's caps.
     permit: Arc<Permit>,
-    /// Who the client is, for its shares (see [`client_key`]).
-    client: Option<String>,
+    /// The peer address, when this server accepted the connection (see [`client_key`]).
+    peer: Option<std::net::IpAddr>,
 }
 
 /// `Content-Type` and `Accept` of a POST.
