@@ -104,6 +104,10 @@ pub trait EventStore: Send + Sync + fmt::Debug {
 
 /// The most streams a [`MemoryEventStore`] keeps unless configured.
 pub const DEFAULT_MAX_STREAMS: usize = 10_000;
+/// The most streams one session holds in a [`MemoryEventStore`] unless configured: a new
+/// one evicts the session's own oldest ended stream, else its oldest stream, so one session
+/// cannot push out the histories of others (review W11).
+pub const DEFAULT_MAX_STREAMS_PER_SESSION: usize = 100;
 /// The most events one stream of a [`MemoryEventStore`] keeps unless configured; older ones
 /// are dropped, and resuming before them is [`EventStoreError::Gone`].
 pub const DEFAULT_MAX_EVENTS_PER_STREAM: usize = 1_000;
@@ -130,6 +134,7 @@ type Logs = HashMap<(String, String), Log>;
 pub struct MemoryEventStore {
     logs: Mutex<Logs>,
     max_streams: usize,
+    max_per_session: usize,
     max_events: usize,
     retention: Duration,
 }
@@ -149,6 +154,7 @@ impl Default for MemoryEventStore {
         MemoryEventStore {
             logs: Mutex::new(HashMap::new()),
             max_streams: DEFAULT_MAX_STREAMS,
+            max_per_session: DEFAULT_MAX_STREAMS_PER_SESSION,
             max_events: DEFAULT_MAX_EVENTS_PER_STREAM,
             retention: DEFAULT_FINISHED_RETENTION,
         }
@@ -164,6 +170,12 @@ impl MemoryEventStore {
     /// The most streams kept (default [`DEFAULT_MAX_STREAMS`]).
     pub fn max_streams(mut self, streams: usize) -> Self {
         self.max_streams = streams.max(1);
+        self
+    }
+
+    /// The most streams one session holds (default [`DEFAULT_MAX_STREAMS_PER_SESSION`]).
+    pub fn max_streams_per_session(mut self, streams: usize) -> Self {
+        self.max_per_session = streams.max(1);
         self
     }
 
@@ -197,6 +209,17 @@ impl MemoryEventStore {
         if !logs.contains_key(&key) {
             let retention = self.retention;
             logs.retain(|_, log| log.finished_at.is_none_or(|at| now - at < retention));
+            // The session's own oldest stream makes room first (ended ones before running).
+            let own: Vec<(&(String, String), &Log)> =
+                logs.iter().filter(|((s, _), _)| s == session).collect();
+            if own.len() >= self.max_per_session
+                && let Some(victim) = own
+                    .iter()
+                    .min_by_key(|(_, log)| (log.finished_at.is_none(), log.created))
+                    .map(|(key, _)| (*key).clone())
+            {
+                logs.remove(&victim);
+            }
             if logs.len() >= self.max_streams {
                 let victim = logs
                     .iter()
@@ -407,5 +430,37 @@ mod tests {
         assert!(store.read_after("s", "p1", 2, Duration::ZERO).await.is_ok());
         store.expire("s").await.unwrap();
         assert!(gone(store.read_after("s", "p3", 0, Duration::ZERO).await));
+    }
+
+    /// Review W11: one session at its share of streams makes room from its own, so a session
+    /// opening stream after stream cannot evict another session's unfinished history.
+    #[tokio::test]
+    async fn a_session_at_its_share_evicts_its_own_streams_only() {
+        let store = MemoryEventStore::new()
+            .max_streams(4)
+            .max_streams_per_session(2);
+        store.append("victim", "p1", &note(1)).await.unwrap();
+        for n in 1..=10 {
+            store
+                .append("flooder", &format!("p{n}"), &note(n))
+                .await
+                .unwrap();
+        }
+        assert!(
+            store
+                .read_after("victim", "p1", 0, Duration::ZERO)
+                .await
+                .is_ok()
+        );
+        assert!(gone(
+            store.read_after("flooder", "p8", 0, Duration::ZERO).await
+        ));
+        for n in [9, 10] {
+            let kept = store
+                .read_after("flooder", &format!("p{n}"), 0, Duration::ZERO)
+                .await
+                .unwrap();
+            assert_eq!(wire(&kept.events), vec![(1, note(n).to_string())]);
+        }
     }
 }
