@@ -24,7 +24,7 @@
 //!   `target/bench/report.md` (see `bench.rs` and docs/performance.md).
 
 use std::env;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 mod attack;
@@ -90,9 +90,7 @@ fn main() -> ExitCode {
 }
 
 fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    xtask_setup::workspace_root()
 }
 
 fn run(command: &mut Command) -> Result<(), String> {
