@@ -18,7 +18,10 @@ pub const ISSUER: &str = "https://auth.example.com";
 pub const SCOPE: &str = "mcp:tools";
 
 /// Demo tokens: `alice-token` and `bob-token` for this resource, `elsewhere-token` issued for
-/// another resource, `read-only-token` without the scope.
+/// another resource, `read-only-token` without the scope; and `dpop-alice.{jkt}` and
+/// `dpop-bob.{jkt}`, bound to the key whose RFC 7638 thumbprint is `jkt` (a real verifier reads
+/// the binding from the token's `cnf.jkt` claim; here the token text carries it), so each
+/// request must carry a DPoP proof signed by that key.
 pub struct DemoTokens {
     resource: String,
 }
@@ -48,7 +51,17 @@ impl TokenVerifier for DemoTokens {
                 .audience("https://other.example.com/mcp")
                 .scopes(SCOPE)),
             "read-only-token" => Ok(user("alice").audience(&self.resource).scopes("mcp:read")),
-            _ => Err(AuthError::InvalidToken("unknown token".into())),
+            _ => match token.split_once('.') {
+                Some(("dpop-alice", jkt)) if !jkt.is_empty() => Ok(user("alice")
+                    .audience(&self.resource)
+                    .scopes(SCOPE)
+                    .dpop_bound(jkt)),
+                Some(("dpop-bob", jkt)) if !jkt.is_empty() => Ok(user("bob")
+                    .audience(&self.resource)
+                    .scopes(SCOPE)
+                    .dpop_bound(jkt)),
+                _ => Err(AuthError::InvalidToken("unknown token".into())),
+            },
         };
         Box::pin(async move { verdict })
     }

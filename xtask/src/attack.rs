@@ -6,7 +6,7 @@
 //! p99 latency, and what the attacker got back; it fails when the RSS passes the attack's bound
 //! or the legitimate client drops below 99 %.
 //!
-//! `--bin-dir DIR` runs against other builds of `interop-server` and `protected` (how the
+//! `--bin-dir DIR` runs against other builds of `interop-server`, `protected` and `builds` (how the
 //! "before" column was measured, against commit 6e4077d); `--record FILE` writes the results as
 //! JSON instead of checking them; `xtask/attack-before.json` holds that measurement.
 
@@ -20,6 +20,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+mod dpop;
+mod tasks;
+mod tls;
 
 /// A server whose RSS passes this is killed at once, whatever the attack (the machine is shared).
 const HARD_RSS_KIB: u64 = 3 * 1024 * 1024;
@@ -39,9 +43,16 @@ enum Kind {
     Stdio,
     /// The `builds` example: a task tool and listen streams.
     Builds,
+    /// The `builds` example asking for the demo bearer tokens (`--auth`).
+    BuildsAuth,
+    /// The `protected` example over TLS (`--tls`), with a certificate authority of its own.
+    Tls,
+    /// Three `protected` instances and a redis-server: two share their DPoP replay store
+    /// through Redis, the third remembers proofs in its own memory.
+    Dpop,
 }
 
-const ATTACKS: [Attack; 15] = [
+const ATTACKS: [Attack; 18] = [
     Attack {
         name: "slow-headers",
         bound_mib: 120,
@@ -106,6 +117,24 @@ const ATTACKS: [Attack; 15] = [
         name: "session-pool",
         bound_mib: 200,
         kind: Kind::Protected,
+    },
+    // Review W7: 4,000 connections stalled mid-ClientHello and 500 idle after their handshake.
+    Attack {
+        name: "tls-flood",
+        bound_mib: 150,
+        kind: Kind::Tls,
+    },
+    // Review W8: a captured DPoP proof replayed at a second instance, and after 5,000 proofs.
+    Attack {
+        name: "dpop-replay",
+        bound_mib: 120,
+        kind: Kind::Dpop,
+    },
+    // Review W9: one principal creates tasks that wait for an answer until the store is full.
+    Attack {
+        name: "task-flood",
+        bound_mib: 150,
+        kind: Kind::BuildsAuth,
     },
     Attack {
         name: "stdio-5mb-line",
@@ -335,9 +364,10 @@ fn free_port() -> Result<u16, String> {
         .map_err(|e| e.to_string())
 }
 
-fn start_http(bin: &Path, port: u16) -> Result<Server, String> {
+fn start_http(bin: &Path, port: u16, extra: &[&str]) -> Result<Server, String> {
     let child = Command::new(bin)
         .args(["--http", &format!("127.0.0.1:{port}")])
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -375,33 +405,49 @@ fn run_attack(attack: Attack, scale: Scale, bin_dir: &Path) -> Result<Outcome, S
             refusal: summary["refusal"].as_str().unwrap_or("").to_owned(),
         });
     }
+    if attack.kind == Kind::Dpop {
+        return dpop::run(attack, scale, bin_dir);
+    }
     let port = free_port()?;
-    let bin = bin_dir.join(match attack.kind {
-        Kind::Protected => "protected",
-        Kind::Builds => "builds",
-        _ => "interop-server",
-    });
-    let server = start_http(&bin, port)?;
+    let ca = std::env::temp_dir().join(format!("mcp-attack-ca-{}.pem", std::process::id()));
+    let ca_arg = ca.display().to_string();
+    let stop_file = std::env::temp_dir().join(format!("mcp-attack-stop-{}", std::process::id()));
+    let _ = std::fs::remove_file(&stop_file);
+    let stop_arg = stop_file.display().to_string();
+    let (bin, extra): (&str, &[&str]) = match attack.kind {
+        Kind::Protected => ("protected", &[]),
+        Kind::Builds => ("builds", &[]),
+        Kind::BuildsAuth => ("builds", &["--auth"]),
+        Kind::Tls => ("protected", &["--tls", &ca_arg]),
+        _ => ("interop-server", &[]),
+    };
+    let server = start_http(&bin_dir.join(bin), port, extra)?;
     let pid = server.child.id();
     let stop = Arc::new(AtomicBool::new(false));
     let dog = watchdog(pid, stop.clone());
     let port_arg = port.to_string();
-    // Filling a pool of 10,000 sessions takes longer than the other attacks run.
-    let secs = if attack.name == "session-pool" {
-        scale.secs().max(20)
-    } else {
-        scale.secs()
+    // Filling a pool of 10,000 sessions takes longer than the other attacks run, and the
+    // TLS flood waits out the handshake deadline of its last connection.
+    let secs = match attack.name {
+        "session-pool" => scale.secs().max(20),
+        "tls-flood" => scale.secs().max(18),
+        _ => scale.secs(),
     }
     .to_string();
-    // Beside a protected server the legitimate client is bob, opening sessions of his own.
-    let legit_mode = if attack.kind == Kind::Protected {
-        "legit-bob"
-    } else {
-        "legit"
+    // Beside a protected server the legitimate client is bob, on his own token.
+    let legit_args: Option<Vec<&str>> = match attack.kind {
+        Kind::Protected if attack.name == "session-pool" => {
+            Some(vec!["legit-bob", &port_arg, &secs])
+        }
+        Kind::Protected => None,
+        // Bob works until two seconds after alice has finished (at most five minutes).
+        Kind::BuildsAuth => Some(vec!["legit-bob-tasks", &port_arg, "300", &stop_arg]),
+        Kind::Tls => Some(vec!["legit-tls", &port_arg, &secs, &ca_arg]),
+        _ => Some(vec!["legit", &port_arg, &secs]),
     };
-    let legit = (attack.kind != Kind::Protected || attack.name == "session-pool")
-        .then(|| {
-            worker(&[legit_mode, &port_arg, &secs])
+    let legit = legit_args
+        .map(|args| {
+            worker(&args)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit())
                 .spawn()
@@ -410,10 +456,18 @@ fn run_attack(attack: Attack, scale: Scale, bin_dir: &Path) -> Result<Outcome, S
         .map_err(|e| e.to_string())?;
     // Give the legitimate client its connection before the attack starts.
     thread::sleep(Duration::from_millis(300));
-    let attacker = worker(&[attack.name, scale.arg(), &port_arg, &secs])
+    let mut attacker_args = vec![attack.name, scale.arg(), &port_arg, &secs];
+    if attack.kind == Kind::Tls {
+        attacker_args.push(&ca_arg);
+    }
+    let attacker = worker(&attacker_args)
         .stderr(Stdio::inherit())
         .output()
         .map_err(|e| e.to_string())?;
+    if attack.kind == Kind::BuildsAuth {
+        thread::sleep(Duration::from_secs(2));
+        std::fs::write(&stop_file, b"").map_err(|e| format!("{}: {e}", stop_file.display()))?;
+    }
     let legit = match legit {
         Some(child) => Some(child.wait_with_output().map_err(|e| e.to_string())?),
         None => None,
@@ -423,6 +477,8 @@ fn run_attack(attack: Attack, scale: Scale, bin_dir: &Path) -> Result<Outcome, S
     let (killed, seen) = dog.join().unwrap_or((false, 0));
     let peak_kib = last.max(seen);
     drop(server);
+    let _ = std::fs::remove_file(&ca);
+    let _ = std::fs::remove_file(&stop_file);
     let summary = last_json(&attacker.stdout)?;
     let mut refusal = summary["refusal"].as_str().unwrap_or("").to_owned();
     if killed {
@@ -468,6 +524,24 @@ pub(crate) fn worker_main(args: &[String]) -> Result<(), String> {
     let summary = match arg(0) {
         "legit" => legit_client(arg(1).parse().unwrap_or(0), arg(2).parse().unwrap_or(4)),
         "legit-bob" => legit_sessions(arg(1).parse().unwrap_or(0), arg(2).parse().unwrap_or(4)),
+        "legit-bob-tasks" => tasks::legit_bob(
+            arg(1).parse().unwrap_or(0),
+            arg(2).parse().unwrap_or(4),
+            Path::new(arg(3)),
+        ),
+        "legit-tls" => tls::legit(
+            arg(1).parse().unwrap_or(0),
+            arg(2).parse().unwrap_or(4),
+            Path::new(arg(3)),
+        )?,
+        "legit-dpop" => dpop::legit(arg(1), arg(2).parse().unwrap_or(4))?,
+        "tls-flood" => tls::flood(
+            Scale::parse(arg(1)),
+            arg(2).parse().map_err(|_| "no port")?,
+            Duration::from_secs(arg(3).parse().unwrap_or(4)),
+            Path::new(arg(4)),
+        )?,
+        "dpop-replay" => dpop::attack(Scale::parse(arg(1)), arg(2))?,
         name if name.starts_with("stdio-") => {
             stdio_attack(name, Scale::parse(arg(1)), Path::new(arg(2)))?
         }
@@ -520,7 +594,7 @@ fn tools_list(port: u16, id: u64, close: bool) -> Vec<u8> {
 type HttpAnswer = (u16, Vec<(String, String)>, Vec<u8>);
 
 /// One response, read by content-length.
-fn read_response(reader: &mut BufReader<TcpStream>) -> Result<HttpAnswer, String> {
+fn read_response(reader: &mut impl BufRead) -> Result<HttpAnswer, String> {
     let mut line = String::new();
     reader.read_line(&mut line).map_err(|e| e.to_string())?;
     let status: u16 = line
@@ -757,6 +831,7 @@ fn http_attack(name: &str, scale: Scale, port: u16, run: Duration) -> Result<Val
         "listen-streams" => listen_streams(port, 1_024, run)?,
         "fat-initialize" => fat_initialize(port, scale.many(2_000, 300))?,
         "session-pool" => session_pool(port, 11_000, run)?,
+        "task-flood" => tasks::flood(port, 11_000)?,
         other => return Err(format!("unknown attack {other}")),
     };
     Ok(json!({"refusal": refusal}))

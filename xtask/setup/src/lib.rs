@@ -173,8 +173,8 @@ pub const NEEDS: &[Need] = &[
     },
     Need {
         name: "redis-server",
-        why: "mcp-store-redis's tests and the fleet start their own redis-server on loopback",
-        suites: &[Suite::Test, Suite::Fleet],
+        why: "mcp-store-redis's tests, the fleet and the DPoP replay attack start their own redis-server on loopback",
+        suites: &[Suite::Test, Suite::Fleet, Suite::Attack],
         present: || program("redis-server").is_some(),
         install: Install::Apt("redis-server"),
         required: true,
@@ -651,7 +651,7 @@ mod tests {
         assert_eq!(
             text,
             "setup: `cargo xtask test` needs what this machine lacks:\n  \
-             redis-server  mcp-store-redis's tests and the fleet start their own redis-server on loopback\n  \
+             redis-server  mcp-store-redis's tests, the fleet and the DPoP replay attack start their own redis-server on loopback\n  \
              tmux          mcp-term's real-terminal tests drive it in a tmux pane\n\
              Install them, then run the command again:\n  \
              sudo apt-get install -y redis-server tmux\n\
