@@ -113,10 +113,21 @@ pub const DEFAULT_MAX_STREAMS_PER_SESSION: usize = 100;
 pub const DEFAULT_MAX_EVENTS_PER_STREAM: usize = 1_000;
 /// How long a [`MemoryEventStore`] keeps an ended stream unless configured.
 pub const DEFAULT_FINISHED_RETENTION: Duration = Duration::from_secs(5 * 60);
+/// The largest event a [`MemoryEventStore`] records unless configured (its JSON text); a
+/// larger one is refused with [`EventStoreError::TooLarge`].
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 1024 * 1024;
+/// The most bytes of events one stream of a [`MemoryEventStore`] keeps unless configured;
+/// past it the stream's oldest events are dropped.
+pub const DEFAULT_MAX_STREAM_BYTES: usize = 8 * 1024 * 1024;
+/// The most bytes of events a [`MemoryEventStore`] keeps in all unless configured; past it
+/// the oldest streams are evicted (ended ones first).
+pub const DEFAULT_MAX_BYTES: usize = 256 * 1024 * 1024;
 
 struct Log {
-    /// The retained events, oldest first.
-    events: VecDeque<(u64, JsonRpcMessage)>,
+    /// The retained events, oldest first, each with its size.
+    events: VecDeque<(u64, JsonRpcMessage, usize)>,
+    /// The size of the retained events.
+    bytes: usize,
     /// The number of the last event appended (0: none).
     last: u64,
     finished_at: Option<Instant>,
@@ -125,17 +136,46 @@ struct Log {
     changed: watch::Sender<u64>,
 }
 
-/// Every stream's log, by (session, stream).
-type Logs = HashMap<(String, String), Log>;
+/// Every stream's log, by (session, stream), and the bytes they hold.
+#[derive(Default)]
+struct Logs {
+    streams: HashMap<(String, String), Log>,
+    bytes: usize,
+}
 
-/// An [`EventStore`] in this process's memory, bounded in streams, events per stream and the
-/// retention of ended streams. When it is full, the oldest ended stream is evicted, else the
-/// oldest stream.
+impl Logs {
+    fn remove(&mut self, key: &(String, String)) {
+        if let Some(log) = self.streams.remove(key) {
+            self.bytes -= log.bytes;
+        }
+    }
+
+    /// The stream to evict first, other than `keep`: the oldest ended one, else the oldest,
+    /// among those `matching`.
+    fn oldest(
+        &self,
+        keep: &(String, String),
+        matching: impl Fn(&(String, String)) -> bool,
+    ) -> Option<(String, String)> {
+        self.streams
+            .iter()
+            .filter(|(key, _)| *key != keep && matching(key))
+            .min_by_key(|(_, log)| (log.finished_at.is_none(), log.created))
+            .map(|(key, _)| key.clone())
+    }
+}
+
+/// An [`EventStore`] in this process's memory, bounded in streams (in all and per session),
+/// events and bytes per stream, bytes per event and in all, and the retention of ended
+/// streams. When it is full, the oldest ended stream is evicted, else the oldest stream.
 pub struct MemoryEventStore {
     logs: Mutex<Logs>,
     max_streams: usize,
     max_per_session: usize,
     max_events: usize,
+    max_event_bytes: usize,
+    max_stream_bytes: usize,
+    max_bytes: usize,
     retention: Duration,
 }
 
@@ -144,6 +184,9 @@ impl fmt::Debug for MemoryEventStore {
         f.debug_struct("MemoryEventStore")
             .field("max_streams", &self.max_streams)
             .field("max_events", &self.max_events)
+            .field("max_event_bytes", &self.max_event_bytes)
+            .field("max_stream_bytes", &self.max_stream_bytes)
+            .field("max_bytes", &self.max_bytes)
             .field("retention", &self.retention)
             .finish_non_exhaustive()
     }
@@ -152,10 +195,13 @@ impl fmt::Debug for MemoryEventStore {
 impl Default for MemoryEventStore {
     fn default() -> Self {
         MemoryEventStore {
-            logs: Mutex::new(HashMap::new()),
+            logs: Mutex::new(Logs::default()),
             max_streams: DEFAULT_MAX_STREAMS,
             max_per_session: DEFAULT_MAX_STREAMS_PER_SESSION,
             max_events: DEFAULT_MAX_EVENTS_PER_STREAM,
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+            max_stream_bytes: DEFAULT_MAX_STREAM_BYTES,
+            max_bytes: DEFAULT_MAX_BYTES,
             retention: DEFAULT_FINISHED_RETENTION,
         }
     }
@@ -185,6 +231,28 @@ impl MemoryEventStore {
         self
     }
 
+    /// The largest event recorded, as JSON text (default [`DEFAULT_MAX_EVENT_BYTES`]); a
+    /// larger one is refused with [`EventStoreError::TooLarge`] (the HTTP transport then
+    /// delivers it live only, and refuses to resume its stream).
+    pub fn max_event_bytes(mut self, bytes: usize) -> Self {
+        self.max_event_bytes = bytes.max(1);
+        self
+    }
+
+    /// The most bytes of events kept per stream (default [`DEFAULT_MAX_STREAM_BYTES`]); past
+    /// it the stream's oldest events are dropped.
+    pub fn max_stream_bytes(mut self, bytes: usize) -> Self {
+        self.max_stream_bytes = bytes.max(1);
+        self
+    }
+
+    /// The most bytes of events kept in all (default [`DEFAULT_MAX_BYTES`]); past it the
+    /// oldest streams are evicted, ended ones first.
+    pub fn max_bytes(mut self, bytes: usize) -> Self {
+        self.max_bytes = bytes.max(1);
+        self
+    }
+
     /// How long an ended stream is kept (default [`DEFAULT_FINISHED_RETENTION`]).
     pub fn finished_retention(mut self, retention: Duration) -> Self {
         self.retention = retention;
@@ -203,32 +271,38 @@ impl MemoryEventStore {
         stream: &str,
         message: &JsonRpcMessage,
     ) -> Result<u64, EventStoreError> {
-        let mut logs = self.locked()?;
+        let size = message.to_string().len();
+        if size > self.max_event_bytes {
+            return Err(EventStoreError::TooLarge {
+                bytes: size,
+                limit: self.max_event_bytes,
+            });
+        }
+        let mut guard = self.locked()?;
+        let logs = &mut *guard;
         let now = Instant::now();
         let key = (session.to_owned(), stream.to_owned());
-        if !logs.contains_key(&key) {
+        if !logs.streams.contains_key(&key) {
             let retention = self.retention;
-            logs.retain(|_, log| log.finished_at.is_none_or(|at| now - at < retention));
+            let expired: Vec<(String, String)> = logs
+                .streams
+                .iter()
+                .filter(|(_, log)| log.finished_at.is_some_and(|at| now - at >= retention))
+                .map(|(key, _)| key.clone())
+                .collect();
+            for key in &expired {
+                logs.remove(key);
+            }
             // The session's own oldest stream makes room first (ended ones before running).
-            let own: Vec<(&(String, String), &Log)> =
-                logs.iter().filter(|((s, _), _)| s == session).collect();
-            if own.len() >= self.max_per_session
-                && let Some(victim) = own
-                    .iter()
-                    .min_by_key(|(_, log)| (log.finished_at.is_none(), log.created))
-                    .map(|(key, _)| (*key).clone())
+            let own = logs.streams.keys().filter(|(s, _)| s == session).count();
+            if own >= self.max_per_session
+                && let Some(victim) = logs.oldest(&key, |(s, _)| s == session)
             {
                 logs.remove(&victim);
             }
-            if logs.len() >= self.max_streams {
-                let victim = logs
-                    .iter()
-                    .min_by_key(|(_, log)| (log.finished_at.is_none(), log.created))
-                    .map(|(key, _)| key.clone());
-                match victim {
-                    Some(victim) => {
-                        logs.remove(&victim);
-                    }
+            if logs.streams.len() >= self.max_streams {
+                match logs.oldest(&key, |_| true) {
+                    Some(victim) => logs.remove(&victim),
                     None => {
                         return Err(EventStoreError::Full {
                             limit: self.max_streams,
@@ -236,10 +310,11 @@ impl MemoryEventStore {
                     }
                 }
             }
-            logs.insert(
+            logs.streams.insert(
                 key.clone(),
                 Log {
                     events: VecDeque::new(),
+                    bytes: 0,
                     last: 0,
                     finished_at: None,
                     created: now,
@@ -247,14 +322,31 @@ impl MemoryEventStore {
                 },
             );
         }
-        let log = logs.get_mut(&key).ok_or(EventStoreError::Gone)?;
+        // Room in the store's byte budget: other streams go first, oldest first.
+        while logs.bytes + size > self.max_bytes {
+            match logs.oldest(&key, |_| true) {
+                Some(victim) => logs.remove(&victim),
+                None => break,
+            }
+        }
+        let max_stream_bytes = self.max_stream_bytes.min(self.max_bytes);
+        let log = logs.streams.get_mut(&key).ok_or(EventStoreError::Gone)?;
         log.last += 1;
-        log.events.push_back((log.last, message.clone()));
-        while log.events.len() > self.max_events {
-            log.events.pop_front();
+        log.events.push_back((log.last, message.clone(), size));
+        log.bytes += size;
+        let mut freed = 0;
+        while log.events.len() > self.max_events
+            || (log.bytes > max_stream_bytes && log.events.len() > 1)
+        {
+            if let Some((_, _, dropped)) = log.events.pop_front() {
+                log.bytes -= dropped;
+                freed += dropped;
+            }
         }
         log.changed.send_replace(log.last);
-        Ok(log.last)
+        let last = log.last;
+        logs.bytes = logs.bytes + size - freed;
+        Ok(last)
     }
 
     /// The events after `after` now, or a receiver to wait on when there are none yet.
@@ -266,9 +358,10 @@ impl MemoryEventStore {
     ) -> Result<Result<Replay, watch::Receiver<u64>>, EventStoreError> {
         let logs = self.locked()?;
         let log = logs
+            .streams
             .get(&(session.to_owned(), stream.to_owned()))
             .ok_or(EventStoreError::Gone)?;
-        let oldest = log.events.front().map_or(log.last + 1, |(n, _)| *n);
+        let oldest = log.events.front().map_or(log.last + 1, |(n, _, _)| *n);
         if after > log.last || after + 1 < oldest {
             return Err(EventStoreError::Gone);
         }
@@ -279,8 +372,8 @@ impl MemoryEventStore {
         let events = log
             .events
             .iter()
-            .filter(|(n, _)| *n > after)
-            .cloned()
+            .filter(|(n, _, _)| *n > after)
+            .map(|(n, message, _)| (*n, message.clone()))
             .collect();
         Ok(Ok(Replay { events, finished }))
     }
@@ -299,7 +392,10 @@ impl EventStore for MemoryEventStore {
     fn finish<'a>(&'a self, session: &'a str, stream: &'a str) -> EventFuture<'a, ()> {
         Box::pin(async move {
             let mut logs = self.locked()?;
-            if let Some(log) = logs.get_mut(&(session.to_owned(), stream.to_owned())) {
+            if let Some(log) = logs
+                .streams
+                .get_mut(&(session.to_owned(), stream.to_owned()))
+            {
                 log.finished_at = Some(Instant::now());
                 let last = log.last;
                 log.changed.send_replace(last);
@@ -334,7 +430,16 @@ impl EventStore for MemoryEventStore {
 
     fn expire<'a>(&'a self, session: &'a str) -> EventFuture<'a, ()> {
         Box::pin(async move {
-            self.locked()?.retain(|(s, _), _| s != session);
+            let mut logs = self.locked()?;
+            let own: Vec<(String, String)> = logs
+                .streams
+                .keys()
+                .filter(|(s, _)| s == session)
+                .cloned()
+                .collect();
+            for key in &own {
+                logs.remove(key);
+            }
             Ok(())
         })
     }
@@ -462,5 +567,67 @@ mod tests {
                 .unwrap();
             assert_eq!(wire(&kept.events), vec![(1, note(n).to_string())]);
         }
+    }
+    /// A progress note with `pad` bytes of padding, to measure the byte limits by.
+    fn padded(n: u64, pad: usize) -> JsonRpcMessage {
+        JsonRpcMessage::Notification(
+            JsonRpcNotification::new(
+                "notifications/progress",
+                &serde_json::json!({"progress": n, "message": "x".repeat(pad)}),
+            )
+            .unwrap(),
+        )
+    }
+
+    /// Review W11 (memory): the store is bounded in bytes, not only in counts. An event over
+    /// the per-event limit is refused and not recorded; a stream past its byte budget drops
+    /// its own oldest events; past the store's budget the oldest other streams go, ended
+    /// ones first. Before, 10,000 streams of 1,000 events of any size were kept.
+    #[tokio::test]
+    async fn the_byte_limits_hold() {
+        let size = padded(1, 1000).to_string().len();
+        let store = MemoryEventStore::new()
+            .max_event_bytes(2 * size)
+            .max_stream_bytes(3 * size)
+            .max_bytes(5 * size);
+        let refused = store.append("s", "p1", &padded(1, 5000)).await;
+        assert_eq!(
+            refused,
+            Err(EventStoreError::TooLarge {
+                bytes: padded(1, 5000).to_string().len(),
+                limit: 2 * size
+            })
+        );
+        assert!(gone(store.read_after("s", "p1", 0, Duration::ZERO).await));
+
+        for n in 1..=5 {
+            assert_eq!(store.append("s", "p1", &padded(n, 1000)).await, Ok(n));
+        }
+        assert!(gone(store.read_after("s", "p1", 1, Duration::ZERO).await));
+        let kept = store
+            .read_after("s", "p1", 2, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(
+            kept.events.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+            [3, 4, 5]
+        );
+
+        // p1 holds 3 events' worth; p2 (ended) 1; p3 needs 2 more: p2 goes, then p1.
+        store.append("s", "p2", &padded(1, 1000)).await.unwrap();
+        store.finish("s", "p2").await.unwrap();
+        store.append("t", "p3", &padded(1, 1000)).await.unwrap();
+        assert!(store.read_after("s", "p1", 2, Duration::ZERO).await.is_ok());
+        store.append("t", "p3", &padded(2, 1000)).await.unwrap();
+        assert!(gone(store.read_after("s", "p2", 0, Duration::ZERO).await));
+        assert!(store.read_after("s", "p1", 2, Duration::ZERO).await.is_ok());
+        store.append("t", "p3", &padded(3, 1000)).await.unwrap();
+        assert!(gone(store.read_after("s", "p1", 2, Duration::ZERO).await));
+        let p3 = store
+            .read_after("t", "p3", 0, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(p3.events.len(), 3);
+        assert_eq!(store.locked().unwrap().bytes, 3 * size);
     }
 }

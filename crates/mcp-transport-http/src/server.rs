@@ -86,18 +86,51 @@ const BROKEN_KEPT: usize = 1024;
 /// How long the end of a POST stream is written again when the event store fails it.
 const FINISH_RETRY_FOR: Duration = Duration::from_secs(10);
 
-/// What a resumption of a legacy session's POST stream must know that the event store may
-/// not (review W22): whether the stream's request still runs, and whether its history misses
-/// an event because the store failed.
+/// What a resumption of a legacy session's streams must know that the event store may not
+/// (review W22): whether a POST stream's request still runs, and where a stream's history
+/// misses an event because the store failed.
 #[derive(Default)]
-struct PostStreams {
+struct Resumptions {
     /// Streams whose request runs; the sender's drop (the request's end) wakes resumptions.
     running: HashMap<String, tokio::sync::watch::Receiver<()>>,
     /// Streams whose history misses an event, oldest first: they cannot be resumed.
     broken: std::collections::VecDeque<String>,
+    /// Where the session's GET stream history misses a message the store failed to take.
+    get_gap: GetGap,
 }
 
-impl PostStreams {
+/// The holes in a session's GET stream history (review W22). The GET stream never ends, so
+/// one lost message cannot fail it as a POST stream is failed; a resumption that would replay
+/// across the hole is refused instead, and one from after it is served.
+#[derive(Default)]
+struct GetGap {
+    /// A message was lost after the last event stored: every resumption would miss it.
+    open: bool,
+    /// Resuming after an event numbered below this misses a lost message.
+    below: u64,
+}
+
+impl GetGap {
+    /// The store failed to take a message.
+    fn lost(&mut self) {
+        self.open = true;
+    }
+
+    /// The store took a message as event `n`: a hole left open ends before it.
+    fn stored(&mut self, n: u64) {
+        if self.open {
+            self.open = false;
+            self.below = self.below.max(n);
+        }
+    }
+
+    /// Whether resuming after event `after` would replay across a hole.
+    fn misses(&self, after: u64) -> bool {
+        self.open || after < self.below
+    }
+}
+
+impl Resumptions {
     fn mark_broken(&mut self, stream: &str) {
         if self.broken.iter().any(|s| s == stream) {
             return;
@@ -121,8 +154,9 @@ struct LegacySession {
     stream: Arc<StreamSlot>,
     /// Numbers the session's POST streams (`p1`, `p2`, …) for their event ids.
     posts: Arc<std::sync::atomic::AtomicU64>,
-    /// Which POST streams run, and which cannot be resumed.
-    post_streams: Arc<Mutex<PostStreams>>,
+    /// Which POST streams run, and which streams (or parts of the GET stream) cannot be
+    /// resumed.
+    resumptions: Arc<Mutex<Resumptions>>,
     /// The session's own in-flight cap (`SessionLimits::max_in_flight`), detached requests
     /// included.
     in_flight: Arc<Semaphore>,
@@ -1605,7 +1639,7 @@ impl Inner {
             principal,
             stream: Arc::new(StreamSlot::new(unsolicited)),
             posts: Arc::default(),
-            post_streams: Arc::default(),
+            resumptions: Arc::default(),
             in_flight: Arc::new(Semaphore::new(session.limits().max_in_flight.max(1))),
             session,
             client,
@@ -1653,7 +1687,7 @@ impl Inner {
             events: self.events.clone(),
             session: session.id.clone(),
             posts: session.posts.clone(),
-            streams: session.post_streams.clone(),
+            streams: session.resumptions.clone(),
         });
         legacy(
             &session.session,
@@ -1818,6 +1852,13 @@ impl Inner {
                 return self.resume_post(&session, stream, after).await;
             }
             Some((_, after)) => {
+                let misses = match session.resumptions.lock() {
+                    Ok(streams) => streams.get_gap.misses(after),
+                    Err(_) => true,
+                };
+                if misses {
+                    return history_refusal(&EventStoreError::Gone);
+                }
                 match self
                     .events
                     .read_after(&session.id, GET_STREAM, after, Duration::ZERO)
@@ -1847,6 +1888,7 @@ impl Inner {
         let (tx, rx) = tokio::sync::mpsc::channel(FRAME_QUEUE);
         let events = self.events.clone();
         let session_id = session.id.clone();
+        let streams = session.resumptions.clone();
         tokio::spawn(async move {
             for (n, message) in replayed.iter().filter(|(n, _)| *n > after_get) {
                 let frame = crate::body::event_with_id(&format!("{GET_STREAM}.{n}"), message);
@@ -1863,10 +1905,17 @@ impl Inner {
                     () = tx.closed() => return,
                 };
                 // A message the client did not get is in the history: it resumes from there.
-                // One the store failed to take goes out live only (the GET stream never ends,
-                // so there is no end to lose).
-                let frame = match stored_frame(&*events, &session_id, GET_STREAM, &message).await {
-                    Ok(frame) => frame,
+                // One the store failed to take goes out live only, and a resumption from
+                // before it is refused (`410`) rather than served without it (review W22).
+                let stored = stored_frame(&*events, &session_id, GET_STREAM, &message).await;
+                if let Ok(mut streams) = streams.lock() {
+                    match &stored {
+                        Ok((n, _)) => streams.get_gap.stored(*n),
+                        Err(_) => streams.get_gap.lost(),
+                    }
+                }
+                let frame = match stored {
+                    Ok((_, frame)) => frame,
                     Err(_) => live_frame(&message),
                 };
                 if tx.send(frame).await.is_err() {
@@ -1888,7 +1937,7 @@ impl Inner {
         stream: &str,
         after: u64,
     ) -> Response<McpBody> {
-        let (broken, running) = match session.post_streams.lock() {
+        let (broken, running) = match session.resumptions.lock() {
             Ok(streams) => (
                 streams.is_broken(stream),
                 streams.running.get(stream).cloned(),
@@ -1908,7 +1957,7 @@ impl Inner {
         };
         let (tx, rx) = tokio::sync::mpsc::channel(FRAME_QUEUE);
         let events = self.events.clone();
-        let streams = session.post_streams.clone();
+        let streams = session.resumptions.clone();
         let session = session.id.clone();
         let stream = stream.to_owned();
         let mut draining = self.draining.subscribe();
@@ -2235,7 +2284,7 @@ struct Resumable {
     /// The session's count of POST streams, which names this one when it opens.
     posts: Arc<std::sync::atomic::AtomicU64>,
     /// The session's running and broken POST streams.
-    streams: Arc<Mutex<PostStreams>>,
+    streams: Arc<Mutex<Resumptions>>,
 }
 
 /// A message of a legacy session: requests answer like modern ones (server-to-client requests
@@ -2327,7 +2376,7 @@ fn record(
                 live_frame(&message)
             } else {
                 match stored_frame(&*events, &session, &name, &message).await {
-                    Ok(frame) => frame,
+                    Ok((_, frame)) => frame,
                     Err(_) => {
                         broken = true;
                         if let Ok(mut streams) = streams.lock() {
@@ -2381,18 +2430,18 @@ async fn finish_stream(events: &dyn EventStore, session: &str, stream: &str) {
     }
 }
 
-/// `message` appended to the history and encoded with its event id; the store's error (and a
-/// warning) when it fails.
+/// `message` appended to the history: its number and its encoding with its event id; the
+/// store's error (and a warning) when it fails.
 async fn stored_frame(
     events: &dyn EventStore,
     session: &str,
     stream: &str,
     message: &JsonRpcMessage,
-) -> Result<Bytes, EventStoreError> {
+) -> Result<(u64, Bytes), EventStoreError> {
     match events.append(session, stream, message).await {
-        Ok(n) => Ok(crate::body::event_with_id(
-            &format!("{stream}.{n}"),
-            message,
+        Ok(n) => Ok((
+            n,
+            crate::body::event_with_id(&format!("{stream}.{n}"), message),
         )),
         Err(e) => {
             tracing::warn!(error = %e, "an SSE event could not be recorded in the event store");

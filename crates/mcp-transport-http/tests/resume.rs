@@ -326,13 +326,15 @@ async fn the_session_get_stream_replays_what_a_broken_one_sent() {
     );
 }
 
-/// A memory event store that fails on command: the next `failing_finishes` ends, and every
-/// append of a final answer (a response or an error) while `fail_answers` is set.
+/// A memory event store that fails on command: the next `failing_finishes` ends, every
+/// append of a final answer (a response or an error) while `fail_answers` is set, and every
+/// append to the session's GET stream while `fail_get` is set.
 #[derive(Debug, Default)]
 struct Failing {
     inner: MemoryEventStore,
     failing_finishes: AtomicU64,
     fail_answers: AtomicBool,
+    fail_get: AtomicBool,
     finishes: AtomicU64,
     refused_answers: AtomicU64,
 }
@@ -348,6 +350,11 @@ impl EventStore for Failing {
             message,
             JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_)
         );
+        if stream == "g" && self.fail_get.load(Ordering::SeqCst) {
+            return Box::pin(std::future::ready(Err(EventStoreError::Unavailable(
+                "Redis append to SSE history: connection reset".into(),
+            ))));
+        }
         if answer && self.fail_answers.load(Ordering::SeqCst) {
             self.refused_answers.fetch_add(1, Ordering::SeqCst);
             return Box::pin(std::future::ready(Err(EventStoreError::Unavailable(
@@ -535,4 +542,86 @@ async fn an_answer_the_store_refused_is_delivered_live_or_its_stream_is_refused(
         read_to_end(resumed.into_body()).await,
         "The events after Last-Event-ID are no longer kept"
     );
+}
+
+/// Review W22 on the session's GET stream: a notification the store cannot take goes out live
+/// (without an id), and a resumption from before it is refused (`410`) instead of replaying
+/// the history without it; one from after the hole is served. Before, the resumption from
+/// `g.1` answered `200` and skipped the lost notification.
+#[tokio::test]
+async fn a_get_stream_resumption_across_a_lost_notification_is_refused() {
+    let store = Arc::new(Failing::default());
+    let endpoint =
+        McpHttpService::new(service(Arc::new(Semaphore::new(0)))).event_store(store.clone());
+    let url = start(endpoint).await;
+    let session = open_session(&url).await;
+    let announce = |id: u64| {
+        let (url, session) = (url.clone(), session.clone());
+        async move {
+            let response = client()
+                .request(request(
+                    hyper::Method::POST,
+                    &url,
+                    &[("mcp-session-id", session.as_str())],
+                    call(id, "announce"),
+                ))
+                .await
+                .unwrap();
+            read_to_end(response.into_body()).await
+        }
+    };
+    let get = client();
+    let response = get
+        .request(request(
+            hyper::Method::GET,
+            &url,
+            &[("mcp-session-id", session.as_str())],
+            String::new(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut body = response.into_body();
+
+    assert!(announce(2).await.contains("announced"));
+    let first = read_until(&mut body, "list_changed").await;
+    assert!(
+        first.starts_with("id: g.1\nevent: message\ndata: {"),
+        "{first:?}"
+    );
+    store.fail_get.store(true, Ordering::SeqCst);
+    assert!(announce(3).await.contains("announced"));
+    let lost = read_until(&mut body, "list_changed").await;
+    assert!(
+        lost.starts_with("event: message\ndata: {"),
+        "delivered live: {lost:?}"
+    );
+    store.fail_get.store(false, Ordering::SeqCst);
+    assert!(announce(4).await.contains("announced"));
+    let third = read_until(&mut body, "list_changed").await;
+    assert!(
+        third.starts_with("id: g.2\nevent: message\ndata: {"),
+        "{third:?}"
+    );
+    drop(body);
+    drop(get);
+
+    let across = resume(&url, &session, "g.1").await;
+    assert_eq!(across.status(), StatusCode::GONE);
+    assert_eq!(
+        read_to_end(across.into_body()).await,
+        "The events after Last-Event-ID are no longer kept"
+    );
+    // From after the hole: served (once the server has noticed the dropped stream).
+    let mut status = StatusCode::CONFLICT;
+    for _ in 0..100 {
+        status = resume(&url, &session, "g.2").await.status();
+        if status != StatusCode::CONFLICT {
+            break;
+        }
+        // The server notices the dropped stream at its next write.
+        assert!(announce(5).await.contains("announced"));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(status, StatusCode::OK);
 }
