@@ -17,6 +17,15 @@ pub enum ClientError {
         /// How long the client waited.
         after: Duration,
     },
+    /// A task had not ended when the client stopped following it (its TTL or
+    /// [`ClientBuilder::max_task_wait`](crate::ClientBuilder::max_task_wait), whichever is
+    /// shorter); the client cancelled it.
+    TaskTimeout {
+        /// The task's id.
+        task_id: String,
+        /// How long the client followed it.
+        after: Duration,
+    },
     /// The server answered with a JSON-RPC error.
     Server(ErrorObject),
     /// The server's answer is not what the method returns.
@@ -94,6 +103,11 @@ impl fmt::Display for ClientError {
                     after.as_millis()
                 )
             }
+            ClientError::TaskTimeout { task_id, after } => write!(
+                f,
+                "task '{task_id}' had not ended after {} ms of following it, so it was cancelled (the task's TTL or the client's task wait, whichever is shorter)",
+                after.as_millis()
+            ),
             ClientError::Server(e) => write!(
                 f,
                 "the server answered with error {}: {}",

@@ -313,9 +313,18 @@ async fn a_task_that_never_ends_and_has_no_ttl_stops_at_the_clients_bound() {
             .await
             .expect("call_tool still polls after 10 s");
     match outcome {
-        Err(ClientError::Timeout { method, after }) => {
-            assert_eq!(method, "tasks/get");
-            assert_eq!(after, Duration::from_millis(300));
+        Err(e @ ClientError::TaskTimeout { .. }) => {
+            let ClientError::TaskTimeout { task_id, after } = &e else {
+                unreachable!()
+            };
+            assert!(!task_id.is_empty());
+            assert_eq!(*after, Duration::from_millis(300));
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "task '{task_id}' had not ended after 300 ms of following it, so it was cancelled (the task's TTL or the client's task wait, whichever is shorter)"
+                )
+            );
         }
         other => panic!("expected the task-wait timeout, got {other:?}"),
     }

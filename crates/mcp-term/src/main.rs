@@ -128,6 +128,10 @@ struct Opts {
     /// Seconds each request may take.
     #[arg(long, global = true, default_value_t = 60)]
     timeout: u64,
+    /// Seconds to follow a task before cancelling it (a server may answer `working` forever
+    /// and name no lifetime); the task's own TTL, when shorter, applies instead.
+    #[arg(long, global = true, default_value_t = 3600, value_name = "SECS")]
+    task_wait: u64,
     /// Do not declare the Tasks extension (a server then runs long tools inline).
     #[arg(long, global = true)]
     no_tasks: bool,
@@ -212,6 +216,14 @@ fn client_fail(e: ClientError) -> Fail {
         }
         ClientError::Transport(_) => fail(code::TRANSPORT, "transport", e.to_string()),
         ClientError::Timeout { .. } => fail(code::TRANSPORT, "timeout", e.to_string()),
+        ClientError::TaskTimeout { task_id, after } => fail(
+            code::TRANSPORT,
+            "timeout",
+            format!(
+                "task '{task_id}' had not ended after {} s, so it was cancelled (--task-wait, or the task's TTL when shorter)",
+                after.as_secs()
+            ),
+        ),
         ClientError::RoundsExceeded { .. } => fail(code::MAX_ROUNDS, "max_rounds", e.to_string()),
         ClientError::Server(obj) if obj.code == ErrorCode::LEGACY_RESOURCE_NOT_FOUND => {
             fail(code::NOT_FOUND, "not_found", e.to_string())
@@ -677,6 +689,7 @@ async fn connect(
         .client_info("mcp-term", env!("CARGO_PKG_VERSION"))
         .mode(mode)
         .request_timeout(Duration::from_secs(opts.timeout))
+        .max_task_wait(Duration::from_secs(opts.task_wait.max(1)))
         .max_rounds(opts.max_rounds)
         .tasks(!opts.no_tasks)
         .log_level(parse_level(&opts.log_level)?)
@@ -970,6 +983,7 @@ async fn run(cli: Cli, command: Vec<String>) -> Result<i32, Fail> {
         rounds: std::sync::Mutex::new(Vec::new()),
         ndjson: opts.format == Format::Ndjson,
         timeout: Some(Duration::from_secs(opts.timeout)),
+        task_wait: Duration::from_secs(opts.task_wait.max(1)),
         live_rounds: Default::default(),
         during: Default::default(),
         stuck: stuck_tx,

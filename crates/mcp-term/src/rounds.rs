@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use mcp::Outcome;
 use mcp::client::{
-    BACKOFF_CAP, BACKOFF_START, CallOptions, Client, ClientError, DEFAULT_MAX_TASK_WAIT,
-    DEFAULT_POLL_INTERVAL, MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, TaskHandle, ToolLeg,
+    BACKOFF_CAP, BACKOFF_START, CallOptions, Client, ClientError, DEFAULT_POLL_INTERVAL,
+    MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, TaskHandle, ToolLeg,
 };
 use mcp::types::InputRequiredResult;
 use mcp::types::ext::tasks::{Task, TaskPayload};
@@ -239,6 +239,8 @@ pub struct Driver {
     pub ndjson: bool,
     /// A per-request timeout.
     pub timeout: Option<Duration>,
+    /// `--task-wait`: how long a task is followed before it is cancelled (review W18).
+    pub task_wait: Duration,
     /// Live requests seen in the current legacy call.
     pub live_rounds: std::sync::atomic::AtomicU32,
     /// What the current call is, for the prompt header of live requests.
@@ -447,11 +449,13 @@ impl Driver {
         mut carry: InputResponses,
     ) -> Finished {
         let started = tokio::time::Instant::now();
-        // A server may name no TTL and answer `working` forever (review W18): the client's
-        // bound applies as for `call_tool`.
-        let ttl = Some(handle.created().ttl_ms.map_or(DEFAULT_MAX_TASK_WAIT, |ms| {
-            Duration::from_millis(ms).min(DEFAULT_MAX_TASK_WAIT)
-        }));
+        // A server may name no TTL and answer `working` forever (review W18): `--task-wait`
+        // bounds the wait, as `max_task_wait` does `call_tool`'s, and the task is cancelled.
+        let wait = self.task_wait;
+        let ttl = handle
+            .created()
+            .ttl_ms
+            .map_or(wait, |ms| Duration::from_millis(ms).min(wait));
         let clamp = |ms: Option<u64>| {
             ms.map(Duration::from_millis)
                 .unwrap_or(DEFAULT_POLL_INTERVAL)
@@ -536,13 +540,12 @@ impl Driver {
                     }
                 }
             }
-            if let Some(ttl) = ttl
-                && started.elapsed() > ttl
-            {
-                return Finished::Client(ClientError::Timeout {
-                    method: "tasks/get".into(),
+            if started.elapsed() > ttl {
+                return stop(Finished::Client(ClientError::TaskTimeout {
+                    task_id: handle.id().to_owned(),
                     after: ttl,
-                });
+                }))
+                .await;
             }
             tokio::time::sleep(interval).await;
         }
@@ -745,6 +748,7 @@ mod tests {
             rounds: std::sync::Mutex::new(Vec::new()),
             ndjson: false,
             timeout: None,
+            task_wait: mcp::client::DEFAULT_MAX_TASK_WAIT,
             live_rounds: Default::default(),
             during: Default::default(),
             stuck: tokio::sync::mpsc::unbounded_channel().0,

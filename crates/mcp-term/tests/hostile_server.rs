@@ -241,6 +241,57 @@ fn a_failed_tasks_messages_are_printed_without_escapes() {
     );
 }
 
+/// Review W18: a task whose TTL is unlimited (`null`) and that is `working` forever is followed for
+/// `--task-wait` seconds, then cancelled, and `mcp-term` fails with a timeout. Before, it
+/// polled forever.
+#[test]
+fn a_task_working_forever_is_cancelled_after_the_task_wait() {
+    let methods = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = methods.clone();
+    let server = Fake::start(move |request| {
+        seen.lock().unwrap().push(method(request).to_owned());
+        let task = json!({"taskId": "t1", "createdAt": "2026-09-01T12:00:00Z",
+            "lastUpdatedAt": "2026-09-01T12:00:00Z", "ttlMs": null,
+            "pollIntervalMs": 100, "status": "working"});
+        let mut task = task.as_object().unwrap().clone();
+        match method(request) {
+            "tools/list" => one_tool("t"),
+            "tools/call" => {
+                task.insert("resultType".into(), json!("task"));
+                Answer::Result(Value::Object(task))
+            }
+            "tasks/cancel" => {
+                task.insert("status".into(), json!("cancelled"));
+                Answer::Result(Value::Object(task))
+            }
+            _ => {
+                task.insert("resultType".into(), json!("complete"));
+                Answer::Result(Value::Object(task))
+            }
+        }
+    });
+    let started = std::time::Instant::now();
+    let out = term(&["call", "t", "--task-wait", "1"], &server.url);
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    let error = out.error();
+    assert_eq!(error["error"]["kind"], "timeout", "{}", out.stderr);
+    assert_eq!(
+        error["error"]["message"],
+        "task 't1' had not ended after 1 s, so it was cancelled (--task-wait, or the task's TTL when shorter)"
+    );
+    let methods = methods.lock().unwrap();
+    assert!(
+        methods.iter().filter(|m| *m == "tasks/get").count() >= 2,
+        "{methods:?}"
+    );
+    assert_eq!(
+        methods.last().map(String::as_str),
+        Some("tasks/cancel"),
+        "{methods:?}"
+    );
+}
+
 #[test]
 fn an_http_error_body_is_quoted_without_escapes() {
     let server = Fake::start(|_| {

@@ -245,8 +245,8 @@ impl TaskHandle {
             if let Some(ttl) = backstop
                 && started.elapsed() > ttl
             {
-                return Err(ClientError::Timeout {
-                    method: methods::TASKS_GET.to_owned(),
+                return Err(ClientError::TaskTimeout {
+                    task_id: self.id().to_owned(),
                     after: ttl,
                 });
             }
@@ -293,7 +293,10 @@ impl Client {
         let mut guard = CancelOnDrop(Some(handle.clone()));
         let ended = handle.wait().await;
         // A wait that gave up leaves the task to be cancelled: nobody follows it any more.
-        if !matches!(ended, Err(ClientError::Timeout { .. })) {
+        if !matches!(
+            ended,
+            Err(ClientError::Timeout { .. } | ClientError::TaskTimeout { .. })
+        ) {
             guard.0 = None;
         }
         let result = ended?;
