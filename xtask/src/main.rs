@@ -27,6 +27,7 @@ use std::env;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
+mod architecture;
 mod attack;
 mod bench;
 mod builds;
@@ -52,6 +53,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("setup") => xtask_setup::command(&args[1..]),
         Some("layers") => layers(),
+        Some("architecture") => architecture::architecture(&args[1..]),
         Some("test") => test(&args[1..]),
         Some("ci") => ci(),
         Some("conformance") => conformance::conformance(&args[1..]),
@@ -63,9 +65,10 @@ fn main() -> ExitCode {
         Some("fleet") => fleet::fleet(&args[1..]),
         Some("python-env") => python_env().map(|py| println!("{}", py.display())),
         _ => Err(format!(
-            "usage: cargo xtask <setup|layers|test|ci|conformance|interop|bench|attack|fuzz|fleet|python-env>\n  \
+            "usage: cargo xtask <setup|layers|architecture|test|ci|conformance|interop|bench|attack|fuzz|fleet|python-env>\n  \
              setup       check and install what the tests need from the machine [--check] [SUITE...]\n  \
              layers      check the crate layering of DESIGN.md and that no file points outside the tree\n  \
+             architecture  file and function lengths and import circles within a crate [--check]\n  \
              test        run every test (sets up the Python interop venv first)\n  \
              ci          fmt, clippy, cargo-deny, test, conformance, interop, attack --quick\n  \
              conformance the official MCP conformance suite against the conformance-server\n              \
