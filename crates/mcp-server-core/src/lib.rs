@@ -20,6 +20,7 @@
 mod cancel;
 mod context;
 pub mod events;
+mod futures;
 pub mod gating;
 mod json_size;
 mod limits;
@@ -44,11 +45,12 @@ pub mod trace;
 
 pub use cancel::CancellationToken;
 pub use context::RequestContext;
+pub use futures::{BoxFuture, HandlerResult};
 pub use limits::SessionLimits;
 pub use memory::MemoryConnection;
 pub use notify::{ChangeEvent, ChangeNotifier};
 pub use peer::PeerError;
-pub use server::{BoxFuture, DEFAULT_REQUEST_TIMEOUT, HandlerResult, Server};
+pub use server::{DEFAULT_REQUEST_TIMEOUT, Server};
 pub use service::{
     Delivery, LEGACY_VERSIONS, MODERN_VERSIONS, ResponseStream, SUPPORTED_VERSIONS, Service,
     Session, TransportContext, resource_not_found,

@@ -6,11 +6,11 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_state_seal::{ConfigError, RequestStateSecurity, SealingBoundary};
+use mcp_types::JsonObject;
 use mcp_types::capabilities::{ListChangedCapability, ResourcesCapability, ServerCapabilities};
 use mcp_types::common::PaginatedRequestParams;
 use mcp_types::completion::{CompleteRequestParams, CompleteResult};
@@ -22,19 +22,12 @@ use mcp_types::resources::{
     ReadResourceResult, ResourceUriParams,
 };
 use mcp_types::tools::{CallToolRequestParams, CallToolResult, ListToolsResult};
-use mcp_types::{ErrorObject, JsonObject};
 
 use crate::context::RequestContext;
+use crate::futures::{BoxFuture, HandlerResult};
 use crate::limits::SessionLimits;
 use crate::param_headers::{ParamHeader, param_headers};
-use crate::service::Service;
 use crate::stamp::CacheHints;
-
-/// What a handler returns: its result, or a JSON-RPC error for the client.
-pub type HandlerResult<T> = Result<T, ErrorObject>;
-
-/// A boxed, sendable future.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
 pub(crate) type Handler<P, R> =
     Arc<dyn Fn(RequestContext, P) -> BoxFuture<HandlerResult<R>> + Send + Sync>;
@@ -437,8 +430,4 @@ impl Server {
         }
     }
 
-    /// Turns the server into the service transports drive.
-    pub fn into_service(self) -> Service {
-        Service::new(self)
-    }
 }

@@ -45,6 +45,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::cancel::CancellationToken;
 use crate::context::RequestContext;
+use crate::futures::CatchUnwind;
 use crate::gating;
 use crate::limits::SessionLimits;
 use crate::notify::{ChangeEvent, ChangeNotifier};
@@ -192,6 +193,13 @@ impl fmt::Debug for Service {
         f.debug_struct("Service")
             .field("server", &self.inner.server)
             .finish()
+    }
+}
+
+impl Server {
+    /// Turns the server into the service transports drive.
+    pub fn into_service(self) -> Service {
+        Service::new(self)
     }
 }
 
@@ -801,28 +809,6 @@ fn run_until_it_waits(mut task: std::pin::Pin<Box<dyn std::future::Future<Output
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     if task.as_mut().poll(&mut cx).is_pending() {
         tokio::spawn(task);
-    }
-}
-
-/// Runs a request's future and turns a panic in it into `None`, so a panicking handler gets an
-/// error response instead of leaving its client waiting.
-pub(crate) struct CatchUnwind<'a, T>(
-    pub(crate) std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>,
-);
-
-impl<T> std::future::Future for CatchUnwind<'_, T> {
-    type Output = Option<T>;
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<T>> {
-        let inner = self.0.as_mut();
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || inner.poll(cx))) {
-            Ok(std::task::Poll::Ready(value)) => std::task::Poll::Ready(Some(value)),
-            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
-            Err(_) => std::task::Poll::Ready(None),
-        }
     }
 }
 
@@ -1552,7 +1538,7 @@ async fn call_tool(
             inner.server.tasks.as_ref(),
             inner.server.task_support(&p.name),
             &p.name,
-            &ctx,
+            ctx.client_capabilities(),
             owner.as_ref().ok().and_then(Option::as_ref),
         )?;
         if launch.is_some()

@@ -15,7 +15,7 @@ use super::resolve::{
     FromResolved, ResolvedParam, ResolvedValues, Resolver, add_resolved, add_resolver,
 };
 use crate::context::RequestContext;
-use crate::server::BoxFuture;
+use crate::futures::BoxFuture;
 
 /// What a prompt body may return.
 #[diagnostic::on_unimplemented(

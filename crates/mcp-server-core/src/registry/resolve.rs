@@ -29,8 +29,8 @@ use super::elicit::{
     parse_elicit_result,
 };
 use crate::context::RequestContext;
+use crate::futures::BoxFuture;
 use crate::gating::Requirement;
-use crate::server::BoxFuture;
 
 /// What a resolver returns: a value, one question, or a rejection.
 ///

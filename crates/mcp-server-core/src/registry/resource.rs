@@ -17,7 +17,7 @@ use super::resolve::{
     FromResolved, ResolvedParam, ResolvedValues, Resolver, add_resolved, add_resolver,
 };
 use crate::context::RequestContext;
-use crate::server::BoxFuture;
+use crate::futures::BoxFuture;
 
 /// What a resource body may return.
 #[diagnostic::on_unimplemented(

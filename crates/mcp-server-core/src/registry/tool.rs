@@ -19,7 +19,7 @@ use super::resolve::{
     FromResolved, ResolvedParam, ResolvedValues, Resolver, add_resolved, add_resolver,
 };
 use crate::context::RequestContext;
-use crate::server::BoxFuture;
+use crate::futures::BoxFuture;
 
 /// What a tool body may return: text, content, structured output, a result, an error (which
 /// becomes an `isError` result, not a protocol error), or a hand-built round ([`ToolOutcome`]).
