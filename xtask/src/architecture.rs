@@ -332,6 +332,9 @@ impl<'ast> Visit<'ast> for Visitor {
         }
     }
 
+    /// `pub(super)` and `pub(in crate::x)` name where an item is visible, not what it uses.
+    fn visit_visibility(&mut self, _: &'ast syn::Visibility) {}
+
     fn visit_path(&mut self, path: &'ast syn::Path) {
         let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
         self.name(&segments);
@@ -373,6 +376,14 @@ fn circles(modules: &[Module], root: &Path) -> Vec<String> {
             if let Some(j) = owner(name)
                 && j != i
             {
+                if std::env::var_os("ARCHITECTURE_DEBUG").is_some() {
+                    eprintln!(
+                        "{} -> {}: {}",
+                        m.file.display(),
+                        modules[j].file.display(),
+                        name.join("::")
+                    );
+                }
                 edges.entry(i).or_default().insert(j);
             }
         }

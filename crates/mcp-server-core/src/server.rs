@@ -429,5 +429,4 @@ impl Server {
             ..ServerCapabilities::default()
         }
     }
-
 }

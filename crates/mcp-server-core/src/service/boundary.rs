@@ -1,0 +1,164 @@
+//! The sealing boundary (the carrier of request state): opening a round's `requestState`,
+//! binding it to the request, and sealing the next round's.
+
+use std::sync::Arc;
+
+use mcp_state_seal::{
+    INVALID_REQUEST_STATE_DATA_REASON, INVALID_REQUEST_STATE_MESSAGE, Principal, PrincipalSource,
+    RequestBinding,
+};
+use mcp_types::mrtr::{Outcome, RetryParams};
+use mcp_types::version::Era;
+use mcp_types::{ErrorObject, InputRequiredResult, ResultType};
+use serde::Serialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::context::RequestContext;
+use crate::gating;
+use crate::server::Handler;
+use crate::stamp::{Stamp, Stamped};
+
+use super::inner::*;
+use super::reply::*;
+
+pub(super) struct BindingParts {
+    pub(super) method: &'static str,
+    pub(super) target: String,
+    pub(super) arguments: Option<Value>,
+}
+
+impl BindingParts {
+    pub(super) fn binding(&self) -> RequestBinding<'_> {
+        RequestBinding::new(self.method, &self.target, self.arguments.as_ref())
+    }
+}
+
+pub(super) fn invalid_request_state() -> ErrorObject {
+    ErrorObject::invalid_params(INVALID_REQUEST_STATE_MESSAGE)
+        .with_data(serde_json::json!({ "reason": INVALID_REQUEST_STATE_DATA_REASON }))
+}
+
+/// A method that may answer `input_required`: verify the incoming state, run the handler,
+/// check and seal the outgoing round.
+pub(super) async fn carrier<P, T>(
+    inner: &Arc<Inner>,
+    handler: Option<&Handler<P, Outcome<T>>>,
+    mut params: P,
+    mut ctx: RequestContext,
+    transport: &TransportContext,
+    binding: Option<BindingParts>,
+    missing: impl FnOnce(&P) -> ErrorObject,
+) -> Result<Box<RawValue>, ErrorObject>
+where
+    P: RetryParams,
+    T: Stamped + Serialize,
+{
+    let Some(handler) = handler else {
+        return Err(missing(&params));
+    };
+    let era = ctx.era;
+    let boundary = inner
+        .server
+        .boundary
+        .as_ref()
+        .filter(|_| era == Era::Modern);
+    let mut principal: Option<Result<Option<Principal>, ()>> = None;
+    // The replay guard's claim on the incoming state, marked done once the handler answered.
+    let mut claim = None;
+    if era == Era::Modern {
+        if let (Some(boundary), Some(parts)) = (boundary, binding.as_ref()) {
+            let source = PrincipalSource::new(parts.method, transport.principal.as_ref());
+            let source = match transport.context.as_deref() {
+                Some(context) => source.with_context(context),
+                None => source,
+            };
+            let resolved = boundary.principal(&source).map_err(|e| {
+                tracing::debug!(reason = %e.reason(), "principal binding failed");
+            });
+            if let Some(state) = params.request_state_value() {
+                let Ok(who) = &resolved else {
+                    return Err(invalid_request_state());
+                };
+                let Some(token) = state.as_str() else {
+                    tracing::debug!(method = parts.method, "requestState rejected: not a string");
+                    return Err(invalid_request_state());
+                };
+                match Box::pin(boundary.unseal_claim(&parts.binding(), token, who.as_ref())).await {
+                    Ok((plaintext, used)) => {
+                        params.set_request_state(Some(plaintext));
+                        claim = used;
+                    }
+                    Err(e) => {
+                        tracing::debug!(method = parts.method, reason = %e.reason(), "requestState rejected");
+                        return Err(invalid_request_state());
+                    }
+                }
+            }
+            principal = Some(resolved);
+        } else if let Some(state) = params.request_state_value()
+            && !state.is_string()
+        {
+            return Err(ErrorObject::invalid_params(
+                "Invalid params: requestState must be a string",
+            ));
+        }
+        ctx.request_state = params.request_state().map(str::to_owned);
+        ctx.input_responses = params.input_responses().cloned().map(Arc::new);
+    } else {
+        // 2025-11-25 has no requestState: a client's value is never handed on unverified.
+        params.set_request_state(None);
+    }
+    let caps = ctx.client_capabilities.clone();
+    let outcome = handler(ctx, params).await;
+    // The request produced its answer (a result or an error): its state is done once the
+    // transport delivered it (or now, without a transport that says so), so no other
+    // instance may take it over after that.
+    if let Some(claim) = claim {
+        let unheld = match transport.delivery.as_deref() {
+            Some(delivery) => delivery.hold(claim).err(),
+            None => Some(claim),
+        };
+        if let Some(claim) = unheld {
+            Box::pin(claim.finish()).await;
+        }
+    }
+    match outcome? {
+        Outcome::Complete(result) => finish(inner, era, result),
+        Outcome::InputRequired(_) if era == Era::Legacy => {
+            tracing::warn!("a handler returned input_required on a 2025-11-25 session");
+            Err(ErrorObject::internal("Handler returned an invalid result"))
+        }
+        Outcome::InputRequired(mut round) => {
+            if !round.is_well_formed() {
+                tracing::warn!(
+                    "a handler returned input_required with neither inputRequests nor requestState"
+                );
+                return Err(ErrorObject::internal("Handler returned an invalid result"));
+            }
+            if let Some(requests) = &round.input_requests {
+                gating::check_input_requests(requests.iter(), &caps)?;
+            }
+            if let (Some(boundary), Some(parts), Some(state)) =
+                (boundary, binding.as_ref(), round.request_state.as_ref())
+            {
+                let Some(Ok(who)) = principal else {
+                    return Err(ErrorObject::internal("Internal error"));
+                };
+                match boundary.seal(&parts.binding(), state, who.as_ref()) {
+                    Ok(token) => round.request_state = Some(token),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "sealing requestState failed");
+                        return Err(ErrorObject::internal("Internal error"));
+                    }
+                }
+            }
+            round.stamp_modern(&Stamp {
+                server_info: &inner.server.info,
+                cache: inner.server.cache,
+            });
+            debug_assert_eq!(round.result_type, ResultType::InputRequired);
+            to_raw::<InputRequiredResult>(&round)
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! What every room of the service shares: the versions served, what a transport knows about a
+//! message, the response stream, the service's state and a session's, and the route a request
+//! takes.
+
+use std::any::Any;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use mcp_state_seal::{Principal, UseClaim};
+use mcp_types::capabilities::{ClientCapabilities, ServerCapabilities};
+use mcp_types::lifecycle::Implementation;
+use mcp_types::logging::LoggingLevel;
+use mcp_types::version::ProtocolVersion;
+use mcp_types::{
+    ErrorObject, JsonObject, JsonRpcError, JsonRpcMessage, JsonRpcResponse, ParamsError, RequestId,
+};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+
+use crate::cancel::CancellationToken;
+use crate::notify::ChangeNotifier;
+use crate::peer::Pending;
+use crate::server::Server;
+
+/// The versions served statelessly (a request's `_meta` must name one of them).
+pub const MODERN_VERSIONS: [&str; 1] = [ProtocolVersion::V2026_07_28.as_str()];
+/// The handshake versions an `initialize` may negotiate.
+pub const LEGACY_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+/// What `server/discover` lists: the stateless version first, then the handshake one a legacy
+/// client can reach through `initialize`.
+pub const SUPPORTED_VERSIONS: [&str; 2] = ["2026-07-28", "2025-11-25"];
+
+/// What a transport knows about who sent a message.
+#[derive(Clone, Default)]
+pub struct TransportContext {
+    /// The authenticated principal (e.g. from a verified bearer token), if any.
+    pub principal: Option<Principal>,
+    /// Anything else a deployment's principal binding needs (e.g. the HTTP request parts).
+    pub context: Option<Arc<dyn Any + Send + Sync>>,
+    /// Where the replay guard's claim on this request's `requestState` waits until the
+    /// transport delivered the answer (see [`Delivery`]). `None`: the claim is marked done
+    /// as soon as the handler answered.
+    pub delivery: Option<Arc<Delivery>>,
+}
+
+impl fmt::Debug for TransportContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TransportContext")
+            .field("principal", &self.principal)
+            .field("context", &self.context.is_some())
+            .field("delivery", &self.delivery.is_some())
+            .finish()
+    }
+}
+
+/// The replay guard's claims of one request whose handler answered, held by the transport
+/// until the answer left (an HTTP body written): only then is the state marked done. An
+/// instance that dies between the two leaves the claim to be taken over by the instance a load
+/// balancer re-sends the request to, instead of that one refusing it as a replay.
+#[derive(Default)]
+pub struct Delivery {
+    pub(super) claims: Mutex<Vec<UseClaim>>,
+}
+
+impl fmt::Debug for Delivery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Delivery").finish_non_exhaustive()
+    }
+}
+
+impl Delivery {
+    /// An empty holder, for one request.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub(super) fn hold(&self, claim: UseClaim) -> Result<(), UseClaim> {
+        match self.claims.lock() {
+            Ok(mut claims) => {
+                claims.push(claim);
+                Ok(())
+            }
+            Err(_) => Err(claim),
+        }
+    }
+
+    /// Whether a claim waits here.
+    pub fn is_empty(&self) -> bool {
+        self.claims.lock().map_or(true, |claims| claims.is_empty())
+    }
+
+    /// Marks every claim held here done: the answer was delivered (or its connection is gone).
+    pub async fn finish(&self) {
+        let claims = match self.claims.lock() {
+            Ok(mut claims) => std::mem::take(&mut *claims),
+            Err(_) => return,
+        };
+        for claim in claims {
+            Box::pin(claim.finish()).await;
+        }
+    }
+}
+
+/// The messages a request produces, in order: notifications (and, on legacy sessions,
+/// server-to-client requests), then exactly one response, after which the stream ends. A
+/// cancelled request ends without a response.
+#[derive(Debug)]
+pub struct ResponseStream {
+    pub(super) rx: mpsc::Receiver<JsonRpcMessage>,
+}
+
+impl ResponseStream {
+    /// A stream holding one message that is already known (an immediate error or result).
+    pub fn ready(message: JsonRpcMessage) -> Self {
+        let (tx, rx) = mpsc::channel(1);
+        // The channel has room for exactly this message.
+        let _ = tx.try_send(message);
+        ResponseStream { rx }
+    }
+
+    /// The next message, or `None` once the stream ended.
+    pub async fn next(&mut self) -> Option<JsonRpcMessage> {
+        self.rx.recv().await
+    }
+
+    /// Polls for the next message (for transports that implement a body or a stream by hand).
+    pub fn poll_next(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<JsonRpcMessage>> {
+        self.rx.poll_recv(cx)
+    }
+
+    /// Drains the stream.
+    pub async fn collect(mut self) -> Vec<JsonRpcMessage> {
+        let mut out = Vec::new();
+        while let Some(message) = self.next().await {
+            out.push(message);
+        }
+        out
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) server: Server,
+    pub(super) capabilities: ServerCapabilities,
+    pub(super) legacy_capabilities: ServerCapabilities,
+    pub(super) notifier: ChangeNotifier,
+}
+
+/// The state a legacy (2025-11-25) session negotiated with `initialize`.
+#[derive(Debug, Clone)]
+pub(super) struct LegacyState {
+    pub(super) protocol_version: String,
+    pub(super) capabilities: Arc<ClientCapabilities>,
+    pub(super) client_info: Option<Arc<Implementation>>,
+    pub(super) log_level: Option<LoggingLevel>,
+}
+
+pub(crate) struct SessionState {
+    pub(super) inner: Arc<Inner>,
+    pub(super) transport: TransportContext,
+    pub(super) outbound: mpsc::Sender<JsonRpcMessage>,
+    pub(super) legacy: Mutex<Option<LegacyState>>,
+    /// Kept apart from `legacy`, which is cloned per request: this set can be large.
+    pub(super) subscriptions: Mutex<HashSet<String>>,
+    pub(super) inflight: Mutex<HashMap<RequestId, Tracked>>,
+    pub(super) pending: Arc<Pending>,
+    pub(super) closed: CancellationToken,
+}
+
+impl SessionState {
+    pub(super) fn legacy(&self) -> Option<LegacyState> {
+        self.legacy.lock().ok().and_then(|l| l.clone())
+    }
+
+    pub(super) fn with_legacy<R>(&self, f: impl FnOnce(&mut LegacyState) -> R) -> Option<R> {
+        self.legacy.lock().ok().and_then(|mut l| l.as_mut().map(f))
+    }
+
+    /// Tracks a request for cancellation; `false` when a request with this id is in flight.
+    pub(super) fn track(&self, id: &RequestId, token: CancellationToken, stream: bool) -> bool {
+        let Ok(mut inflight) = self.inflight.lock() else {
+            return false;
+        };
+        if inflight.contains_key(id) {
+            return false;
+        }
+        inflight.insert(id.clone(), Tracked { token, stream });
+        true
+    }
+
+    pub(super) fn untrack(&self, id: &RequestId) {
+        if let Ok(mut inflight) = self.inflight.lock() {
+            inflight.remove(id);
+        }
+    }
+
+    pub(super) fn cancel(&self, id: &RequestId) {
+        let token = self
+            .inflight
+            .lock()
+            .ok()
+            .and_then(|i| i.get(id).map(|t| t.token.clone()));
+        match token {
+            Some(token) => token.cancel(),
+            None => tracing::debug!(%id, "cancellation for no in-flight request ignored"),
+        }
+    }
+}
+
+/// An in-flight request of a session: its cancel token, and whether it is a long-lived stream
+/// (`subscriptions/listen`) that only ends when cancelled.
+pub(super) struct Tracked {
+    pub(super) token: CancellationToken,
+    pub(super) stream: bool,
+}
+
+pub(super) enum Route {
+    Modern {
+        transport: TransportContext,
+        session: Option<Arc<SessionState>>,
+    },
+    Legacy {
+        session: Arc<SessionState>,
+        transport: TransportContext,
+        back_channel: bool,
+    },
+}
+
+impl Route {
+    pub(super) fn session(&self) -> Option<&Arc<SessionState>> {
+        match self {
+            Route::Modern { session, .. } => session.as_ref(),
+            Route::Legacy { session, .. } => Some(session),
+        }
+    }
+}
+
+pub(super) type Served = Option<Result<Box<RawValue>, ErrorObject>>;
+
+pub(super) fn respond(
+    id: &RequestId,
+    result: Result<Box<RawValue>, ErrorObject>,
+) -> JsonRpcMessage {
+    match result {
+        Ok(result) => JsonRpcMessage::Response(JsonRpcResponse {
+            id: id.clone(),
+            result,
+            extra: JsonObject::new(),
+        }),
+        Err(error) => JsonRpcMessage::Error(JsonRpcError::new(Some(id.clone()), error)),
+    }
+}
+
+pub(super) fn to_raw<T: Serialize + ?Sized>(value: &T) -> Result<Box<RawValue>, ErrorObject> {
+    mcp_types::jsonrpc::to_raw(value)
+        .map_err(|e| ErrorObject::internal(format!("the result could not be serialized: {e}")))
+}
+
+pub(super) fn params_error(e: ParamsError) -> ErrorObject {
+    match e {
+        ParamsError::UnknownMethod(method) => ErrorObject::method_not_found(&method),
+        other => ErrorObject::invalid_params(other.to_string()),
+    }
+}

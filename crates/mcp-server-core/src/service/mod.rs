@@ -1,0 +1,183 @@
+//! The transport-facing service: how any transport feeds messages in and gets responses out.
+//!
+//! - [`Service::handle_modern`] serves one stateless 2026-07-28 request (what an HTTP POST
+//!   carries) and returns its [`ResponseStream`]: request-scoped notifications, then the
+//!   response. Dropping the stream cancels the handler.
+//! - [`Service::connect`] opens a [`Session`] for a stream transport (stdio, a socket, an
+//!   in-memory pipe) or a legacy HTTP session: every message of the connection goes through
+//!   [`Session::handle`]; an `initialize` starts a 2025-11-25 session on it, while requests
+//!   carrying the 2026-07-28 envelope are always served statelessly. Unsolicited messages
+//!   (legacy list-changed and resource-updated notifications) arrive on the receiver
+//!   `connect` returns.
+
+mod boundary;
+mod dispatch;
+mod envelope;
+mod inner;
+mod legacy;
+mod modern;
+mod reply;
+mod route;
+mod session;
+mod subscriptions;
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use mcp_types::capabilities::ServerCapabilities;
+use mcp_types::lifecycle::Implementation;
+use mcp_types::{ClientRequest, JsonRpcMessage, JsonRpcRequest, ParamsError};
+use tokio::sync::mpsc;
+
+use crate::cancel::CancellationToken;
+use crate::limits::SessionLimits;
+use crate::notify::{ChangeEvent, ChangeNotifier};
+use crate::param_headers::ParamHeader;
+use crate::peer::Pending;
+use crate::server::Server;
+
+pub use dispatch::resource_not_found;
+pub(crate) use inner::Inner;
+pub use inner::{
+    Delivery, LEGACY_VERSIONS, MODERN_VERSIONS, ResponseStream, SUPPORTED_VERSIONS,
+    TransportContext,
+};
+pub use session::Session;
+
+use inner::{Route, SessionState};
+use route::spawn_request;
+
+/// A server ready to be driven by transports. Cheap to clone.
+#[derive(Clone)]
+pub struct Service {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Service {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Service")
+            .field("server", &self.inner.server)
+            .finish()
+    }
+}
+
+impl Server {
+    /// Turns the server into the service transports drive.
+    pub fn into_service(self) -> Service {
+        Service::new(self)
+    }
+}
+
+impl Service {
+    pub(crate) fn new(server: Server) -> Self {
+        let capabilities = server.capabilities();
+        // 2025-11-25 has no `extensions` capability and its own core tasks: only the
+        // extensions the server registered itself (which serve both eras) are advertised there.
+        let legacy_capabilities = ServerCapabilities {
+            extensions: (!server.extensions.is_empty()).then(|| server.extensions.clone()),
+            ..capabilities.clone()
+        };
+        Service {
+            inner: Arc::new(Inner {
+                server,
+                capabilities,
+                legacy_capabilities,
+                notifier: ChangeNotifier::default(),
+            }),
+        }
+    }
+
+    /// The `x-mcp-header` annotations of tool `name`, if it has any (see
+    /// [`Server::tool_input_schema`]).
+    pub fn param_headers(&self, tool: &str) -> Option<&[ParamHeader]> {
+        self.inner.server.param_headers.get(tool).map(|h| &h[..])
+    }
+
+    /// The limits every session of this service runs under.
+    pub fn limits(&self) -> &SessionLimits {
+        &self.inner.server.limits
+    }
+
+    /// The server's identity.
+    pub fn server_info(&self) -> &Implementation {
+        &self.inner.server.info
+    }
+
+    /// What `server/discover` advertises.
+    pub fn capabilities(&self) -> &ServerCapabilities {
+        &self.inner.capabilities
+    }
+
+    /// A handle to announce list changes and resource updates to every subscriber.
+    pub fn notifier(&self) -> ChangeNotifier {
+        self.inner.notifier.clone()
+    }
+
+    /// How many task bodies (Tasks extension) run in this process now: a draining transport
+    /// waits for them (bounded), since a body cannot move to another instance.
+    pub fn running_tasks(&self) -> usize {
+        self.inner
+            .server
+            .tasks
+            .as_ref()
+            .map_or(0, crate::tasks::TaskEngine::running)
+    }
+
+    /// Ends every `subscriptions/listen` stream with its result. In-flight calls finish.
+    pub fn shutdown(&self) {
+        self.inner.notifier.send(ChangeEvent::Shutdown);
+    }
+
+    /// Serves one stateless 2026-07-28 request. The caller has already checked whatever its
+    /// transport adds (HTTP headers); this checks the `_meta` envelope, the version, the method
+    /// and the params, in that order, then runs the handler.
+    pub fn handle_modern(
+        &self,
+        request: JsonRpcRequest,
+        transport: TransportContext,
+    ) -> ResponseStream {
+        let typed = ClientRequest::from_request(&request);
+        self.handle_modern_decoded(request, typed, transport)
+    }
+
+    /// [`Service::handle_modern`] for a transport that has already decoded the params (to
+    /// check its own headers against them): `typed` must be
+    /// `ClientRequest::from_request(&request)`, so the body is decoded once.
+    pub fn handle_modern_decoded(
+        &self,
+        request: JsonRpcRequest,
+        typed: Result<ClientRequest, ParamsError>,
+        transport: TransportContext,
+    ) -> ResponseStream {
+        spawn_request(
+            self.inner.clone(),
+            request,
+            typed,
+            Route::Modern {
+                transport,
+                session: None,
+            },
+        )
+    }
+
+    /// Opens a connection. Drop the [`Session`] (or call [`Session::close`]) when the
+    /// transport ends.
+    pub fn connect(
+        &self,
+        transport: TransportContext,
+    ) -> (Session, mpsc::Receiver<JsonRpcMessage>) {
+        let (outbound, rx) = mpsc::channel(self.inner.server.limits.unsolicited_queue.max(1));
+        let state = Arc::new(SessionState {
+            inner: self.inner.clone(),
+            transport,
+            outbound,
+            legacy: Mutex::new(None),
+            subscriptions: Mutex::new(HashSet::new()),
+            inflight: Mutex::new(HashMap::new()),
+            pending: Arc::new(Pending::default()),
+            closed: CancellationToken::new(),
+        });
+        (Session { state }, rx)
+    }
+}

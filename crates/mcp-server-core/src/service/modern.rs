@@ -1,0 +1,123 @@
+//! The 2026-07-28 side of a request: stateless, its client described by its `_meta`.
+
+use std::sync::Arc;
+
+use mcp_types::meta::Meta;
+use mcp_types::version::Era;
+use mcp_types::{ClientRequest, ErrorObject, JsonRpcRequest, ParamsError};
+use serde_json::Value;
+
+use crate::cancel::CancellationToken;
+use crate::context::RequestContext;
+use crate::sink::Sink;
+
+use super::{dispatch::*, envelope::*, inner::*};
+
+pub(super) async fn serve_modern(
+    inner: &Arc<Inner>,
+    request: &JsonRpcRequest,
+    typed: Result<ClientRequest, ParamsError>,
+    transport: &TransportContext,
+    sink: &Sink,
+    cancel: &CancellationToken,
+) -> Served {
+    let typed = match typed {
+        Ok(typed) => typed,
+        Err(e) => {
+            if let Err(envelope) = check_raw_envelope(request.params.as_deref()) {
+                return Some(Err(envelope));
+            }
+            if let Some(method) = inner.server.extension_methods.get(&request.method) {
+                let meta: Meta = probe_meta(request.params.as_deref())
+                    .and_then(|m| serde_json::from_value(Value::Object(m)).ok())
+                    .unwrap_or_default();
+                if let Err(e) =
+                    check_meta_size(request, &meta, inner.server.limits.max_initialize_params)
+                {
+                    return Some(Err(e));
+                }
+                let ctx = modern_context(inner, request, meta, transport, sink, cancel);
+                return Some(Box::pin(extension_request(inner, method, request, ctx)).await);
+            }
+            // The method is checked before its params: a removed method (`initialize`,
+            // `logging/setLevel`...) is -32601 whatever params it carries.
+            let served = modern_method_served(&inner.server, &request.method)
+                || crate::tasks::serves(inner.server.tasks.is_some(), &request.method);
+            if !served {
+                return Some(Err(ErrorObject::method_not_found(&request.method)));
+            }
+            return Some(Err(params_error(e)));
+        }
+    };
+    let Some(meta) = typed.meta() else {
+        return Some(Err(envelope_missing()));
+    };
+    let missing = meta.missing_envelope_keys();
+    if !missing.is_empty() {
+        return Some(Err(envelope_keys_missing(&missing)));
+    }
+    let version = meta.protocol_version.clone().unwrap_or_default();
+    if let Err(e) = check_version(&version) {
+        return Some(Err(e));
+    }
+    if let Err(e) = check_meta_size(request, meta, inner.server.limits.max_initialize_params) {
+        return Some(Err(e));
+    }
+    let method = typed.method();
+    if crate::tasks::is_task_method(method) {
+        let caps = meta.client_capabilities.clone().unwrap_or_default();
+        let principal = match task_principal(inner, method, transport) {
+            Ok(principal) => principal,
+            Err(e) => return Some(Err(e)),
+        };
+        let served = crate::tasks::TaskEngine::serve(
+            inner.server.tasks.as_ref(),
+            typed,
+            &caps,
+            principal.as_ref(),
+        );
+        return Some(Box::pin(served).await);
+    }
+    if !modern_method_served(&inner.server, method) {
+        return Some(Err(ErrorObject::method_not_found(&request.method)));
+    }
+    let ctx = modern_context(inner, request, meta.clone(), transport, sink, cancel);
+    match typed {
+        ClientRequest::Discover(_) => Some(discover(inner)),
+        ClientRequest::SubscriptionsListen(params) => {
+            let principal = transport.principal.as_ref();
+            Box::pin(listen(inner, &request.id, params, principal, sink, cancel)).await
+        }
+        other => Some(execute(inner, other, ctx, transport).await),
+    }
+}
+
+/// The context of a 2026-07-28 request: what it knows of its client comes from its `_meta`.
+pub(super) fn modern_context(
+    inner: &Inner,
+    request: &JsonRpcRequest,
+    meta: Meta,
+    transport: &TransportContext,
+    sink: &Sink,
+    cancel: &CancellationToken,
+) -> RequestContext {
+    RequestContext {
+        id: request.id.clone(),
+        method: request.method.clone(),
+        era: Era::Modern,
+        protocol_version: meta.protocol_version.clone().unwrap_or_default(),
+        client_capabilities: meta.client_capabilities.clone().unwrap_or_default(),
+        client_info: meta.client_info.clone(),
+        progress_token: meta.progress_token.clone(),
+        log_level: meta.log_level,
+        meta: Some(Arc::new(meta)),
+        principal: transport.principal.clone(),
+        request_state: None,
+        input_responses: None,
+        sink: sink.clone(),
+        cancellation: cancel.clone(),
+        peer: None,
+        notifier: inner.notifier.clone(),
+        task: Default::default(),
+    }
+}

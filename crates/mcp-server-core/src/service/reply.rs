@@ -1,0 +1,26 @@
+//! The last step of every answer: a result stamped (`_meta`: server info, cache hints) and
+//! serialized, or the error it failed with.
+
+use mcp_types::ErrorObject;
+use mcp_types::version::Era;
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use crate::stamp::{Stamp, Stamped};
+
+use super::inner::*;
+
+pub(super) fn finish<T: Stamped + Serialize>(
+    inner: &Inner,
+    era: Era,
+    mut result: T,
+) -> Result<Box<RawValue>, ErrorObject> {
+    match era {
+        Era::Modern => result.stamp_modern(&Stamp {
+            server_info: &inner.server.info,
+            cache: inner.server.cache,
+        }),
+        Era::Legacy => result.strip_legacy(),
+    }
+    to_raw(&result)
+}

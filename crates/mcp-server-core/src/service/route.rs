@@ -1,0 +1,112 @@
+//! Spawning a request on its route (stateless 2026-07-28, or a legacy session) and turning its
+//! answer into the response stream, a panic into an error.
+
+use std::sync::Arc;
+
+use mcp_types::methods::{self};
+use mcp_types::{ClientRequest, ErrorCode, ErrorObject, JsonRpcRequest, ParamsError};
+
+use crate::cancel::CancellationToken;
+use crate::futures::CatchUnwind;
+use crate::sink::Sink;
+use crate::trace::RequestSpan;
+
+use super::{inner::*, legacy::*, modern::*};
+
+pub(super) fn spawn_request(
+    inner: Arc<Inner>,
+    request: JsonRpcRequest,
+    typed: Result<ClientRequest, ParamsError>,
+    route: Route,
+) -> ResponseStream {
+    let cancel = CancellationToken::new();
+    if let Some(session) = route.session() {
+        let stream = request.method == methods::SUBSCRIPTIONS_LISTEN;
+        if !session.track(&request.id, cancel.clone(), stream) {
+            return ResponseStream::ready(respond(
+                &request.id,
+                Err(ErrorObject::new(
+                    ErrorCode::INVALID_REQUEST,
+                    format!(
+                        "a request with id {} is already in flight on this session",
+                        request.id
+                    ),
+                )),
+            ));
+        }
+    }
+    let era: Option<std::borrow::Cow<'_, str>> = match &route {
+        Route::Modern { .. } => typed
+            .as_ref()
+            .ok()
+            .and_then(|t| t.meta())
+            .and_then(|m| m.protocol_version.as_deref())
+            .map(std::borrow::Cow::Borrowed),
+        Route::Legacy { session, .. } => session
+            .with_legacy(|l| l.protocol_version.clone())
+            .map(std::borrow::Cow::Owned),
+    };
+    let traced = RequestSpan::open(&request, typed.as_ref().ok(), era.as_deref());
+    let span = traced.span.clone();
+    let (sink, rx) = Sink::channel();
+    let task = async move {
+        let id = request.id.clone();
+        let work = CatchUnwind(Box::pin(async {
+            match &route {
+                Route::Modern { transport, .. } => {
+                    serve_modern(&inner, &request, typed, transport, &sink, &cancel).await
+                }
+                Route::Legacy {
+                    session,
+                    transport,
+                    back_channel,
+                } => {
+                    let call = LegacyCall {
+                        session,
+                        transport,
+                        back_channel: *back_channel,
+                    };
+                    serve_legacy(&inner, &request, typed, &call, &sink, &cancel).await
+                }
+            }
+        }));
+        let served = tokio::select! {
+            biased;
+            () = cancel.cancelled() => None,
+            () = sink.closed() => {
+                cancel.cancel();
+                None
+            }
+            served = work => served.unwrap_or_else(|| {
+                tracing::error!(%id, "a handler panicked; answering -32603");
+                Some(Err(ErrorObject::internal("Internal error")))
+            }),
+        };
+        traced.finish(served.as_ref().map(|r| r.as_ref().map(|raw| raw.get())));
+        if let Some(result) = served {
+            sink.send(respond(&id, result)).await;
+        } else {
+            tracing::debug!(%id, "request cancelled; no response is sent");
+        }
+        if let Some(session) = route.session() {
+            session.untrack(&id);
+        }
+    };
+    run_until_it_waits(Box::pin(tracing::Instrument::instrument(task, span)));
+    ResponseStream { rx }
+}
+
+/// Polls a request once, here, and hands it to the runtime only if it has to wait. Most
+/// handlers answer without waiting on anything (a tool that computes its result): those finish
+/// on the caller's task, with their answer already in the response channel, and cost no task
+/// of their own, no scheduling and no wake-up of another worker. A request that waits (a
+/// back-channel question, a timer, I/O) is spawned where it stopped; the runtime's first poll
+/// gives every future it waits on the task's real waker.
+pub(super) fn run_until_it_waits(
+    mut task: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+) {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    if task.as_mut().poll(&mut cx).is_pending() {
+        tokio::spawn(task);
+    }
+}
