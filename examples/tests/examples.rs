@@ -788,7 +788,11 @@ async fn a_build_task_outlives_the_http_request_that_created_it() {
         r#"{task},"inputResponses":{{"{key}":{{"action":"accept","content":{{"deploy":true}}}}}}"#
     );
     let ack = task_http(&url, 2, "tasks/update", &id, &answer).await;
-    assert_eq!(ack["result"], json!({"resultType": "complete"}));
+    assert_eq!(
+        ack["result"],
+        json!({"resultType": "complete", "_meta": {"io.modelcontextprotocol/serverInfo":
+            {"name": "builds", "version": env!("CARGO_PKG_VERSION")}}})
+    );
     for n in 0..500 {
         let got = task_http(&url, 600 + n, "tasks/get", &id, &task).await;
         if got["result"]["status"] == "completed" {

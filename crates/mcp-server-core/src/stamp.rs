@@ -8,6 +8,7 @@ use mcp_types::common::{CacheScope, EmptyResult};
 use mcp_types::completion::CompleteResult;
 use mcp_types::discover::DiscoverResult;
 use mcp_types::elicitation::ElicitRequestParams;
+use mcp_types::ext::tasks::{CreateTaskResult, GetTaskResult, TaskAck};
 use mcp_types::lifecycle::Implementation;
 use mcp_types::meta::Meta;
 use mcp_types::mrtr::InputRequest;
@@ -39,6 +40,22 @@ pub(crate) struct Stamp<'a> {
     pub(crate) server_info: &'a Arc<Implementation>,
     pub(crate) cache: CacheHints,
 }
+
+/// The Tasks extension's results (`CreateTaskResult`, `tasks/get`, `tasks/update` and
+/// `tasks/cancel`) write their own `resultType`; they carry the server's identity like every
+/// other 2026-07-28 result, and never go to a 2025-11-25 session.
+macro_rules! stamped_task {
+    ($($t:ty),*) => {$(
+        impl Stamped for $t {
+            fn stamp_modern(&mut self, stamp: &Stamp<'_>) {
+                stamp_meta(&mut self.meta, stamp.server_info);
+            }
+            fn strip_legacy(&mut self) {}
+        }
+    )*};
+}
+
+stamped_task!(CreateTaskResult, GetTaskResult, TaskAck);
 
 /// A result the engine sends.
 pub(crate) trait Stamped {

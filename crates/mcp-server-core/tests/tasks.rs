@@ -97,7 +97,14 @@ async fn task_request(client: &mut TestClient, method: &str, params: Value) -> V
 }
 
 async fn get(client: &mut TestClient, id: &str) -> Value {
-    task_request(client, "tasks/get", json!({"taskId": id})).await
+    let got = task_request(client, "tasks/get", json!({"taskId": id})).await;
+    if got.get("result").is_some() {
+        assert!(
+            got["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"].is_string(),
+            "tasks/get carries the server's identity: {got}"
+        );
+    }
+    got
 }
 
 /// Polls `tasks/get` until `done` holds (at most 1000 polls, 10 ms apart).
@@ -112,8 +119,19 @@ async fn poll_until(client: &mut TestClient, id: &str, done: impl Fn(&Value) -> 
     panic!("task {id} never reached the expected state");
 }
 
+/// The empty acknowledgement of `tasks/update` and `tasks/cancel`, stamped with the server's
+/// identity like every other 2026-07-28 result.
+fn acked() -> Value {
+    json!({"resultType": "complete",
+           "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "tasks-test", "version": "0.1.0"}}})
+}
+
 fn task_id(created: &Value) -> String {
     assert_eq!(created["result"]["resultType"], "task", "{created}");
+    assert!(
+        created["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"].is_string(),
+        "a CreateTaskResult carries the server's identity: {created}"
+    );
     created["result"]["taskId"].as_str().unwrap().to_owned()
 }
 
@@ -161,7 +179,7 @@ async fn a_task_asks_twice_and_completes_with_both_answers() {
         }}),
     )
     .await;
-    assert_eq!(ack["result"], json!({"resultType": "complete"}));
+    assert_eq!(ack["result"], acked());
 
     let second = poll_until(&mut client, &id, |v| {
         v["result"]["inputRequests"].get("q2").is_some()
@@ -211,7 +229,7 @@ async fn cancelling_a_running_task_reaches_its_body_and_a_finished_one_is_acked(
     assert_eq!(service.running_tasks(), 1);
 
     let ack = task_request(&mut client, "tasks/cancel", json!({"taskId": id})).await;
-    assert_eq!(ack["result"], json!({"resultType": "complete"}));
+    assert_eq!(ack["result"], acked());
     assert_eq!(rx.recv().await, Some("the body saw its cancellation"));
     let cancelled = poll_until(&mut client, &id, |v| status(v) == "cancelled").await;
     assert!(cancelled["result"].get("result").is_none());
@@ -229,7 +247,7 @@ async fn cancelling_a_running_task_reaches_its_body_and_a_finished_one_is_acked(
 
     // Cancelling again, now that it is terminal: the same empty ack, and it stays cancelled.
     let again = task_request(&mut client, "tasks/cancel", json!({"taskId": id})).await;
-    assert_eq!(again["result"], json!({"resultType": "complete"}));
+    assert_eq!(again["result"], acked());
     assert_eq!(status(&get(&mut client, &id).await), "cancelled");
 }
 

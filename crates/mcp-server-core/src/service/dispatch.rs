@@ -360,7 +360,7 @@ pub(super) async fn call_tool(
     )
     .await;
     match launch.and_then(|l| l.take_created()) {
-        Some(created) => to_raw(&created),
+        Some(created) => finish(inner, Era::Modern, created),
         None => served,
     }
 }

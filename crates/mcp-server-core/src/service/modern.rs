@@ -11,6 +11,7 @@ use crate::cancel::CancellationToken;
 use crate::context::RequestContext;
 use crate::sink::Sink;
 
+use super::reply::finish;
 use super::{dispatch::*, envelope::*, inner::*};
 
 pub(super) async fn serve_modern(
@@ -76,7 +77,11 @@ pub(super) async fn serve_modern(
             &caps,
             principal.as_ref(),
         );
-        return Some(Box::pin(served).await);
+        return Some(
+            Box::pin(served)
+                .await
+                .and_then(|reply| finish(inner, Era::Modern, reply)),
+        );
     }
     if !modern_method_served(&inner.server, method) {
         return Some(Err(ErrorObject::method_not_found(&request.method)));

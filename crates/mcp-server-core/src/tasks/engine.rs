@@ -17,7 +17,6 @@ use mcp_types::roots::ListRootsResult;
 use mcp_types::sampling::CreateMessageResult;
 use mcp_types::{ClientRequest, ClientResult, ErrorObject, methods};
 use serde_json::Value;
-use serde_json::value::RawValue;
 use tokio::sync::watch;
 
 use crate::cancel::CancellationToken;
@@ -273,7 +272,7 @@ impl TaskEngine {
         typed: ClientRequest,
         caps: &ClientCapabilities,
         principal: Option<&Principal>,
-    ) -> Result<Box<RawValue>, ErrorObject> {
+    ) -> Result<TaskReply, ErrorObject> {
         let method = typed.method();
         let Some(engine) = engine.filter(|_| {
             matches!(
@@ -288,14 +287,14 @@ impl TaskEngine {
         }
         engine.ensure_sweeper();
         let owner = owner_key(principal);
-        let ack = || to_raw(&TaskAck::default());
+        let ack = || Ok(TaskReply::Ack(TaskAck::default()));
         match typed {
             ClientRequest::GetTask(p) => {
                 let record = engine.owned(&p.task_id, &owner).await?;
-                to_raw(&GetTaskResult {
+                Ok(TaskReply::Get(Box::new(GetTaskResult {
                     task: detailed(&record),
                     meta: None,
-                })
+                })))
             }
             ClientRequest::UpdateTask(p) => {
                 let record = engine.owned(&p.task_id, &owner).await?;
@@ -337,6 +336,33 @@ impl TaskEngine {
     }
 }
 
+/// What a `tasks/*` request answers, before the service stamps it like every other result.
+pub(crate) enum TaskReply {
+    /// `tasks/get`.
+    Get(Box<GetTaskResult>),
+    /// `tasks/update`, `tasks/cancel`.
+    Ack(TaskAck),
+}
+
+impl serde::Serialize for TaskReply {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            TaskReply::Get(get) => get.serialize(s),
+            TaskReply::Ack(ack) => ack.serialize(s),
+        }
+    }
+}
+
+impl crate::stamp::Stamped for TaskReply {
+    fn stamp_modern(&mut self, stamp: &crate::stamp::Stamp<'_>) {
+        match self {
+            TaskReply::Get(get) => get.stamp_modern(stamp),
+            TaskReply::Ack(ack) => ack.stamp_modern(stamp),
+        }
+    }
+    fn strip_legacy(&mut self) {}
+}
+
 /// Whether `method` is one of the extension's (`tasks/get`, `tasks/update`, `tasks/cancel`)
 /// or one it removed (`tasks/result`, `tasks/list`): served by [`TaskEngine::serve`] on
 /// 2026-07-28, before any other method check.
@@ -358,11 +384,6 @@ pub(crate) fn serves(enabled: bool, method: &str) -> bool {
             method,
             methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL
         )
-}
-
-fn to_raw<T: serde::Serialize>(value: &T) -> Result<Box<RawValue>, ErrorObject> {
-    mcp_types::jsonrpc::to_raw(value)
-        .map_err(|e| ErrorObject::internal(format!("the result could not be serialized: {e}")))
 }
 
 pub(super) fn base(record: &TaskRecord) -> Task {
