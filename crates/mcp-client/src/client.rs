@@ -47,10 +47,10 @@ pub(crate) mod skills;
 pub(crate) mod tasks;
 pub use tasks::{TaskCall, TaskHandle, ToolLeg};
 
-/// The stateless versions this client speaks, newest first.
-pub const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
-/// The handshake versions a legacy server may answer `initialize` with.
-pub const LEGACY_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+/// The stateless versions this client speaks, and the handshake versions a legacy server may
+/// answer `initialize` with (oldest first; the client prefers the newest both sides know).
+/// They come from the one version table, in `mcp_types::version`.
+pub use mcp_types::version::{LEGACY_VERSIONS, MODERN_VERSIONS};
 
 /// How the client picks the protocol era.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -764,6 +764,7 @@ impl Client {
         let supported = error.unsupported_protocol_version_data()?.supported;
         let version = MODERN_VERSIONS
             .iter()
+            .rev()
             .find(|v| supported.iter().any(|s| s == *v))?;
         let mut params: Value = serde_json::from_str(params?.get()).ok()?;
         let envelope = params.get_mut("_meta")?.as_object_mut()?;
@@ -846,8 +847,10 @@ impl Client {
         let negotiated = self.negotiated();
         let mut meta = match negotiated.as_ref().map(|n| n.era) {
             Some(Era::Modern) | None => {
-                let version = negotiated
-                    .map_or_else(|| MODERN_VERSIONS[0].to_owned(), |n| n.protocol_version);
+                let version = negotiated.map_or_else(
+                    || ProtocolVersion::LATEST_MODERN.as_str().to_owned(),
+                    |n| n.protocol_version,
+                );
                 let mut meta = Meta::request(&version, self.inner.capabilities.clone());
                 meta.client_info = Some(self.inner.info.clone());
                 meta.log_level = self.inner.log_level;
@@ -886,7 +889,7 @@ impl Client {
                 Ok(())
             }
             Mode::Auto => {
-                let mut version = MODERN_VERSIONS[0].to_owned();
+                let mut version = ProtocolVersion::LATEST_MODERN.as_str().to_owned();
                 for attempt in 0..2 {
                     let mut meta = Meta::request(&version, self.inner.capabilities.clone());
                     meta.client_info = Some(self.inner.info.clone());
@@ -901,6 +904,7 @@ impl Client {
                         Ok(discover) => {
                             let mutual = MODERN_VERSIONS
                                 .iter()
+                                .rev()
                                 .find(|v| discover.supported_versions.iter().any(|s| s == *v));
                             let Some(mutual) = mutual else {
                                 return self.initialize().await;
@@ -926,6 +930,7 @@ impl Client {
                                 .unwrap_or_default();
                             match MODERN_VERSIONS
                                 .iter()
+                                .rev()
                                 .find(|v| supported.iter().any(|s| s == *v))
                             {
                                 Some(v) if attempt == 0 => version = (*v).to_owned(),

@@ -76,20 +76,9 @@ pub const NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED: &str =
 /// `notifications/tasks/status` (2025-11-25 only).
 pub const NOTIFICATION_TASKS_STATUS: &str = "notifications/tasks/status";
 
-/// The methods whose 2026-07-28 results may be `input_required`.
-pub const INPUT_REQUIRED_METHODS: [&str; 3] = [TOOLS_CALL, PROMPTS_GET, RESOURCES_READ];
 /// The methods allowed inside `inputRequests`.
 pub const INPUT_REQUEST_METHODS: [&str; 3] =
     [ELICITATION_CREATE, SAMPLING_CREATE_MESSAGE, ROOTS_LIST];
-/// The 2026-07-28 results that carry `ttlMs` and `cacheScope`.
-pub const CACHEABLE_METHODS: [&str; 6] = [
-    SERVER_DISCOVER,
-    TOOLS_LIST,
-    PROMPTS_LIST,
-    RESOURCES_LIST,
-    RESOURCES_TEMPLATES_LIST,
-    RESOURCES_READ,
-];
 
 /// A request (answered) or a notification (never answered).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -109,7 +98,20 @@ pub enum Direction {
     ServerToClient,
 }
 
-/// One row of the method table.
+/// Where a method stands with the Tasks extension (`io.modelcontextprotocol/tasks`) on
+/// 2026-07-28.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TaskRole {
+    /// Not a method of the extension.
+    None,
+    /// Served by the extension (`tasks/get`, `tasks/update`, `tasks/cancel`).
+    Served,
+    /// Removed by the extension (`tasks/result`, `tasks/list`): answered `-32601`.
+    Removed,
+}
+
+/// One row of the method table: every fact about a method that a crate of this workspace
+/// needs, written once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MethodSpec {
     /// The method name.
@@ -120,8 +122,16 @@ pub struct MethodSpec {
     pub direction: Direction,
     /// Exists in 2025-11-25.
     pub legacy: bool,
-    /// Exists in 2026-07-28.
+    /// Exists in 2026-07-28 (the core revision; an extension's methods say so in `task`).
     pub modern: bool,
+    /// Its 2026-07-28 result may be `input_required`.
+    pub input_required: bool,
+    /// Its 2026-07-28 result carries `ttlMs` and `cacheScope`.
+    pub cacheable: bool,
+    /// The parameter the HTTP transport's `Mcp-Name` header repeats, if any.
+    pub name_param: Option<&'static str>,
+    /// Its place in the Tasks extension.
+    pub task: TaskRole,
 }
 
 const fn row(
@@ -137,6 +147,29 @@ const fn row(
         direction,
         legacy,
         modern,
+        input_required: false,
+        cacheable: false,
+        name_param: None,
+        task: TaskRole::None,
+    }
+}
+
+impl MethodSpec {
+    const fn input_required(mut self) -> Self {
+        self.input_required = true;
+        self
+    }
+    const fn cacheable(mut self) -> Self {
+        self.cacheable = true;
+        self
+    }
+    const fn named_by(mut self, param: &'static str) -> Self {
+        self.name_param = Some(param);
+        self
+    }
+    const fn task(mut self, role: TaskRole) -> Self {
+        self.task = role;
+        self
     }
 }
 
@@ -149,25 +182,39 @@ use Kind::{Notification as N, Request as R};
 /// JSON-RPC requests at all: they only travel inside `inputRequests` (see
 /// [`INPUT_REQUEST_METHODS`]).
 pub const METHODS: &[MethodSpec] = &[
-    row(SERVER_DISCOVER, R, C2S, false, true),
+    row(SERVER_DISCOVER, R, C2S, false, true).cacheable(),
     row(INITIALIZE, R, C2S, true, false),
     row(PING, R, C2S, true, false),
-    row(TOOLS_LIST, R, C2S, true, true),
-    row(TOOLS_CALL, R, C2S, true, true),
-    row(PROMPTS_LIST, R, C2S, true, true),
-    row(PROMPTS_GET, R, C2S, true, true),
-    row(RESOURCES_LIST, R, C2S, true, true),
-    row(RESOURCES_TEMPLATES_LIST, R, C2S, true, true),
-    row(RESOURCES_READ, R, C2S, true, true),
+    row(TOOLS_LIST, R, C2S, true, true).cacheable(),
+    row(TOOLS_CALL, R, C2S, true, true)
+        .input_required()
+        .named_by("name"),
+    row(PROMPTS_LIST, R, C2S, true, true).cacheable(),
+    row(PROMPTS_GET, R, C2S, true, true)
+        .input_required()
+        .named_by("name"),
+    row(RESOURCES_LIST, R, C2S, true, true).cacheable(),
+    row(RESOURCES_TEMPLATES_LIST, R, C2S, true, true).cacheable(),
+    row(RESOURCES_READ, R, C2S, true, true)
+        .input_required()
+        .cacheable()
+        .named_by("uri"),
     row(RESOURCES_SUBSCRIBE, R, C2S, true, false),
     row(RESOURCES_UNSUBSCRIBE, R, C2S, true, false),
     row(COMPLETION_COMPLETE, R, C2S, true, true),
     row(LOGGING_SET_LEVEL, R, C2S, true, false),
     row(SUBSCRIPTIONS_LISTEN, R, C2S, false, true),
-    row(TASKS_GET, R, C2S, true, false),
-    row(TASKS_RESULT, R, C2S, true, false),
-    row(TASKS_LIST, R, C2S, true, false),
-    row(TASKS_CANCEL, R, C2S, true, false),
+    row(TASKS_GET, R, C2S, true, false)
+        .task(TaskRole::Served)
+        .named_by("taskId"),
+    row(TASKS_UPDATE, R, C2S, false, false)
+        .task(TaskRole::Served)
+        .named_by("taskId"),
+    row(TASKS_RESULT, R, C2S, true, false).task(TaskRole::Removed),
+    row(TASKS_LIST, R, C2S, true, false).task(TaskRole::Removed),
+    row(TASKS_CANCEL, R, C2S, true, false)
+        .task(TaskRole::Served)
+        .named_by("taskId"),
     row(PING, R, S2C, true, false),
     row(SAMPLING_CREATE_MESSAGE, R, S2C, true, false),
     row(ROOTS_LIST, R, S2C, true, false),
@@ -227,14 +274,31 @@ pub fn methods_of(
         .map(|m| m.name)
 }
 
+/// The row of the client-to-server request `method`, if the table has one.
+pub fn request(method: &str) -> Option<&'static MethodSpec> {
+    METHODS
+        .iter()
+        .find(|m| m.name == method && m.kind == Kind::Request && m.direction == C2S)
+}
+
 /// Whether a 2026-07-28 result of `method` may be `input_required`.
 pub fn may_return_input_required(method: &str) -> bool {
-    INPUT_REQUIRED_METHODS.contains(&method)
+    request(method).is_some_and(|m| m.input_required)
 }
 
 /// Whether a 2026-07-28 result of `method` carries the caching hints.
 pub fn is_cacheable(method: &str) -> bool {
-    CACHEABLE_METHODS.contains(&method)
+    request(method).is_some_and(|m| m.cacheable)
+}
+
+/// The parameter of `method` that the `Mcp-Name` header repeats (`name`, `uri`, `taskId`).
+pub fn name_param(method: &str) -> Option<&'static str> {
+    request(method).and_then(|m| m.name_param)
+}
+
+/// Where the client request `method` stands with the Tasks extension.
+pub fn task_role(method: &str) -> TaskRole {
+    request(method).map_or(TaskRole::None, |m| m.task)
 }
 
 #[cfg(test)]
@@ -288,5 +352,20 @@ mod tests {
         assert!(may_return_input_required(PROMPTS_GET));
         assert!(!may_return_input_required(TOOLS_LIST));
         assert!(is_cacheable(RESOURCES_READ) && !is_cacheable(TOOLS_CALL));
+        let input_required: Vec<_> = METHODS
+            .iter()
+            .filter(|m| m.input_required)
+            .map(|m| m.name)
+            .collect();
+        assert_eq!(input_required, [TOOLS_CALL, PROMPTS_GET, RESOURCES_READ]);
+        let cacheable = METHODS.iter().filter(|m| m.cacheable).count();
+        assert_eq!(cacheable, 6);
+        assert_eq!(name_param(TOOLS_CALL), Some("name"));
+        assert_eq!(name_param(RESOURCES_READ), Some("uri"));
+        assert_eq!(name_param(TASKS_UPDATE), Some("taskId"));
+        assert_eq!(name_param(TOOLS_LIST), None);
+        assert_eq!(task_role(TASKS_UPDATE), TaskRole::Served);
+        assert_eq!(task_role(TASKS_LIST), TaskRole::Removed);
+        assert_eq!(task_role(TOOLS_CALL), TaskRole::None);
     }
 }

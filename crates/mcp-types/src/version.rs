@@ -5,19 +5,51 @@
 
 use std::fmt;
 
-/// A protocol revision this crate knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ProtocolVersion {
+/// The one table of protocol revisions, oldest first: each variant with its wire string and
+/// its era. A new revision is one line in the invocation below; the enum, [`ProtocolVersion::KNOWN`],
+/// the latest of each era and the lists every crate reads ([`MODERN_VERSIONS`],
+/// [`LEGACY_VERSIONS`], [`SUPPORTED_VERSIONS`]) follow from it.
+macro_rules! versions {
+    ($($(#[$doc:meta])* $variant:ident = $text:literal, $era:ident;)*) => {
+        /// A protocol revision this crate knows.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum ProtocolVersion {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl ProtocolVersion {
+            /// Every known version, oldest first.
+            pub const KNOWN: [ProtocolVersion; [$($text),*].len()] =
+                [$(ProtocolVersion::$variant),*];
+
+            /// The version string on the wire.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(ProtocolVersion::$variant => $text,)*
+                }
+            }
+
+            /// The era this version belongs to.
+            pub const fn era(self) -> Era {
+                match self {
+                    $(ProtocolVersion::$variant => Era::$era,)*
+                }
+            }
+        }
+    };
+}
+
+versions! {
     /// `2024-11-05` (handshake era).
-    V2024_11_05,
+    V2024_11_05 = "2024-11-05", Legacy;
     /// `2025-03-26` (handshake era).
-    V2025_03_26,
+    V2025_03_26 = "2025-03-26", Legacy;
     /// `2025-06-18` (handshake era).
-    V2025_06_18,
+    V2025_06_18 = "2025-06-18", Legacy;
     /// `2025-11-25`, the last handshake-era revision.
-    V2025_11_25,
+    V2025_11_25 = "2025-11-25", Legacy;
     /// `2026-07-28`, the first stateless revision.
-    V2026_07_28,
+    V2026_07_28 = "2026-07-28", Modern;
 }
 
 /// The two eras of the protocol.
@@ -29,46 +61,77 @@ pub enum Era {
     Legacy,
 }
 
-impl ProtocolVersion {
-    /// Every known version, oldest first.
-    pub const KNOWN: [ProtocolVersion; 5] = [
-        ProtocolVersion::V2024_11_05,
-        ProtocolVersion::V2025_03_26,
-        ProtocolVersion::V2025_06_18,
-        ProtocolVersion::V2025_11_25,
-        ProtocolVersion::V2026_07_28,
-    ];
-    /// The newest stateless version.
-    pub const LATEST_MODERN: ProtocolVersion = ProtocolVersion::V2026_07_28;
-    /// The newest handshake version: what `initialize` offers and counter-offers.
-    pub const LATEST_LEGACY: ProtocolVersion = ProtocolVersion::V2025_11_25;
-    /// What a legacy HTTP request without a version header is assumed to speak.
-    pub const DEFAULT_NEGOTIATED: ProtocolVersion = ProtocolVersion::V2025_03_26;
+impl Era {
+    const fn is(self, other: Era) -> bool {
+        matches!(
+            (self, other),
+            (Era::Modern, Era::Modern) | (Era::Legacy, Era::Legacy)
+        )
+    }
+}
 
-    /// The version string on the wire.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ProtocolVersion::V2024_11_05 => "2024-11-05",
-            ProtocolVersion::V2025_03_26 => "2025-03-26",
-            ProtocolVersion::V2025_06_18 => "2025-06-18",
-            ProtocolVersion::V2025_11_25 => "2025-11-25",
-            ProtocolVersion::V2026_07_28 => "2026-07-28",
+/// How many known versions belong to `era`.
+const fn count(era: Era) -> usize {
+    let (mut n, mut i) = (0, 0);
+    while i < ProtocolVersion::KNOWN.len() {
+        if ProtocolVersion::KNOWN[i].era().is(era) {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
+
+/// The wire strings of `era`'s versions, oldest first.
+const fn strings<const N: usize>(era: Era) -> [&'static str; N] {
+    let mut out = [""; N];
+    let (mut n, mut i) = (0, 0);
+    while i < ProtocolVersion::KNOWN.len() {
+        if ProtocolVersion::KNOWN[i].era().is(era) {
+            out[n] = ProtocolVersion::KNOWN[i].as_str();
+            n += 1;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The newest version of `era`.
+const fn latest(era: Era) -> ProtocolVersion {
+    let mut i = ProtocolVersion::KNOWN.len();
+    while i > 0 {
+        i -= 1;
+        if ProtocolVersion::KNOWN[i].era().is(era) {
+            return ProtocolVersion::KNOWN[i];
         }
     }
+    panic!("an era without a version")
+}
+
+/// The versions served statelessly (a request's `_meta` names one of them), oldest first.
+pub const MODERN_VERSIONS: [&str; count(Era::Modern)] = strings(Era::Modern);
+/// The handshake versions an `initialize` may negotiate, oldest first.
+pub const LEGACY_VERSIONS: [&str; count(Era::Legacy)] = strings(Era::Legacy);
+/// What `server/discover` lists: the newest stateless version first, then the newest
+/// handshake one a legacy client reaches through `initialize`.
+pub const SUPPORTED_VERSIONS: [&str; 2] = [
+    ProtocolVersion::LATEST_MODERN.as_str(),
+    ProtocolVersion::LATEST_LEGACY.as_str(),
+];
+
+impl ProtocolVersion {
+    /// The newest stateless version.
+    pub const LATEST_MODERN: ProtocolVersion = latest(Era::Modern);
+    /// The newest handshake version: what `initialize` offers and counter-offers.
+    pub const LATEST_LEGACY: ProtocolVersion = latest(Era::Legacy);
+    /// What a legacy HTTP request without a version header is assumed to speak.
+    pub const DEFAULT_NEGOTIATED: ProtocolVersion = ProtocolVersion::V2025_03_26;
 
     /// Reads a version string; `None` for a version this crate does not know.
     pub fn parse(version: &str) -> Option<Self> {
         ProtocolVersion::KNOWN
             .into_iter()
             .find(|v| v.as_str() == version)
-    }
-
-    /// The era this version belongs to.
-    pub const fn era(self) -> Era {
-        match self {
-            ProtocolVersion::V2026_07_28 => Era::Modern,
-            _ => Era::Legacy,
-        }
     }
 
     /// Whether this is a stateless (2026-07-28 or later) version.
@@ -97,5 +160,17 @@ mod tests {
         assert!(ProtocolVersion::V2025_11_25 < ProtocolVersion::V2026_07_28);
         assert_eq!(ProtocolVersion::V2025_11_25.era(), Era::Legacy);
         assert!(ProtocolVersion::LATEST_MODERN.is_modern());
+    }
+
+    #[test]
+    fn the_lists_every_crate_reads_follow_from_the_table() {
+        assert_eq!(MODERN_VERSIONS, ["2026-07-28"]);
+        assert_eq!(
+            LEGACY_VERSIONS,
+            ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
+        );
+        assert_eq!(SUPPORTED_VERSIONS, ["2026-07-28", "2025-11-25"]);
+        assert_eq!(ProtocolVersion::LATEST_LEGACY, ProtocolVersion::V2025_11_25);
+        assert_eq!(ProtocolVersion::KNOWN.len(), 5);
     }
 }

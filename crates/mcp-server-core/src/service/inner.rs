@@ -11,7 +11,6 @@ use mcp_state_seal::{Principal, UseClaim};
 use mcp_types::capabilities::{ClientCapabilities, ServerCapabilities};
 use mcp_types::lifecycle::Implementation;
 use mcp_types::logging::LoggingLevel;
-use mcp_types::version::ProtocolVersion;
 use mcp_types::{
     ErrorObject, JsonObject, JsonRpcError, JsonRpcMessage, JsonRpcResponse, ParamsError, RequestId,
 };
@@ -24,13 +23,7 @@ use crate::notify::ChangeNotifier;
 use crate::peer::Pending;
 use crate::server::Server;
 
-/// The versions served statelessly (a request's `_meta` must name one of them).
-pub const MODERN_VERSIONS: [&str; 1] = [ProtocolVersion::V2026_07_28.as_str()];
-/// The handshake versions an `initialize` may negotiate.
-pub const LEGACY_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
-/// What `server/discover` lists: the stateless version first, then the handshake one a legacy
-/// client can reach through `initialize`.
-pub const SUPPORTED_VERSIONS: [&str; 2] = ["2026-07-28", "2025-11-25"];
+pub use mcp_types::version::{LEGACY_VERSIONS, MODERN_VERSIONS, SUPPORTED_VERSIONS};
 
 /// What a transport knows about who sent a message.
 #[derive(Clone, Default)]

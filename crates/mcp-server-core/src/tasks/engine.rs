@@ -274,12 +274,7 @@ impl TaskEngine {
         principal: Option<&Principal>,
     ) -> Result<TaskReply, ErrorObject> {
         let method = typed.method();
-        let Some(engine) = engine.filter(|_| {
-            matches!(
-                method,
-                methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL
-            )
-        }) else {
+        let Some(engine) = engine.filter(|_| serves(true, method)) else {
             return Err(ErrorObject::method_not_found(method));
         };
         if !caps.supports_extension(wire::EXTENSION_ID) {
@@ -365,25 +360,14 @@ impl crate::stamp::Stamped for TaskReply {
 
 /// Whether `method` is one of the extension's (`tasks/get`, `tasks/update`, `tasks/cancel`)
 /// or one it removed (`tasks/result`, `tasks/list`): served by [`TaskEngine::serve`] on
-/// 2026-07-28, before any other method check.
+/// 2026-07-28, before any other method check. The method table says which.
 pub(crate) fn is_task_method(method: &str) -> bool {
-    matches!(
-        method,
-        methods::TASKS_GET
-            | methods::TASKS_UPDATE
-            | methods::TASKS_CANCEL
-            | methods::TASKS_RESULT
-            | methods::TASKS_LIST
-    )
+    methods::task_role(method) != methods::TaskRole::None
 }
 
 /// Whether a server with (`enabled`) or without tasks serves `method` as a task method.
 pub(crate) fn serves(enabled: bool, method: &str) -> bool {
-    enabled
-        && matches!(
-            method,
-            methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL
-        )
+    enabled && methods::task_role(method) == methods::TaskRole::Served
 }
 
 pub(super) fn base(record: &TaskRecord) -> Task {
