@@ -113,7 +113,7 @@ use crate::server::Server;
 use crate::service::{Service, resource_not_found};
 use derive::ResourceEntry;
 pub use derive::{IntoPromptDef, IntoResourceDef, IntoToolDef};
-use resolve::{Graph, Step, check_resolvers, prepare};
+use resolve::{Graph, ResolvedParam, Step, check_resolvers, prepare};
 use resource::UriTemplate;
 
 /// The request context of a tool, prompt or resource body.
@@ -484,6 +484,101 @@ fn duplicate<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     names.into_iter().find(|n| !seen.insert(*n))
 }
 
+/// What every handler that can ask (a tool, a prompt, a resource template) is checked for
+/// when the server is built, on one path: it has a handler, it asks in one way only (through
+/// its resolvers, or by returning an `InputRequiredResult` it built itself), and its
+/// resolvers form a graph over its `arguments`.
+fn check_asker(
+    owner: &str,
+    has_body: bool,
+    hand_built: bool,
+    resolvers: &[Resolver],
+    params: &[ResolvedParam],
+    arguments: &[String],
+) -> Result<Graph, BuildError> {
+    if !has_body {
+        return Err(BuildError(format!("{owner} has no handler")));
+    }
+    if hand_built && !resolvers.is_empty() {
+        return Err(BuildError(format!(
+            "{owner} combines resolvers with a hand-built InputRequiredResult return; it asks either through its resolvers or by returning InputRequiredResult itself, not both"
+        )));
+    }
+    check_resolvers(owner, resolvers.to_vec(), params, Some(arguments)).map_err(BuildError)
+}
+
+fn build_tool(def: &ToolDef) -> Result<BuiltTool, BuildError> {
+    let mut def = def.clone();
+    // Resolved parameters never appear in the input schema.
+    if let Some(Value::Object(properties)) = def.tool.input_schema.get_mut("properties") {
+        for p in &def.params {
+            properties.remove(&p.param);
+        }
+    }
+    let arguments: Vec<String> = def
+        .tool
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
+    let owner = format!("tool '{}'", def.tool.name);
+    let graph = check_asker(
+        &owner,
+        def.body.is_some(),
+        def.hand_built,
+        &def.resolvers,
+        &def.params,
+        &arguments,
+    )?;
+    Ok(BuiltTool { def, graph })
+}
+
+fn build_prompt(def: &PromptDef) -> Result<BuiltPrompt, BuildError> {
+    let arguments: Vec<String> = def
+        .prompt
+        .arguments
+        .iter()
+        .flatten()
+        .map(|a| a.name.clone())
+        .collect();
+    let owner = format!("prompt '{}'", def.prompt.name);
+    let graph = check_asker(
+        &owner,
+        def.body.is_some(),
+        def.hand_built,
+        &def.resolvers,
+        &def.params,
+        &arguments,
+    )?;
+    Ok(BuiltPrompt {
+        def: def.clone(),
+        graph,
+    })
+}
+
+fn build_template(def: &ResourceTemplateDef) -> Result<BuiltTemplate, BuildError> {
+    let owner = format!("resource template '{}'", def.template.uri_template);
+    // A template without a handler is refused before its URI is read.
+    if def.body.is_none() {
+        return Err(BuildError(format!("{owner} has no handler")));
+    }
+    let uri = UriTemplate::parse(&def.template.uri_template).map_err(BuildError)?;
+    let graph = check_asker(
+        &owner,
+        true,
+        def.hand_built,
+        &def.resolvers,
+        &def.params,
+        &uri.variables(),
+    )?;
+    Ok(BuiltTemplate {
+        def: def.clone(),
+        uri,
+        graph,
+    })
+}
+
 impl Registry {
     fn build(
         server: &McpServer,
@@ -496,62 +591,16 @@ impl Registry {
         if let Some(name) = duplicate(server.prompts.iter().map(PromptDef::name)) {
             return Err(err(format!("two prompts are named '{name}'")));
         }
-        let mut tools = Vec::new();
-        for def in &server.tools {
-            let owner = format!("tool '{}'", def.tool.name);
-            if def.body.is_none() {
-                return Err(err(format!("{owner} has no handler")));
-            }
-            if def.hand_built && !def.resolvers.is_empty() {
-                return Err(err(format!(
-                    "{owner} combines resolvers with a hand-built InputRequiredResult return; a tool asks either through its resolvers or by returning InputRequiredResult itself, not both"
-                )));
-            }
-            let mut def = def.clone();
-            // Resolved parameters never appear in the input schema.
-            if let Some(Value::Object(properties)) = def.tool.input_schema.get_mut("properties") {
-                for p in &def.params {
-                    properties.remove(&p.param);
-                }
-            }
-            let arguments: Vec<String> = def
-                .tool
-                .input_schema
-                .get("properties")
-                .and_then(Value::as_object)
-                .map(|p| p.keys().cloned().collect())
-                .unwrap_or_default();
-            let graph =
-                check_resolvers(&owner, def.resolvers.clone(), &def.params, Some(&arguments))
-                    .map_err(err)?;
-            tools.push(BuiltTool { def, graph });
-        }
-        let mut prompts = Vec::new();
-        for def in &server.prompts {
-            let owner = format!("prompt '{}'", def.prompt.name);
-            if def.body.is_none() {
-                return Err(err(format!("{owner} has no handler")));
-            }
-            if def.hand_built && !def.resolvers.is_empty() {
-                return Err(err(format!(
-                    "{owner} combines resolvers with a hand-built InputRequiredResult return"
-                )));
-            }
-            let arguments: Vec<String> = def
-                .prompt
-                .arguments
-                .iter()
-                .flatten()
-                .map(|a| a.name.clone())
-                .collect();
-            let graph =
-                check_resolvers(&owner, def.resolvers.clone(), &def.params, Some(&arguments))
-                    .map_err(err)?;
-            prompts.push(BuiltPrompt {
-                def: def.clone(),
-                graph,
-            });
-        }
+        let tools = server
+            .tools
+            .iter()
+            .map(build_tool)
+            .collect::<Result<Vec<_>, _>>()?;
+        let prompts = server
+            .prompts
+            .iter()
+            .map(build_prompt)
+            .collect::<Result<Vec<_>, _>>()?;
         let mut resources = HashMap::new();
         for def in &server.resources {
             if def.body.is_none() {
@@ -577,31 +626,11 @@ impl Registry {
                 "the resource '{uri}' is also a file of the skills directory"
             )));
         }
-        let mut templates = Vec::new();
-        for def in &server.templates {
-            let owner = format!("resource template '{}'", def.template.uri_template);
-            if def.body.is_none() {
-                return Err(err(format!("{owner} has no handler")));
-            }
-            if def.hand_built && !def.resolvers.is_empty() {
-                return Err(err(format!(
-                    "{owner} combines resolvers with a hand-built InputRequiredResult return"
-                )));
-            }
-            let uri = UriTemplate::parse(&def.template.uri_template).map_err(err)?;
-            let graph = check_resolvers(
-                &owner,
-                def.resolvers.clone(),
-                &def.params,
-                Some(&uri.variables()),
-            )
-            .map_err(err)?;
-            templates.push(BuiltTemplate {
-                def: def.clone(),
-                uri,
-                graph,
-            });
-        }
+        let templates = server
+            .templates
+            .iter()
+            .map(build_template)
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Registry {
             page_size: server.page_size,
             tool_list: tools.iter().map(|t| t.def.tool.clone()).collect(),
