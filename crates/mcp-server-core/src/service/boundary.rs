@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use mcp_state_seal::{
     INVALID_REQUEST_STATE_DATA_REASON, INVALID_REQUEST_STATE_MESSAGE, Principal, PrincipalSource,
-    RequestBinding,
+    RequestBinding, SealingBoundary, UseClaim,
 };
+use mcp_types::capabilities::ClientCapabilities;
 use mcp_types::mrtr::{Outcome, RetryParams};
 use mcp_types::version::Era;
 use mcp_types::{ErrorObject, InputRequiredResult, ResultType};
@@ -63,46 +64,9 @@ where
         .boundary
         .as_ref()
         .filter(|_| era == Era::Modern);
-    let mut principal: Option<Result<Option<Principal>, ()>> = None;
-    // The replay guard's claim on the incoming state, marked done once the handler answered.
-    let mut claim = None;
+    let mut opened = Opened::default();
     if era == Era::Modern {
-        if let (Some(boundary), Some(parts)) = (boundary, binding.as_ref()) {
-            let source = PrincipalSource::new(parts.method, transport.principal.as_ref());
-            let source = match transport.context.as_deref() {
-                Some(context) => source.with_context(context),
-                None => source,
-            };
-            let resolved = boundary.principal(&source).map_err(|e| {
-                tracing::debug!(reason = %e.reason(), "principal binding failed");
-            });
-            if let Some(state) = params.request_state_value() {
-                let Ok(who) = &resolved else {
-                    return Err(invalid_request_state());
-                };
-                let Some(token) = state.as_str() else {
-                    tracing::debug!(method = parts.method, "requestState rejected: not a string");
-                    return Err(invalid_request_state());
-                };
-                match Box::pin(boundary.unseal_claim(&parts.binding(), token, who.as_ref())).await {
-                    Ok((plaintext, used)) => {
-                        params.set_request_state(Some(plaintext));
-                        claim = used;
-                    }
-                    Err(e) => {
-                        tracing::debug!(method = parts.method, reason = %e.reason(), "requestState rejected");
-                        return Err(invalid_request_state());
-                    }
-                }
-            }
-            principal = Some(resolved);
-        } else if let Some(state) = params.request_state_value()
-            && !state.is_string()
-        {
-            return Err(ErrorObject::invalid_params(
-                "Invalid params: requestState must be a string",
-            ));
-        }
+        opened = open_state(boundary, binding.as_ref(), &mut params, transport).await?;
         ctx.request_state = params.request_state().map(str::to_owned);
         ctx.input_responses = params.input_responses().cloned().map(Arc::new);
     } else {
@@ -114,7 +78,7 @@ where
     // The request produced its answer (a result or an error): its state is done once the
     // transport delivered it (or now, without a transport that says so), so no other
     // instance may take it over after that.
-    if let Some(claim) = claim {
+    if let Some(claim) = opened.claim {
         let unheld = match transport.delivery.as_deref() {
             Some(delivery) => delivery.hold(claim).err(),
             None => Some(claim),
@@ -123,42 +87,123 @@ where
             Box::pin(claim.finish()).await;
         }
     }
-    match outcome? {
-        Outcome::Complete(result) => finish(inner, era, result),
+    let round = match outcome? {
+        Outcome::Complete(result) => return finish(inner, era, result),
         Outcome::InputRequired(_) if era == Era::Legacy => {
             tracing::warn!("a handler returned input_required on a 2025-11-25 session");
-            Err(ErrorObject::internal("Handler returned an invalid result"))
+            return Err(ErrorObject::internal("Handler returned an invalid result"));
         }
-        Outcome::InputRequired(mut round) => {
-            if !round.is_well_formed() {
-                tracing::warn!(
-                    "a handler returned input_required with neither inputRequests nor requestState"
-                );
-                return Err(ErrorObject::internal("Handler returned an invalid result"));
+        Outcome::InputRequired(round) => round,
+    };
+    seal_round(
+        inner,
+        boundary,
+        binding.as_ref(),
+        opened.principal,
+        &caps,
+        round,
+    )
+}
+
+/// What opening a request's incoming state found: the caller as the boundary binds it (once
+/// the boundary applies), and the replay guard's claim on the state, marked done once the
+/// handler answered.
+#[derive(Default)]
+pub(super) struct Opened {
+    principal: Option<Result<Option<Principal>, ()>>,
+    claim: Option<UseClaim>,
+}
+
+/// Binds the caller and opens the sealed `requestState` of a 2026-07-28 request in place
+/// (its plaintext replaces the token); without a boundary, only checks that a state is a
+/// string.
+async fn open_state<P: RetryParams>(
+    boundary: Option<&SealingBoundary>,
+    binding: Option<&BindingParts>,
+    params: &mut P,
+    transport: &TransportContext,
+) -> Result<Opened, ErrorObject> {
+    let (Some(boundary), Some(parts)) = (boundary, binding) else {
+        if let Some(state) = params.request_state_value()
+            && !state.is_string()
+        {
+            return Err(ErrorObject::invalid_params(
+                "Invalid params: requestState must be a string",
+            ));
+        }
+        return Ok(Opened::default());
+    };
+    let source = PrincipalSource::new(parts.method, transport.principal.as_ref());
+    let source = match transport.context.as_deref() {
+        Some(context) => source.with_context(context),
+        None => source,
+    };
+    let resolved = boundary.principal(&source).map_err(|e| {
+        tracing::debug!(reason = %e.reason(), "principal binding failed");
+    });
+    let mut claim = None;
+    if let Some(state) = params.request_state_value() {
+        let Ok(who) = &resolved else {
+            return Err(invalid_request_state());
+        };
+        let Some(token) = state.as_str() else {
+            tracing::debug!(method = parts.method, "requestState rejected: not a string");
+            return Err(invalid_request_state());
+        };
+        match Box::pin(boundary.unseal_claim(&parts.binding(), token, who.as_ref())).await {
+            Ok((plaintext, used)) => {
+                params.set_request_state(Some(plaintext));
+                claim = used;
             }
-            if let Some(requests) = &round.input_requests {
-                gating::check_input_requests(requests.iter(), &caps)?;
+            Err(e) => {
+                tracing::debug!(method = parts.method, reason = %e.reason(), "requestState rejected");
+                return Err(invalid_request_state());
             }
-            if let (Some(boundary), Some(parts), Some(state)) =
-                (boundary, binding.as_ref(), round.request_state.as_ref())
-            {
-                let Some(Ok(who)) = principal else {
-                    return Err(ErrorObject::internal("Internal error"));
-                };
-                match boundary.seal(&parts.binding(), state, who.as_ref()) {
-                    Ok(token) => round.request_state = Some(token),
-                    Err(e) => {
-                        tracing::warn!(error = %e, "sealing requestState failed");
-                        return Err(ErrorObject::internal("Internal error"));
-                    }
-                }
-            }
-            round.stamp_modern(&Stamp {
-                server_info: &inner.server.info,
-                cache: inner.server.cache,
-            });
-            debug_assert_eq!(round.result_type, ResultType::InputRequired);
-            to_raw::<InputRequiredResult>(&round)
         }
     }
+    Ok(Opened {
+        principal: Some(resolved),
+        claim,
+    })
+}
+
+/// A round a handler asked: checked against what the client declared, its state sealed for
+/// the caller, stamped.
+fn seal_round(
+    inner: &Inner,
+    boundary: Option<&SealingBoundary>,
+    binding: Option<&BindingParts>,
+    principal: Option<Result<Option<Principal>, ()>>,
+    caps: &ClientCapabilities,
+    mut round: InputRequiredResult,
+) -> Result<Box<RawValue>, ErrorObject> {
+    if !round.is_well_formed() {
+        tracing::warn!(
+            "a handler returned input_required with neither inputRequests nor requestState"
+        );
+        return Err(ErrorObject::internal("Handler returned an invalid result"));
+    }
+    if let Some(requests) = &round.input_requests {
+        gating::check_input_requests(requests.iter(), caps)?;
+    }
+    if let (Some(boundary), Some(parts), Some(state)) =
+        (boundary, binding, round.request_state.as_ref())
+    {
+        let Some(Ok(who)) = principal else {
+            return Err(ErrorObject::internal("Internal error"));
+        };
+        match boundary.seal(&parts.binding(), state, who.as_ref()) {
+            Ok(token) => round.request_state = Some(token),
+            Err(e) => {
+                tracing::warn!(error = %e, "sealing requestState failed");
+                return Err(ErrorObject::internal("Internal error"));
+            }
+        }
+    }
+    round.stamp_modern(&Stamp {
+        server_info: &inner.server.info,
+        cache: inner.server.cache,
+    });
+    debug_assert_eq!(round.result_type, ResultType::InputRequired);
+    to_raw::<InputRequiredResult>(&round)
 }
