@@ -261,7 +261,7 @@ impl Server {
 
     /// Serves change notifications: `listChanged` on every list capability,
     /// `resources.subscribe`, `subscriptions/listen` (2026-07-28) and the legacy
-    /// `resources/subscribe`. Announce changes through [`Service::notifier`].
+    /// `resources/subscribe`. Announce changes through [`Service::notifier`](crate::Service::notifier).
     pub fn change_notifications(mut self, enabled: bool) -> Self {
         self.change_notifications = enabled;
         self

@@ -6,7 +6,7 @@ use std::future::{Future, IntoFuture};
 use std::marker::PhantomData;
 
 use super::resolve::{FromResolved, Resolver};
-use super::{McpServer, PromptDef, ResourceDef, ResourceTemplateDef, ToolDef};
+use super::{PromptDef, ResourceDef, ResourceTemplateDef, ToolDef};
 
 /// What an annotated function returns: its body's future, tagged with the type that carries
 /// the item's definition, so the function itself can be registered (`.tool(delete_folder)`)
@@ -103,18 +103,7 @@ impl IntoResourceDef<((), ())> for ResourceEntry {
     }
 }
 
-/// A type whose methods are tools, prompts or resources: an `impl` block annotated with
-/// `#[mcp::tools]`. Register a value with [`McpServer::register`]; every method runs on the
-/// same shared `Arc<Self>`.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` has no MCP handlers",
-    label = "expected a type whose `impl` block is annotated with `#[mcp::tools]`",
-    note = "annotate the `impl {Self}` block with `#[mcp::tools]` and its methods with `#[tool]`, `#[prompt]` or `#[resource(\"uri\")]`"
-)]
-pub trait Handlers: Send + Sync + 'static {
-    /// Registers every annotated method of `self` on `server`.
-    fn register(self: std::sync::Arc<Self>, server: McpServer) -> McpServer;
-}
+pub use super::handlers::Handlers;
 
 impl IntoToolDef<()> for ToolDef {
     fn into_tool_def(self) -> ToolDef {

@@ -50,6 +50,8 @@
 #[doc(hidden)]
 pub mod derive;
 pub(crate) mod elicit;
+mod error;
+mod handlers;
 mod prompt;
 mod resolve;
 mod resource;
@@ -99,6 +101,7 @@ use mcp_types::{ErrorObject, JsonObject};
 use serde_json::Value;
 
 pub use elicit::{ElicitModel, ElicitationResult, SchemaError, elicitation_schema};
+pub use error::BuildError;
 pub use prompt::{Completer, IntoPromptResult, PromptDef};
 pub use resolve::{
     Accepted, FromResolved, Question, Ready, Resolution, ResolveError, Resolved, ResolvedValues,
@@ -118,18 +121,6 @@ use resource::UriTemplate;
 
 /// The request context of a tool, prompt or resource body.
 pub type Context = RequestContext;
-
-/// A mistake in the server's definition, found when it is built.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BuildError(pub String);
-
-impl fmt::Display for BuildError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for BuildError {}
 
 /// How many items a list page holds unless configured.
 pub const DEFAULT_PAGE_SIZE: usize = 100;
@@ -274,13 +265,6 @@ impl McpServer {
             ResourceEntry::Template(t) => self.templates.push(t),
         }
         self
-    }
-
-    /// Registers every `#[tool]`, `#[prompt]` and `#[resource]` method of a type whose `impl`
-    /// block is annotated with `#[mcp::tools]`. The methods share this one value (as an
-    /// `Arc`), which is how a server keeps state across calls.
-    pub fn register<T: derive::Handlers>(self, handlers: impl Into<std::sync::Arc<T>>) -> Self {
-        T::register(handlers.into(), self)
     }
 
     /// Registers a resource template.
