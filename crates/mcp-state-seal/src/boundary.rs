@@ -164,14 +164,7 @@ impl SealingBoundary {
     }
 
     fn new_jti(&self) -> Result<String, SealError> {
-        use ring::rand::SecureRandom;
-        use std::fmt::Write;
-        let mut bytes = [0u8; 16];
-        self.rng.fill(&mut bytes).map_err(|_| SealError::Random)?;
-        Ok(bytes.iter().fold(String::with_capacity(32), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        }))
+        crate::random_hex_id()
     }
 
     /// Whether the replay guard is on (see

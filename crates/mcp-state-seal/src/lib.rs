@@ -92,3 +92,36 @@ pub fn random_bytes(bytes: &mut [u8]) -> Result<(), SealError> {
         .fill(bytes)
         .map_err(|_| SealError::Random)
 }
+
+/// A fresh random id: 128 bits from the system's secure generator, as 32 lower-case hex
+/// digits. The one way the workspace mints ids a peer must not guess (session ids, task ids,
+/// elicitation ids, token ids).
+pub fn random_hex_id() -> Result<String, SealError> {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut bytes = [0u8; 16];
+    random_bytes(&mut bytes)?;
+    let mut id = String::with_capacity(32);
+    for b in bytes {
+        id.push(char::from(HEX[usize::from(b >> 4)]));
+        id.push(char::from(HEX[usize::from(b & 0x0f)]));
+    }
+    Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn random_ids_are_32_hex_digits_and_differ() {
+        let (a, b) = (
+            super::random_hex_id().unwrap(),
+            super::random_hex_id().unwrap(),
+        );
+        assert_eq!(a.len(), 32);
+        assert!(
+            a.bytes()
+                .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)),
+            "{a}"
+        );
+        assert_ne!(a, b);
+    }
+}

@@ -76,10 +76,8 @@ impl fmt::Debug for TaskEngine {
 }
 
 pub(super) fn random_id() -> Result<String, ErrorObject> {
-    let mut bytes = [0u8; 16];
-    crate::seal::random_bytes(&mut bytes)
-        .map_err(|e| ErrorObject::internal(format!("no random task id: {e}")))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    crate::seal::random_hex_id()
+        .map_err(|e| ErrorObject::internal(format!("no random task id: {e}")))
 }
 
 /// The key a task's owner is stored under: the authenticated principal (issuer, subject and

@@ -357,10 +357,9 @@ pub(super) fn with_legacy_elicitation_id(
     if let InputRequest::Elicit(ElicitRequestParams::Url(url)) = &mut question
         && url.elicitation_id.is_none()
     {
-        let mut bytes = [0u8; 16];
-        crate::seal::random_bytes(&mut bytes)
+        let id = crate::seal::random_hex_id()
             .map_err(|e| ErrorObject::internal(format!("no elicitation id: {e}")))?;
-        url.elicitation_id = Some(bytes.iter().map(|b| format!("{b:02x}")).collect());
+        url.elicitation_id = Some(id);
     }
     Ok(question)
 }
