@@ -10,7 +10,6 @@ use std::time::Duration;
 use mcp_types::capabilities::{ClientCapabilities, ServerCapabilities};
 use mcp_types::common::PaginatedRequestParams;
 use mcp_types::discover::DiscoverResult;
-use mcp_types::elicitation::ElicitRequestParams;
 use mcp_types::error::ErrorCode;
 use mcp_types::lifecycle::{Implementation, InitializeRequestParams, InitializeResult};
 use mcp_types::logging::LoggingLevel;
@@ -25,7 +24,6 @@ use mcp_types::resources::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceRequestParams,
     ReadResourceResult, Resource, ResourceTemplate,
 };
-use mcp_types::sampling::CreateMessageRequestParams;
 use mcp_types::tools::{CallToolRequestParams, CallToolResult, ListToolsResult, Tool};
 use mcp_types::version::{Era, ProtocolVersion};
 use mcp_types::{
@@ -43,8 +41,11 @@ use crate::callbacks::{Callbacks, RequestInfo};
 use crate::error::ClientError;
 use crate::transport::Transport;
 
+mod dispatch;
 pub(crate) mod skills;
 pub(crate) mod tasks;
+
+use dispatch::Refusal;
 pub use tasks::{TaskCall, TaskHandle, ToolLeg};
 
 /// The stateless versions this client speaks, and the handshake versions a legacy server may
@@ -573,41 +574,27 @@ impl Inner {
             key: request.id.to_string(),
             method: request.method.clone(),
         };
-        let result: Result<ClientResult, ErrorObject> = match ServerRequest::from_request(&request)
-        {
-            Ok(ServerRequest::Ping(_)) => Ok(ClientResult::Empty(Default::default())),
-            Ok(ServerRequest::Elicit(p)) => match &self.callbacks.elicit {
-                Some(_) if undeclared_elicitation(&self.capabilities, &p).is_some() => {
-                    Err(ErrorObject::new(
-                        ErrorCode::INVALID_PARAMS,
-                        format!(
-                            "this client did not declare {}",
-                            undeclared_elicitation(&self.capabilities, &p).unwrap_or_default()
-                        ),
-                    ))
-                }
-                Some(cb) => cb(info, p).await.map(ClientResult::Elicit),
-                None => Err(ErrorObject::new(
-                    ErrorCode::INVALID_REQUEST,
-                    "Elicitation not supported",
-                )),
-            },
-            Ok(ServerRequest::CreateMessage(p)) => match &self.callbacks.sample {
-                Some(cb) => cb(info, p).await.map(ClientResult::CreateMessage),
-                None => Err(ErrorObject::new(
-                    ErrorCode::INVALID_REQUEST,
-                    "Sampling not supported",
-                )),
-            },
-            Ok(ServerRequest::ListRoots(_)) => match &self.callbacks.roots {
-                Some(cb) => cb(info).await.map(ClientResult::ListRoots),
-                None => Err(ErrorObject::new(
-                    ErrorCode::INVALID_REQUEST,
-                    "List roots not supported",
-                )),
-            },
+        let question = match ServerRequest::from_request(&request) {
+            Ok(ServerRequest::Ping(_)) => Ok(None),
+            Ok(ServerRequest::Elicit(p)) => Ok(Some(InputRequest::Elicit(p))),
+            Ok(ServerRequest::CreateMessage(p)) => Ok(Some(InputRequest::CreateMessage(p))),
+            Ok(ServerRequest::ListRoots(p)) => Ok(Some(InputRequest::ListRoots(p))),
             Ok(other) => Err(ErrorObject::method_not_found(other.method())),
             Err(e) => Err(ErrorObject::new(e.code(), e.to_string())),
+        };
+        let result: Result<ClientResult, ErrorObject> = match question {
+            Err(e) => Err(e),
+            Ok(None) => Ok(ClientResult::Empty(Default::default())),
+            Ok(Some(question)) => {
+                match dispatch::answer(&self.callbacks, &self.capabilities, info, question) {
+                    Err(refusal) => Err(refusal.to_error()),
+                    Ok(answer) => answer.await.map(|response| match response {
+                        InputResponse::Elicit(r) => ClientResult::Elicit(r),
+                        InputResponse::CreateMessage(r) => ClientResult::CreateMessage(r),
+                        InputResponse::ListRoots(r) => ClientResult::ListRoots(r),
+                    }),
+                }
+            }
         };
         let reply = match result.and_then(|r| {
             JsonRpcResponse::new(request.id.clone(), &r)
@@ -1282,46 +1269,23 @@ impl Client {
                 key: key.clone(),
                 method: method.to_owned(),
             };
-            let missing = |capability| ClientError::MissingCallback {
-                capability,
-                key: key.clone(),
-            };
-            let future: crate::transport::BoxFuture<'static, Result<InputResponse, ErrorObject>> =
-                match request {
-                    InputRequest::Elicit(p) => {
-                        let cb = callbacks
-                            .elicit
-                            .clone()
-                            .ok_or_else(|| missing("elicitation"))?;
-                        if let Some(capability) = undeclared_elicitation(declared, &p) {
-                            return Err(ClientError::UndeclaredCapability { capability, key });
-                        }
-                        Box::pin(async move { cb(info, p).await.map(InputResponse::Elicit) })
+            let future =
+                dispatch::answer(callbacks, declared, info, request).map_err(|refusal| {
+                    match refusal {
+                        Refusal::Missing(capability) => ClientError::MissingCallback {
+                            capability,
+                            key: key.clone(),
+                        },
+                        Refusal::Undeclared(capability) => ClientError::UndeclaredCapability {
+                            capability,
+                            key: key.clone(),
+                        },
+                        Refusal::Unsupported(method) => ClientError::UnsupportedInputRequest {
+                            method,
+                            key: key.clone(),
+                        },
                     }
-                    InputRequest::CreateMessage(p) => {
-                        let cb = callbacks
-                            .sample
-                            .clone()
-                            .ok_or_else(|| missing("sampling"))?;
-                        if let Some(capability) = undeclared_sampling(declared, &p) {
-                            return Err(ClientError::UndeclaredCapability { capability, key });
-                        }
-                        Box::pin(async move { cb(info, p).await.map(InputResponse::CreateMessage) })
-                    }
-                    InputRequest::ListRoots(_) => {
-                        let cb = callbacks.roots.clone().ok_or_else(|| missing("roots"))?;
-                        if declared.roots.is_none() {
-                            return Err(ClientError::UndeclaredCapability {
-                                capability: "roots",
-                                key,
-                            });
-                        }
-                        Box::pin(async move { cb(info).await.map(InputResponse::ListRoots) })
-                    }
-                    InputRequest::Unknown { method, .. } => {
-                        return Err(ClientError::UnsupportedInputRequest { method, key });
-                    }
-                };
+                })?;
             tasks.spawn(async move { (key, future.await) });
         }
         let mut responses = InputResponses::new();
@@ -1343,39 +1307,6 @@ impl Client {
             }
         }
         Ok(responses)
-    }
-}
-
-/// The elicitation mode a request needs that `declared` lacks, if any.
-fn undeclared_elicitation(
-    declared: &ClientCapabilities,
-    params: &ElicitRequestParams,
-) -> Option<&'static str> {
-    let elicitation = declared.elicitation.as_ref();
-    match params {
-        ElicitRequestParams::Form(_) if !elicitation.is_some_and(|e| e.supports_form()) => {
-            Some("elicitation (form mode)")
-        }
-        ElicitRequestParams::Url(_) if !elicitation.is_some_and(|e| e.supports_url()) => {
-            Some("elicitation (URL mode)")
-        }
-        _ => None,
-    }
-}
-
-/// The sampling capability a request needs that `declared` lacks, if any.
-fn undeclared_sampling(
-    declared: &ClientCapabilities,
-    params: &CreateMessageRequestParams,
-) -> Option<&'static str> {
-    match &declared.sampling {
-        None => Some("sampling"),
-        Some(sampling)
-            if sampling.tools.is_none() && params.tools.as_ref().is_some_and(|t| !t.is_empty()) =>
-        {
-            Some("sampling with tools")
-        }
-        _ => None,
     }
 }
 
