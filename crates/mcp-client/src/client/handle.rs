@@ -1,0 +1,274 @@
+//! The `Client` handle and its request path: send a request, wait for its answer within
+//! the timeout (cancelling it on the server otherwise), and retry once with a version the
+//! server names.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use mcp_types::capabilities::ClientCapabilities;
+use mcp_types::error::ErrorCode;
+use mcp_types::meta::Meta;
+use mcp_types::version::{Era, ProtocolVersion};
+use mcp_types::{
+    ClientNotification, ErrorObject, JsonObject, JsonRpcMessage, JsonRpcRequest, RequestId,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::sync::oneshot;
+
+use crate::error::ClientError;
+
+use super::*;
+
+/// A connected MCP client. Cheap to clone; every clone shares the connection.
+///
+/// It negotiates the era itself (2026-07-28 when the server speaks it, else a 2025-11-25
+/// session) and answers the server's questions through its callbacks, so `call_tool` returns
+/// the final result whichever way the server asked:
+///
+/// ```
+/// use mcp_client::{Client, MemoryTransport};
+/// use mcp_server_core::registry::{ElicitationResult, McpServer, Resolution, Resolver, ToolDef};
+/// use mcp_server_core::types::elicitation::{ElicitResult, ElicitValue};
+/// use serde_json::{Value, json};
+///
+/// #[derive(Clone, serde::Deserialize, schemars::JsonSchema)]
+/// struct Confirm {
+///     ok: bool,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let confirm = Resolver::new("confirm", |_input| async { Resolution::<Confirm>::elicit("Really delete?") });
+/// let delete = ToolDef::new("delete")
+///     .resolve::<ElicitationResult<Confirm>>("confirm", confirm)
+///     .handler_resolved(|_ctx, _args: Value, mut resolved| async move {
+///         Ok::<_, String>(match resolved.take::<ElicitationResult<Confirm>>("confirm")? {
+///             ElicitationResult::Accepted(Confirm { ok: true }) => "deleted",
+///             _ => "kept",
+///         })
+///     });
+/// let service = McpServer::new("Files").tool(delete).into_service()?;
+///
+/// let client = Client::builder()
+///     .elicitation(|_info, params| async move {
+///         assert_eq!(params.message(), "Really delete?");
+///         Ok(ElicitResult::accept([("ok".to_owned(), ElicitValue::Bool(true))].into()))
+///     })
+///     .connect(MemoryTransport::new(&service))
+///     .await?;
+/// let result = client.call_tool("delete", json!({})).await?;
+/// assert_eq!(result.content[0].as_text(), Some("deleted"));
+/// assert_eq!(client.negotiated().unwrap().protocol_version, "2026-07-28");
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("negotiated", &self.negotiated())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// A builder with no callbacks, `Mode::Auto`, 60 s requests and 10 rounds.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    /// What was negotiated.
+    pub fn negotiated(&self) -> Option<Negotiated> {
+        self.inner.negotiated.lock().ok().and_then(|n| n.clone())
+    }
+
+    /// The protocol version in use.
+    pub fn protocol_version(&self) -> Option<String> {
+        self.negotiated().map(|n| n.protocol_version)
+    }
+
+    /// The era in use.
+    pub fn era(&self) -> Option<Era> {
+        self.negotiated().map(|n| n.era)
+    }
+
+    /// The capabilities this client declares (derived from its callbacks).
+    pub fn capabilities(&self) -> &ClientCapabilities {
+        &self.inner.capabilities
+    }
+
+    /// The raw session: single requests, and the manual multi-round-trip loop.
+    pub fn session(&self) -> Session<'_> {
+        Session { client: self }
+    }
+
+    /// Closes the connection.
+    pub async fn close(&self) {
+        self.inner.transport.close().await;
+    }
+
+    /// Sends one request and waits for its answer.
+    ///
+    /// On 2026-07-28, a server that answers `-32022` (unsupported protocol version) naming a
+    /// version this client also speaks gets the request once more, with that version in the
+    /// envelope (and the connection switches to it).
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Box<RawValue>>,
+        timeout: Option<Duration>,
+    ) -> Result<Box<RawValue>, ClientError> {
+        let again = params.clone();
+        match self.request_once(method, params, timeout).await {
+            Err(ClientError::Server(error))
+                if error.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION =>
+            {
+                match self.retry_version(&error, again.as_deref()) {
+                    Some((version, params)) => {
+                        if let Ok(mut n) = self.inner.negotiated.lock()
+                            && let Some(n) = n.as_mut()
+                        {
+                            n.protocol_version = version;
+                        }
+                        self.request_once(method, Some(params), timeout).await
+                    }
+                    None => Err(ClientError::Server(error)),
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// The version and params to retry a request refused with `-32022` with: only on an
+    /// established 2026-07-28 connection, for a request that carried the envelope, and when
+    /// the server's `supported` list names a version this client speaks.
+    pub(crate) fn retry_version(
+        &self,
+        error: &ErrorObject,
+        params: Option<&RawValue>,
+    ) -> Option<(String, Box<RawValue>)> {
+        if self.era() != Some(Era::Modern) {
+            return None;
+        }
+        let supported = error.unsupported_protocol_version_data()?.supported;
+        let version = MODERN_VERSIONS
+            .iter()
+            .rev()
+            .find(|v| supported.iter().any(|s| s == *v))?;
+        let mut params: Value = serde_json::from_str(params?.get()).ok()?;
+        let envelope = params.get_mut("_meta")?.as_object_mut()?;
+        envelope.get(mcp_types::meta::PROTOCOL_VERSION)?;
+        envelope.insert(
+            mcp_types::meta::PROTOCOL_VERSION.to_owned(),
+            Value::from(*version),
+        );
+        let params = mcp_types::jsonrpc::to_raw(&params).ok()?;
+        Some(((*version).to_owned(), params))
+    }
+
+    pub(crate) async fn request_once(
+        &self,
+        method: &str,
+        params: Option<Box<RawValue>>,
+        timeout: Option<Duration>,
+    ) -> Result<Box<RawValue>, ClientError> {
+        let inner = &self.inner;
+        let id = RequestId::Number(inner.next_id.fetch_add(1, Ordering::Relaxed) + 1);
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut pending) = inner.pending.lock() {
+            pending.insert(id.clone(), tx);
+        }
+        let mut inflight = Inflight {
+            inner,
+            id: Some(id.clone()),
+        };
+        let request_id = id.clone();
+        let request = JsonRpcRequest {
+            id,
+            method: method.to_owned(),
+            params,
+            extra: JsonObject::new(),
+        };
+        inner
+            .transport
+            .send(JsonRpcMessage::Request(request))
+            .await
+            .map_err(ClientError::Transport)?;
+        let after = timeout.unwrap_or(inner.request_timeout);
+        let answer = match tokio::time::timeout(after, rx).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => {
+                inflight.done();
+                let reason = inner.closed.lock().ok().and_then(|c| c.clone());
+                return Err(ClientError::Transport(reason.unwrap_or_else(|| {
+                    "the connection closed before the server answered".into()
+                })));
+            }
+            Err(_) => {
+                return Err(ClientError::Timeout {
+                    method: method.to_owned(),
+                    after,
+                });
+            }
+        };
+        inflight.done();
+        answer.map_err(|error| match inner.transport.local_failure(&request_id) {
+            Some(why) => ClientError::Transport(why),
+            None => ClientError::Server(error),
+        })
+    }
+
+    /// Sends a notification.
+    pub async fn notify(&self, notification: ClientNotification) -> Result<(), ClientError> {
+        let n = notification
+            .to_notification()
+            .map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
+        self.inner
+            .transport
+            .send(JsonRpcMessage::Notification(n))
+            .await
+            .map_err(ClientError::Transport)
+    }
+
+    /// The `_meta` for the next request: the envelope on 2026-07-28, only a progress token on
+    /// 2025-11-25.
+    pub(crate) fn meta(&self, progress: Option<RequestId>) -> Option<Meta> {
+        let negotiated = self.negotiated();
+        let mut meta = match negotiated.as_ref().map(|n| n.era) {
+            Some(Era::Modern) | None => {
+                let version = negotiated.map_or_else(
+                    || ProtocolVersion::LATEST_MODERN.as_str().to_owned(),
+                    |n| n.protocol_version,
+                );
+                let mut meta = Meta::request(&version, self.inner.capabilities.clone());
+                meta.client_info = Some(self.inner.info.clone());
+                meta.log_level = self.inner.log_level;
+                meta
+            }
+            Some(Era::Legacy) => Meta::default(),
+        };
+        meta.progress_token = progress;
+        (!meta.is_empty()).then_some(meta)
+    }
+
+    pub(crate) async fn typed<P: Serialize, R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+        timeout: Option<Duration>,
+    ) -> Result<R, ClientError> {
+        let raw = mcp_types::jsonrpc::to_raw(params)
+            .map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
+        let answer = self.request(method, Some(raw), timeout).await?;
+        serde_json::from_str(answer.get())
+            .map_err(|e| ClientError::InvalidResponse(format!("'{method}' result: {e}")))
+    }
+}

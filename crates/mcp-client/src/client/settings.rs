@@ -1,0 +1,75 @@
+//! What a client is set up with and reports: the era mode, the defaults and limits, what it
+//! negotiated, and the options of one call.
+
+use std::time::Duration;
+
+use mcp_types::capabilities::ServerCapabilities;
+use mcp_types::lifecycle::Implementation;
+use mcp_types::mrtr::InputResponses;
+use mcp_types::version::Era;
+
+/// How the client picks the protocol era.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Probe with `server/discover`; fall back to `initialize` on any non-modern answer.
+    #[default]
+    Auto,
+    /// Always `initialize` (2025-11-25).
+    Legacy,
+    /// Speak this stateless version without probing.
+    Pinned(String),
+}
+
+/// The first legacy round's wait for a state-only `input_required`, doubling to the cap.
+pub const BACKOFF_START: Duration = Duration::from_millis(50);
+/// The longest wait between state-only rounds.
+pub const BACKOFF_CAP: Duration = Duration::from_millis(250);
+/// How many retries of one call the automatic loop sends unless configured.
+pub const DEFAULT_MAX_ROUNDS: u32 = 10;
+/// How long a request waits for its answer unless configured.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the `server/discover` probe waits before assuming a legacy server.
+pub const DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many server-to-client requests (2025-11-25) are served at once unless configured.
+pub const DEFAULT_MAX_SERVER_REQUESTS: usize = 16;
+/// How many `inputRequests` one round may carry unless configured.
+pub const DEFAULT_MAX_INPUT_REQUESTS: usize = 32;
+
+/// What the client negotiated with the server.
+#[derive(Debug, Clone)]
+pub struct Negotiated {
+    /// Modern or legacy.
+    pub era: Era,
+    /// The protocol version in use.
+    pub protocol_version: String,
+    /// The server's identity, when it told.
+    pub server_info: Option<Implementation>,
+    /// The server's capabilities, when it told.
+    pub capabilities: Option<ServerCapabilities>,
+    /// The server's instructions, when it gave some.
+    pub instructions: Option<String>,
+}
+
+/// Options of one call.
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// Answers to send with the first request (resuming a persisted flow).
+    pub input_responses: Option<InputResponses>,
+    /// The `requestState` to echo on the first request (resuming a persisted flow).
+    pub request_state: Option<String>,
+    /// Ask for `notifications/progress` (delivered to the client's progress handler).
+    pub progress: bool,
+    /// A timeout for this call's requests instead of the client's.
+    pub timeout: Option<Duration>,
+}
+
+impl CallOptions {
+    /// Resumes a flow: the first request carries these answers and this state.
+    pub fn resume(input_responses: Option<InputResponses>, request_state: Option<String>) -> Self {
+        CallOptions {
+            input_responses,
+            request_state,
+            ..CallOptions::default()
+        }
+    }
+}
