@@ -1,11 +1,12 @@
 //! Pieces shared by many messages: plain and paginated request params, caching hints and the
 //! empty result.
 
-use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::JsonObject;
 use crate::meta::Meta;
-use crate::mrtr::ResultType;
 
 /// Params of a request that carries nothing but `_meta` (`server/discover`, `ping`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -58,4 +59,57 @@ pub struct EmptyResult {
     /// Members this crate does not know, kept as sent.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+/// The `resultType` of a 2026-07-28 result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub enum ResultType {
+    /// `complete`: the final result.
+    #[default]
+    Complete,
+    /// `input_required`: the client must fulfil `inputRequests` and retry.
+    InputRequired,
+    /// A value this crate does not know (extensions add some, e.g. `task`). A client that did
+    /// not negotiate it must treat the response as invalid.
+    Other(String),
+}
+
+impl ResultType {
+    /// The wire string.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ResultType::Complete => "complete",
+            ResultType::InputRequired => "input_required",
+            ResultType::Other(s) => s,
+        }
+    }
+}
+
+impl fmt::Display for ResultType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<&str> for ResultType {
+    fn from(s: &str) -> Self {
+        match s {
+            "complete" => ResultType::Complete,
+            "input_required" => ResultType::InputRequired,
+            other => ResultType::Other(other.to_owned()),
+        }
+    }
+}
+
+impl Serialize for ResultType {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ResultType {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        Ok(ResultType::from(s.as_ref()))
+    }
 }

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Number, Value};
 
 use crate::JsonObject;
+pub use crate::identity::Icon;
 use crate::meta::Meta;
 
 /// The sender or recipient of a message.
@@ -32,25 +33,6 @@ pub struct Annotations {
         skip_serializing_if = "Option::is_none"
     )]
     pub last_modified: Option<String>,
-    /// Members this crate does not know, kept as sent.
-    #[serde(flatten)]
-    pub extra: JsonObject,
-}
-
-/// An icon for a tool, prompt, resource or implementation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Icon {
-    /// An `https:` or `data:` URI.
-    pub src: String,
-    /// The MIME type, if the URI does not make it plain.
-    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
-    pub mime_type: Option<String>,
-    /// Sizes such as `48x48` or `any`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sizes: Option<Vec<String>>,
-    /// `light` or `dark`: the theme the icon is designed for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub theme: Option<String>,
     /// Members this crate does not know, kept as sent.
     #[serde(flatten)]
     pub extra: JsonObject,

@@ -366,33 +366,7 @@ impl JsonRpcMessage {
     fn from_envelope(env: Envelope) -> Result<Self, MessageError> {
         let id_value = env.id;
         let id = id_value.as_ref().and_then(RequestId::from_value);
-        match &env.jsonrpc {
-            Some(Value::String(v)) if v == JSONRPC_VERSION => {}
-            Some(other) => {
-                return Err(MessageError::invalid(
-                    id,
-                    format!("\"jsonrpc\" must be \"2.0\", found {other}"),
-                ));
-            }
-            None => {
-                return Err(MessageError::invalid(
-                    id,
-                    "the \"jsonrpc\": \"2.0\" member is missing",
-                ));
-            }
-        }
-        if let Some(v) = &id_value
-            && !v.is_null()
-            && id.is_none()
-        {
-            return Err(MessageError::invalid(
-                None,
-                format!(
-                    "\"id\" must be a string or an integer, found {}",
-                    json_kind(v)
-                ),
-            ));
-        }
+        check_version_and_id(env.jsonrpc.as_ref(), id_value.as_ref(), id.as_ref())?;
         if let Some(method) = env.method {
             let Value::String(method) = method else {
                 return Err(MessageError::invalid(id, "\"method\" must be a string"));
@@ -646,4 +620,41 @@ impl JsonRpcError {
             extra: JsonObject::new(),
         }
     }
+}
+
+/// The first checks of any message: `"jsonrpc": "2.0"`, and an id that is a string, an integer
+/// or null (`id` is `id_value` read as a request id).
+fn check_version_and_id(
+    jsonrpc: Option<&Value>,
+    id_value: Option<&Value>,
+    id: Option<&RequestId>,
+) -> Result<(), MessageError> {
+    match jsonrpc {
+        Some(Value::String(v)) if v == JSONRPC_VERSION => {}
+        Some(other) => {
+            return Err(MessageError::invalid(
+                id.cloned(),
+                format!("\"jsonrpc\" must be \"2.0\", found {other}"),
+            ));
+        }
+        None => {
+            return Err(MessageError::invalid(
+                id.cloned(),
+                "the \"jsonrpc\": \"2.0\" member is missing",
+            ));
+        }
+    }
+    if let Some(v) = id_value
+        && !v.is_null()
+        && id.is_none()
+    {
+        return Err(MessageError::invalid(
+            None,
+            format!(
+                "\"id\" must be a string or an integer, found {}",
+                json_kind(v)
+            ),
+        ));
+    }
+    Ok(())
 }

@@ -11,10 +11,9 @@ use serde::Serialize;
 
 use crate::JsonObject;
 use crate::capabilities::ClientCapabilities;
+use crate::identity::Implementation;
 use crate::jsonrpc::RequestId;
-use crate::lifecycle::Implementation;
-use crate::logging::LoggingLevel;
-use crate::notifications::ProgressToken;
+use crate::level::LoggingLevel;
 
 /// `progressToken`: opts a request in to `notifications/progress`.
 pub const PROGRESS_TOKEN: &str = "progressToken";
@@ -49,13 +48,14 @@ pub const BAGGAGE: &str = "baggage";
 /// notifications (`subscriptionId`); keys that do not belong where they appear are simply absent.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Meta {
-    /// `progressToken`.
+    /// `progressToken` (a [`ProgressToken`](crate::notifications::ProgressToken): a string or
+    /// an integer, like a request id).
     #[serde(
         rename = "progressToken",
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub progress_token: Option<ProgressToken>,
+    pub progress_token: Option<RequestId>,
     /// `io.modelcontextprotocol/protocolVersion`.
     #[serde(
         rename = "io.modelcontextprotocol/protocolVersion",

@@ -15,63 +15,11 @@ use serde_json::value::RawValue;
 
 use crate::JsonObject;
 use crate::common::RequestParams;
+pub use crate::common::ResultType;
 use crate::elicitation::{ElicitRequestParams, ElicitResult};
 use crate::meta::Meta;
 use crate::roots::ListRootsResult;
 use crate::sampling::{CreateMessageRequestParams, CreateMessageResult};
-
-/// The `resultType` of a 2026-07-28 result.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub enum ResultType {
-    /// `complete`: the final result.
-    #[default]
-    Complete,
-    /// `input_required`: the client must fulfil `inputRequests` and retry.
-    InputRequired,
-    /// A value this crate does not know (extensions add some, e.g. `task`). A client that did
-    /// not negotiate it must treat the response as invalid.
-    Other(String),
-}
-
-impl ResultType {
-    /// The wire string.
-    pub fn as_str(&self) -> &str {
-        match self {
-            ResultType::Complete => "complete",
-            ResultType::InputRequired => "input_required",
-            ResultType::Other(s) => s,
-        }
-    }
-}
-
-impl fmt::Display for ResultType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl From<&str> for ResultType {
-    fn from(s: &str) -> Self {
-        match s {
-            "complete" => ResultType::Complete,
-            "input_required" => ResultType::InputRequired,
-            other => ResultType::Other(other.to_owned()),
-        }
-    }
-}
-
-impl Serialize for ResultType {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for ResultType {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let s = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
-        Ok(ResultType::from(s.as_ref()))
-    }
-}
 
 /// One request a server needs the client to fulfil, as `{method, params}` with no id.
 #[derive(Debug, Clone, PartialEq)]
