@@ -12,25 +12,25 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod auth;
-mod body;
+mod auth_error;
 mod client;
 mod dpop;
+mod future;
 pub mod headers;
 mod net;
 mod oauth;
-mod quota;
 mod server;
 #[cfg(feature = "tls")]
 mod tls;
 
 pub use auth::{AuthError, ProtectedResource, TokenVerifier, VerifiedToken};
-pub use body::{KEEP_ALIVE, McpBody};
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub use client::fuzzing;
 pub use client::{
     DEFAULT_MAX_MESSAGE, DEFAULT_MAX_RETRY, HeaderParam, HttpTransport, MIN_RETRY, header_params,
 };
+pub use future::BoxFuture;
 pub use oauth::{DEFAULT_FETCH_TIMEOUT, DEFAULT_MAX_FETCH_BODY};
 #[cfg(feature = "tls")]
 pub use rustls;
@@ -38,8 +38,8 @@ pub use server::{
     BODY_RATE_GRACE, DEFAULT_BODY_TIMEOUT, DEFAULT_DRAIN_GRACE, DEFAULT_LISTEN_STREAMS_PER_CLIENT,
     DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LISTEN_STREAMS,
     DEFAULT_MAX_SESSIONS, DEFAULT_MIN_BODY_RATE, DEFAULT_READINESS_PATH,
-    DEFAULT_SESSIONS_PER_CLIENT, HEADER_READ_TIMEOUT, McpHttpService, SESSION_IDLE_TIMEOUT,
-    SHUTDOWN_GRACE, SSE_RETRY, serve, shutdown_signal,
+    DEFAULT_SESSIONS_PER_CLIENT, HEADER_READ_TIMEOUT, KEEP_ALIVE, McpBody, McpHttpService,
+    SESSION_IDLE_TIMEOUT, SHUTDOWN_GRACE, SSE_RETRY, serve, shutdown_signal,
 };
 #[cfg(feature = "tls")]
 pub use tls::{TLS_HANDSHAKE_TIMEOUT, serve_tls, server_config};
