@@ -7,17 +7,20 @@
 //!   or a request-scoped SSE stream, `subscriptions/listen` as a long-lived SSE response;
 //!   2025-11-25 `initialize` sessions with `Mcp-Session-Id`, a GET stream and DELETE. Origin
 //!   and Host validation, a body limit, header timeouts, graceful shutdown, bearer auth.
-//! - [`HttpTransport`]: the client side, for `mcp_client::Client`.
+//! - [`HttpTransport`]: the client side, for `mcp_client::Client` (feature `client`, on by
+//!   default; without it the crate is the server alone and needs no `mcp-client`).
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod auth;
 mod auth_error;
+#[cfg(feature = "client")]
 mod client;
 mod dpop;
 mod future;
 pub mod headers;
 mod net;
+#[cfg(feature = "client")]
 mod oauth;
 mod server;
 #[cfg(feature = "tls")]
@@ -27,10 +30,12 @@ pub use auth::{AuthError, ProtectedResource, TokenVerifier, VerifiedToken};
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub use client::fuzzing;
+#[cfg(feature = "client")]
 pub use client::{
     DEFAULT_MAX_MESSAGE, DEFAULT_MAX_RETRY, HeaderParam, HttpTransport, MIN_RETRY, header_params,
 };
 pub use future::BoxFuture;
+#[cfg(feature = "client")]
 pub use oauth::{DEFAULT_FETCH_TIMEOUT, DEFAULT_MAX_FETCH_BODY};
 #[cfg(feature = "tls")]
 pub use rustls;
