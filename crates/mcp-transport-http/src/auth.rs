@@ -8,37 +8,12 @@
 //! user fails for another. Refusals answer 401 or 403 with `WWW-Authenticate` naming the
 //! protected resource metadata (RFC 9728), which the endpoint also serves.
 
-use std::fmt;
-
-use mcp_client::BoxFuture;
 use mcp_server_core::seal::Principal;
 use serde_json::{Value, json};
 
-/// Why a token was refused. The text never contains the token.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AuthError {
-    /// No `Authorization: Bearer` header.
-    Missing,
-    /// The token is not valid (expired, forged, revoked, issued for another resource...).
-    InvalidToken(String),
-    /// The token is valid but lacks a scope this server needs (space-separated).
-    InsufficientScope(String),
-    /// The token is DPoP-bound and the request's proof is missing or wrong (RFC 9449 §7).
-    InvalidDpopProof(String),
-}
-
-impl fmt::Display for AuthError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            AuthError::Missing => f.write_str("authentication required"),
-            AuthError::InvalidToken(why) => write!(f, "invalid token: {why}"),
-            AuthError::InsufficientScope(scope) => {
-                write!(f, "insufficient scope: {scope} is required")
-            }
-            AuthError::InvalidDpopProof(why) => write!(f, "invalid DPoP proof: {why}"),
-        }
-    }
-}
+pub use crate::auth_error::AuthError;
+use crate::dpop::{DpopReplay, check_proof};
+use crate::future::BoxFuture;
 
 /// What a verifier learned from a valid token.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -246,6 +221,12 @@ impl ProtectedResource {
     }
 }
 
+/// The `error_description` of every token a verifier refuses, whatever its reason.
+const VERIFIER_REFUSAL: &str = "the access token is not valid";
+
+/// What a client is told when the token verifier refuses the DPoP binding (its reason is logged).
+const VERIFIER_DPOP_REFUSAL: &str = "the DPoP proof was refused";
+
 /// What a client is told of a verifier's refusal: fixed texts, and a scope list only when it
 /// is one (RFC 6749 scope tokens), else this resource's required scopes. The verifier's own
 /// words may name internal hosts or leak why a token failed: they go to the log at debug.
@@ -253,11 +234,9 @@ fn normalize_verifier_error(error: AuthError, protected: &ProtectedResource) -> 
     tracing::debug!(reason = %error, "the verifier refused a token");
     match error {
         AuthError::Missing => AuthError::Missing,
-        AuthError::InvalidToken(_) => {
-            AuthError::InvalidToken(crate::server::VERIFIER_REFUSAL.to_owned())
-        }
+        AuthError::InvalidToken(_) => AuthError::InvalidToken(VERIFIER_REFUSAL.to_owned()),
         AuthError::InvalidDpopProof(_) => {
-            AuthError::InvalidDpopProof(crate::server::VERIFIER_DPOP_REFUSAL.to_owned())
+            AuthError::InvalidDpopProof(VERIFIER_DPOP_REFUSAL.to_owned())
         }
         AuthError::InsufficientScope(scope) => {
             let token_char =
@@ -282,7 +261,7 @@ fn normalize_verifier_error(error: AuthError, protected: &ProtectedResource) -> 
 pub(crate) async fn authenticate(
     verifier: &dyn TokenVerifier,
     protected: &ProtectedResource,
-    replay: &crate::dpop::DpopReplay,
+    replay: &DpopReplay,
     method: &str,
     headers: &hyper::HeaderMap,
 ) -> Result<Principal, AuthError> {
@@ -314,7 +293,7 @@ pub(crate) async fn authenticate(
                     "more than one DPoP header".into(),
                 ));
             }
-            let fresh = crate::dpop::check_proof(proof, method, &protected.resource, token, jkt)?;
+            let fresh = check_proof(proof, method, &protected.resource, token, jkt)?;
             replay.first_use(jkt, &fresh.jti, fresh.expires_at).await?;
         }
         (Some(_), false) => {

@@ -16,7 +16,7 @@ use mcp_state_seal::SeenStore;
 use ring::signature::{self, UnparsedPublicKey};
 use serde_json::Value;
 
-use crate::auth::AuthError;
+use crate::auth_error::AuthError;
 
 /// How far a proof's `iat` may be from this server's clock, in seconds.
 pub(crate) const MAX_SKEW: u64 = 300;
@@ -531,7 +531,7 @@ mod tests {
         fn verify(
             &self,
             _token: &str,
-        ) -> mcp_client::BoxFuture<'_, Result<crate::auth::VerifiedToken, AuthError>> {
+        ) -> crate::future::BoxFuture<'_, Result<crate::auth::VerifiedToken, AuthError>> {
             let mut token = crate::auth::VerifiedToken::new(
                 mcp_server_core::seal::Principal::new("client-1").subject("alice"),
             )

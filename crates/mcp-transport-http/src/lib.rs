@@ -7,30 +7,35 @@
 //!   or a request-scoped SSE stream, `subscriptions/listen` as a long-lived SSE response;
 //!   2025-11-25 `initialize` sessions with `Mcp-Session-Id`, a GET stream and DELETE. Origin
 //!   and Host validation, a body limit, header timeouts, graceful shutdown, bearer auth.
-//! - [`HttpTransport`]: the client side, for `mcp_client::Client`.
+//! - [`HttpTransport`]: the client side, for `mcp_client::Client` (feature `client`, on by
+//!   default; without it the crate is the server alone and needs no `mcp-client`).
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod auth;
-mod body;
+mod auth_error;
+#[cfg(feature = "client")]
 mod client;
 mod dpop;
+mod future;
 pub mod headers;
 mod net;
+#[cfg(feature = "client")]
 mod oauth;
-mod quota;
 mod server;
 #[cfg(feature = "tls")]
 mod tls;
 
 pub use auth::{AuthError, ProtectedResource, TokenVerifier, VerifiedToken};
-pub use body::{KEEP_ALIVE, McpBody};
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub use client::fuzzing;
+#[cfg(feature = "client")]
 pub use client::{
     DEFAULT_MAX_MESSAGE, DEFAULT_MAX_RETRY, HeaderParam, HttpTransport, MIN_RETRY, header_params,
 };
+pub use future::BoxFuture;
+#[cfg(feature = "client")]
 pub use oauth::{DEFAULT_FETCH_TIMEOUT, DEFAULT_MAX_FETCH_BODY};
 #[cfg(feature = "tls")]
 pub use rustls;
@@ -38,8 +43,8 @@ pub use server::{
     BODY_RATE_GRACE, DEFAULT_BODY_TIMEOUT, DEFAULT_DRAIN_GRACE, DEFAULT_LISTEN_STREAMS_PER_CLIENT,
     DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LISTEN_STREAMS,
     DEFAULT_MAX_SESSIONS, DEFAULT_MIN_BODY_RATE, DEFAULT_READINESS_PATH,
-    DEFAULT_SESSIONS_PER_CLIENT, HEADER_READ_TIMEOUT, McpHttpService, SESSION_IDLE_TIMEOUT,
-    SHUTDOWN_GRACE, SSE_RETRY, serve, shutdown_signal,
+    DEFAULT_SESSIONS_PER_CLIENT, HEADER_READ_TIMEOUT, KEEP_ALIVE, McpBody, McpHttpService,
+    SESSION_IDLE_TIMEOUT, SHUTDOWN_GRACE, SSE_RETRY, serve, shutdown_signal,
 };
 #[cfg(feature = "tls")]
 pub use tls::{TLS_HANDSHAKE_TIMEOUT, serve_tls, server_config};

@@ -8,37 +8,43 @@
 //! With the `tls` feature the client connector is rustls (ring) over that same TCP connector,
 //! speaking `http://` and `https://`.
 
+#[cfg(feature = "client")]
 use bytes::Bytes;
+#[cfg(feature = "client")]
 use http_body_util::Full;
+#[cfg(feature = "client")]
 use hyper_util::client::legacy::Client as HyperClient;
+#[cfg(feature = "client")]
 use hyper_util::client::legacy::connect::HttpConnector;
+#[cfg(feature = "client")]
 use hyper_util::rt::TokioExecutor;
 use tokio::net::TcpStream;
 
 /// The connector of the MCP transport and the OAuth fetcher.
-#[cfg(feature = "tls")]
+#[cfg(all(feature = "client", feature = "tls"))]
 pub(crate) type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 /// The connector of the MCP transport and the OAuth fetcher.
-#[cfg(not(feature = "tls"))]
+#[cfg(all(feature = "client", not(feature = "tls")))]
 pub(crate) type Connector = HttpConnector;
 /// The hyper client of the MCP transport and the OAuth fetcher.
+#[cfg(feature = "client")]
 pub(crate) type HttpClient = HyperClient<Connector, Full<Bytes>>;
 
 /// A client on [`connector`]: plain HTTP only.
-#[cfg(not(feature = "tls"))]
+#[cfg(all(feature = "client", not(feature = "tls")))]
 pub(crate) fn client() -> HttpClient {
     HyperClient::builder(TokioExecutor::new()).build(connector())
 }
 
 /// A client speaking `http://` and `https://`, verifying servers with `tls`, over
 /// [`connector`] (so TLS sockets have `TCP_NODELAY` too).
-#[cfg(feature = "tls")]
+#[cfg(all(feature = "client", feature = "tls"))]
 pub(crate) fn client(tls: rustls::ClientConfig) -> HttpClient {
     HyperClient::builder(TokioExecutor::new()).build(tls_connector(tls))
 }
 
 /// rustls over [`connector`], for `http://` and `https://` URLs.
-#[cfg(feature = "tls")]
+#[cfg(all(feature = "client", feature = "tls"))]
 fn tls_connector(tls: rustls::ClientConfig) -> Connector {
     let mut tcp = connector();
     tcp.enforce_http(false);
@@ -50,7 +56,7 @@ fn tls_connector(tls: rustls::ClientConfig) -> Connector {
 }
 
 /// The rustls client configuration for `roots`: ring, TLS 1.2 and 1.3, no client certificate.
-#[cfg(feature = "tls")]
+#[cfg(all(feature = "client", feature = "tls"))]
 pub(crate) fn tls_config(roots: rustls::RootCertStore) -> Result<rustls::ClientConfig, String> {
     let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
     Ok(rustls::ClientConfig::builder_with_provider(provider)
@@ -61,7 +67,7 @@ pub(crate) fn tls_config(roots: rustls::RootCertStore) -> Result<rustls::ClientC
 }
 
 /// Mozilla's root certificates (`webpki-roots`), the default trust store.
-#[cfg(feature = "tls")]
+#[cfg(all(feature = "client", feature = "tls"))]
 pub(crate) fn mozilla_roots() -> rustls::RootCertStore {
     rustls::RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
@@ -71,6 +77,7 @@ pub(crate) fn mozilla_roots() -> rustls::RootCertStore {
 /// An error and every error below it, joined by ": ", so a refused certificate reads
 /// "client error (Connect): invalid peer certificate: certificate expired: …" rather than
 /// "client error (Connect)".
+#[cfg(feature = "client")]
 pub(crate) fn describe(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
@@ -95,6 +102,7 @@ pub(crate) fn accepted(stream: &TcpStream) {
 
 /// The connector of every client this crate builds (the MCP transport and the OAuth fetcher):
 /// `TCP_NODELAY` on each connection it opens.
+#[cfg(feature = "client")]
 pub(crate) fn connector() -> HttpConnector {
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);
@@ -104,6 +112,7 @@ pub(crate) fn connector() -> HttpConnector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(feature = "client")]
     use tower_service::Service;
 
     #[tokio::test]
@@ -117,7 +126,7 @@ mod tests {
         assert!(stream.nodelay().unwrap());
     }
 
-    #[cfg(feature = "tls")]
+    #[cfg(all(feature = "client", feature = "tls"))]
     #[tokio::test]
     async fn the_tls_connector_opens_its_sockets_with_nagle_off() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -132,6 +141,7 @@ mod tests {
         assert!(io.inner().nodelay().unwrap());
     }
 
+    #[cfg(feature = "client")]
     #[tokio::test]
     async fn client_connections_disable_nagle() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

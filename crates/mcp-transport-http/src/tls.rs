@@ -11,8 +11,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::server::Handshake;
-use crate::{HEADER_READ_TIMEOUT, McpHttpService};
+use crate::server::{HEADER_READ_TIMEOUT, Handshake, McpHttpService};
 
 /// How long a TLS handshake may take before the connection is dropped.
 pub const TLS_HANDSHAKE_TIMEOUT: Duration = HEADER_READ_TIMEOUT;

@@ -1,9 +1,42 @@
-//! Per-client shares of a budget: how many of something (listen streams, sessions) one
-//! principal, or one peer address, may hold at once, so that one client cannot take every
-//! place (review W4, W6).
+//! What a request holds while it runs: its place under one of the server's caps
+//! ([`Permit`], [`Held`]), and per-client shares of a budget ([`Quota`]): how many of something
+//! (listen streams, sessions) one principal, or one peer address ([`client_key`]), may hold at
+//! once, so that one client cannot take every place (review W4, W6).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+
+use mcp_server_core::seal::Principal;
+use tokio::sync::OwnedSemaphorePermit;
+
+/// What a legacy request holds until its handler ends, even after its client hung up: its
+/// permits of the server's and the session's in-flight caps.
+pub(crate) struct Held {
+    pub(crate) _server: Arc<Permit>,
+    pub(crate) _session: Option<OwnedSemaphorePermit>,
+}
+
+/// A request's place under the server's caps (in flight, or a listen stream with its client's
+/// share), given back when the last holder (the response body, a detached legacy request)
+/// drops it.
+pub(crate) struct Permit {
+    pub(crate) _place: OwnedSemaphorePermit,
+    pub(crate) _share: Option<Share>,
+}
+
+/// Whose share a request counts against: its principal, else its peer address, else nobody's
+/// (a server mounted in another router without authentication sees no peer).
+pub(crate) fn client_key(
+    principal: Option<&Principal>,
+    peer: Option<std::net::IpAddr>,
+) -> Option<String> {
+    match principal {
+        Some(principal) => {
+            mcp_server_core::tasks::owner_key(Some(principal)).map(|k| format!("p{k}"))
+        }
+        None => peer.map(|peer| format!("a{peer}")),
+    }
+}
 
 /// Counts what each client holds, up to `limit` each. Clients holding nothing take no room.
 #[derive(Debug)]

@@ -1,4 +1,4 @@
-//! Response bodies: nothing, one JSON document, or a server-sent-event stream fed by a
+//! The endpoint's response bodies: nothing, one JSON document, or a server-sent-event stream fed by a
 //! request's [`ResponseStream`] (dropping the body, as hyper does when the client goes away,
 //! drops the stream, which cancels the handler).
 
@@ -14,6 +14,8 @@ use http_body::{Body, Frame, SizeHint};
 use mcp_server_core::{Delivery, ResponseStream};
 use mcp_types::JsonRpcMessage;
 use tokio::sync::mpsc;
+
+use super::quota::Permit;
 
 /// How often an open SSE stream gets a keep-alive comment.
 pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -109,7 +111,7 @@ pub struct McpBody {
     kind: Kind,
     /// A capacity permit (in-flight requests) released when the body is done or dropped (and
     /// when whatever else shares it, such as a detached legacy request, is done too).
-    permit: Option<Arc<crate::server::Permit>>,
+    permit: Option<Arc<Permit>>,
     /// The request's replay-guard claims, marked done when the body is dropped (written, or
     /// its connection gone).
     delivery: Option<Arc<Delivery>>,
@@ -177,7 +179,7 @@ impl McpBody {
     }
 
     /// This body, holding `permit` until it is done.
-    pub(crate) fn holding(mut self, permit: Arc<crate::server::Permit>) -> Self {
+    pub(crate) fn holding(mut self, permit: Arc<Permit>) -> Self {
         self.permit = Some(permit);
         self
     }

@@ -1,0 +1,427 @@
+//! Sending one message, in stages: a 2026-07-28 cancellation is the request's stream dropped
+//! ([`cancel_stateless`]); anything else is a POST with the headers its era needs
+//! ([`base_headers`]), run as a task tracked by request id ([`spawn_tracked`]) that sends it,
+//! authorizing on 401/403 ([`post`]), starts a new session when the server lost this one
+//! ([`session_lost`]), and reads the answer as SSE, resuming a stream that closed early
+//! ([`follow_sse`]), or as JSON ([`read_json`]). A request that fails here is answered with an
+//! error made up for its caller ([`fail`]).
+
+use std::future::Future;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderName, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use mcp_types::methods;
+use mcp_types::{
+    ErrorCode, ErrorObject, JsonRpcError, JsonRpcMessage, JsonRpcNotification, RequestId,
+};
+use serde_json::Value;
+use tokio::task::JoinHandle;
+
+use super::headers::{deliver, request_headers};
+use super::session::{LISTENER_OPEN_TIMEOUT, open_listener, recover_session, stream_request};
+use super::sse::{DEFAULT_RETRY, MAX_RESUMPTIONS, StreamEnd, read_sse};
+use super::state::{InFlightGuard, Link, State};
+use crate::headers;
+use crate::oauth::{Attempts, Retry};
+
+/// Sends `message` on `link`: see the module's stages.
+pub(super) async fn send(link: &Link, message: JsonRpcMessage) -> Result<(), String> {
+    let session = link.state.session_id.lock().ok().and_then(|s| s.clone());
+    // A cancellation on 2026-07-28 HTTP is dropping the request's stream.
+    if let JsonRpcMessage::Notification(n) = &message
+        && session.is_none()
+    {
+        cancel_stateless(&link.state, n);
+        return Ok(());
+    }
+    let method = match &message {
+        JsonRpcMessage::Request(r) => Some((r.id.clone(), r.method.clone())),
+        _ => None,
+    };
+    let base_headers = base_headers(link, &message)?;
+    let payload = Bytes::from(message.to_string());
+    if matches!(&message, JsonRpcMessage::Request(r) if r.method == methods::INITIALIZE)
+        && let Ok(mut initialize) = link.state.initialize.lock()
+    {
+        *initialize = Some(payload.clone());
+    }
+    let exchange = Exchange {
+        link: link.clone(),
+        base_headers,
+        payload,
+        sent_session: session.clone(),
+        id: method.as_ref().map(|(id, _)| id.clone()),
+        method: method.map(|(_, m)| m).unwrap_or_default(),
+    };
+    let untracked = spawn_tracked(&link.state, message_id(&message), exchange.run());
+    // Notifications and answers are posted in order: `notifications/initialized`
+    // reaches the server before the session's next request.
+    if let Some(task) = untracked {
+        let _ = task.await;
+    }
+    if let JsonRpcMessage::Notification(n) = &message
+        && n.method == methods::NOTIFICATION_INITIALIZED
+        && session.is_some()
+    {
+        // Wait until the stream is open (or refused), so a server request sent during
+        // the session's first call finds it.
+        let opened = open_listener(link);
+        let _ = tokio::time::timeout(LISTENER_OPEN_TIMEOUT, opened).await;
+    }
+    Ok(())
+}
+
+/// A notification outside a session: `notifications/cancelled` aborts the request it names,
+/// which drops that request's stream; nothing is posted.
+fn cancel_stateless(state: &State, notification: &JsonRpcNotification) {
+    if notification.method == methods::NOTIFICATION_CANCELLED
+        && let Some(id) = notification
+            .params
+            .as_deref()
+            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+            .and_then(|p| p.get("requestId").and_then(RequestId::from_value))
+        && let Some(handle) = state.in_flight.lock().ok().and_then(|mut f| f.remove(&id))
+    {
+        handle.abort();
+    }
+}
+
+/// The headers of the POST carrying `message`: its media types, the MCP headers of its era,
+/// and the transport's own.
+fn base_headers(
+    link: &Link,
+    message: &JsonRpcMessage,
+) -> Result<Vec<(HeaderName, HeaderValue)>, String> {
+    let mut base_headers: Vec<(HeaderName, HeaderValue)> = vec![
+        (
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        ),
+        (
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        ),
+    ];
+    for (name, value) in request_headers(&link.state, message) {
+        let value = HeaderValue::from_str(&value).map_err(|e| format!("header {name}: {e}"))?;
+        base_headers.push((name, value));
+    }
+    for (name, value) in &link.extra_headers {
+        base_headers.push((name.clone(), value.clone()));
+    }
+    Ok(base_headers)
+}
+
+/// Runs `task`; a request's task (`id`) is tracked in flight, so that a cancellation or
+/// `close` can abort it, and anything else is handed back to be awaited in order.
+fn spawn_tracked(
+    state: &State,
+    id: Option<RequestId>,
+    task: impl Future<Output = ()> + Send + 'static,
+) -> Option<JoinHandle<()>> {
+    // The map stays locked until the new task's handle is in it, so a task that ends at
+    // once still finds (and removes) its own entry.
+    let mut in_flight = state.in_flight.lock().ok();
+    let task = tokio::spawn(task);
+    match id {
+        Some(id) => {
+            if let Some(f) = in_flight.as_mut() {
+                f.insert(id, task.abort_handle());
+            }
+            None
+        }
+        None => Some(task),
+    }
+}
+
+/// One POST and its answer, as its task runs it.
+struct Exchange {
+    link: Link,
+    base_headers: Vec<(HeaderName, HeaderValue)>,
+    payload: Bytes,
+    /// The session the message was sent in, if any.
+    sent_session: Option<String>,
+    /// The request's id; `None` for a notification or an answer.
+    id: Option<RequestId>,
+    /// The request's method; empty for a notification or an answer.
+    method: String,
+}
+
+impl Exchange {
+    async fn run(self) {
+        let Exchange {
+            link,
+            base_headers,
+            payload,
+            sent_session,
+            id,
+            method,
+        } = self;
+        let _guard = InFlightGuard {
+            state: link.state.clone(),
+            id: id.clone(),
+        };
+        let fail = |why: String| fail(&link, id.as_ref(), why);
+        let response = match post(&link, &base_headers, &payload).await {
+            Ok(response) => response,
+            Err(why) => return fail(why),
+        };
+        let status = response.status();
+        // The server no longer knows the session (it expired, or its instance
+        // restarted): start a new one, as the spec asks, and report this request
+        // lost rather than guess whether to send it again.
+        if status == StatusCode::NOT_FOUND
+            && method != methods::INITIALIZE
+            && let Some(lost) = sent_session.as_deref()
+        {
+            return fail(session_lost(&link, lost).await);
+        }
+        if method == methods::INITIALIZE
+            && let Some(session) = response
+                .headers()
+                .get(headers::SESSION_ID)
+                .and_then(|v| v.to_str().ok())
+            && let Ok(mut s) = link.state.session_id.lock()
+        {
+            *s = Some(session.to_owned());
+        }
+        let content_type = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        let body = response.into_body();
+        let read = if content_type.starts_with("text/event-stream") {
+            follow_sse(&link, body, &method, id.as_ref()).await
+        } else {
+            read_json(&link, body, status, &method).await
+        };
+        if let Err(why) = read {
+            fail(why);
+        }
+    }
+}
+
+/// Answers the request `id` with an error made up here (and remembers why, for
+/// `local_failure`), or logs a refused message that has no id.
+fn fail(link: &Link, id: Option<&RequestId>, why: String) {
+    if let Some(id) = id {
+        link.state.record_failure(id, &why);
+        let error = ErrorObject::new(ErrorCode(-32000), why);
+        let _ = link.tx.send(JsonRpcMessage::Error(JsonRpcError::new(
+            Some(id.clone()),
+            error,
+        )));
+    } else {
+        tracing::warn!(%why, "a message the client sent was refused");
+    }
+}
+
+/// POSTs `payload` with `base_headers` and the current token, again after an authorization
+/// the server asked for (401, 403 `insufficient_scope`, a DPoP nonce): the response to handle,
+/// or why there is none.
+async fn post(
+    link: &Link,
+    base_headers: &[(HeaderName, HeaderValue)],
+    payload: &Bytes,
+) -> Result<Response<Incoming>, String> {
+    let Link {
+        url,
+        client,
+        auth,
+        state,
+        ..
+    } = link;
+    let mut attempts = Attempts::default();
+    loop {
+        let mut request = Request::builder().method(Method::POST).uri(url.clone());
+        for (name, value) in base_headers {
+            request = request.header(name, value);
+        }
+        let mut request = request
+            .body(Full::new(payload.clone()))
+            .map_err(|e| format!("could not build the request: {e}"))?;
+        let token = auth.token();
+        for (name, value) in auth.headers(token.as_deref(), "POST", &url.to_string()) {
+            request.headers_mut().insert(name, value);
+        }
+        let response = match client.request(request).await {
+            Ok(response) => response,
+            Err(e) => {
+                let why = format!("HTTP request failed: {}", crate::net::describe(&e));
+                if let Ok(mut err) = state.error.lock() {
+                    *err = Some(why.clone());
+                }
+                return Err(why);
+            }
+        };
+        let challenge = response
+            .headers()
+            .get(header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let dpop_nonce = response
+            .headers()
+            .get("dpop-nonce")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        match auth
+            .refused(
+                &url.to_string(),
+                response.status(),
+                challenge.as_deref(),
+                dpop_nonce.as_deref(),
+                token.as_deref(),
+                &mut attempts,
+            )
+            .await
+        {
+            Retry::Again => continue,
+            Retry::Fail(why) => return Err(why),
+            Retry::Deliver => return Ok(response),
+        }
+    }
+}
+
+/// Why a request sent in session `lost`, which the server no longer knows, failed, once a
+/// new session was started in its place (or could not be).
+async fn session_lost(link: &Link, lost: &str) -> String {
+    let recovered = recover_session(
+        &link.client,
+        &link.url,
+        &link.state,
+        &link.extra_headers,
+        &link.auth,
+        lost,
+    )
+    .await;
+    match recovered {
+        Ok(()) => "the server lost this client's session (404 Session not found): \
+                   this request was not processed; a new session was started, \
+                   send it again"
+            .to_owned(),
+        Err(e) => format!(
+            "the server lost this client's session (404 Session not found) \
+             and a new session could not be started: {e}"
+        ),
+    }
+}
+
+/// Reads an SSE answer, delivering its messages. A 2025-11-25 server may close the stream
+/// before answering (SSE polling): it is resumed with GET and `Last-Event-ID` after the delay
+/// it asked for, up to [`MAX_RESUMPTIONS`] times. Fails when the stream was abandoned
+/// unanswered.
+async fn follow_sse(
+    link: &Link,
+    body: Incoming,
+    method: &str,
+    id: Option<&RequestId>,
+) -> Result<(), String> {
+    let Link {
+        url,
+        client,
+        extra_headers,
+        auth,
+        state,
+        tx,
+    } = link;
+    let mut end = read_sse(body, state, tx, method, id).await;
+    let mut resumptions = 0;
+    while let (false, None, Some(last_event_id)) =
+        (end.answered, &end.abandoned, end.last_event_id.clone())
+    {
+        let session = state.session_id.lock().ok().and_then(|s| s.clone());
+        let Some(session) = session.filter(|_| id.is_some()) else {
+            break;
+        };
+        if resumptions == MAX_RESUMPTIONS {
+            break;
+        }
+        resumptions += 1;
+        tokio::time::sleep(end.retry.unwrap_or(DEFAULT_RETRY)).await;
+        let Some(request) = stream_request(
+            url,
+            &session,
+            state,
+            Some(&last_event_id),
+            extra_headers,
+            auth,
+        ) else {
+            break;
+        };
+        let resumed = match client.request(request).await {
+            Ok(r) if r.status() == StatusCode::OK => r,
+            Ok(r) => {
+                tracing::warn!(status = %r.status(), "the server refused to resume an SSE stream");
+                break;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "resuming an SSE stream failed");
+                break;
+            }
+        };
+        let next = read_sse(resumed.into_body(), state, tx, method, id).await;
+        end = StreamEnd {
+            answered: next.answered,
+            last_event_id: next.last_event_id.or(Some(last_event_id)),
+            retry: next.retry.or(end.retry),
+            abandoned: next.abandoned,
+        };
+    }
+    match (end.answered, end.abandoned) {
+        (false, Some(why)) => Err(why),
+        _ => Ok(()),
+    }
+}
+
+/// Reads a JSON answer (within the message size limit) and delivers it; an empty or `202`
+/// answer delivers nothing, and fails only when its status is not a success.
+async fn read_json(
+    link: &Link,
+    body: Incoming,
+    status: StatusCode,
+    method: &str,
+) -> Result<(), String> {
+    let limit = link.state.limits.max_message;
+    let bytes = match http_body_util::Limited::new(body, limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return Err(format!(
+                "the server's answer is larger than the {limit}-byte limit \
+                 (HttpTransport::max_message_size)"
+            ));
+        }
+        Err(e) => return Err(format!("reading the response failed: {e}")),
+    };
+    if status == StatusCode::ACCEPTED || bytes.is_empty() {
+        if status.is_success() {
+            return Ok(());
+        }
+        return Err(format!("HTTP {status}"));
+    }
+    match JsonRpcMessage::from_slice(&bytes) {
+        Ok(message) => {
+            deliver(&link.state, &link.tx, method, message);
+            Ok(())
+        }
+        Err(_) => Err(format!(
+            "HTTP {status}: {}",
+            String::from_utf8_lossy(&bytes)
+                .chars()
+                .take(200)
+                .collect::<String>()
+        )),
+    }
+}
+
+/// The id a request's task is tracked under.
+fn message_id(message: &JsonRpcMessage) -> Option<RequestId> {
+    match message {
+        JsonRpcMessage::Request(r) => Some(r.id.clone()),
+        _ => None,
+    }
+}

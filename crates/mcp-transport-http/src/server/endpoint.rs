@@ -1,0 +1,281 @@
+//! The running endpoint: its configuration, the service, the caps, the legacy sessions and the
+//! drain flag, and the pipeline every request goes through: where it comes from, who sends
+//! it, its headers, its body under the limits, its place under the caps, then the era it
+//! belongs to (the 2026-07-28 route, or a 2025-11-25 session).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body::Body;
+use hyper::{Method, Request, Response, StatusCode};
+use mcp_server_core::{Delivery, LEGACY_VERSIONS, Service, TransportContext};
+use mcp_types::messages::ClientRequest;
+use mcp_types::{ErrorCode, ErrorObject, JsonRpcMessage};
+use serde_json::Value;
+
+use super::body::McpBody;
+use super::config::Config;
+use super::gate::{authenticate, check_origin_and_host, cors_headers, metadata, preflight};
+use super::guards::Guards;
+use super::legacy::Sessions;
+use super::modern::{check_modern_headers, handle_modern, respond};
+use super::probe::ParamsProbe;
+use super::reply::{accepted, error, not_allowed, plain, plain_owned};
+use super::request::{
+    Incoming, accepted_media, check_post_headers, header_str, names, parse_message, read_body,
+};
+
+/// The endpoint as it runs: built from a [`Config`] once, shared by every request.
+pub(crate) struct Endpoint {
+    pub(crate) service: Service,
+    pub(crate) config: Config,
+    guards: Guards,
+    pub(crate) sessions: Arc<Sessions>,
+    /// `true` once `serve_with_shutdown` began to drain.
+    pub(crate) draining: tokio::sync::watch::Sender<bool>,
+}
+
+impl Endpoint {
+    /// The running state for `service` configured by `config`: fresh caps, no session.
+    pub(crate) fn new(service: Service, config: Config) -> Self {
+        Endpoint {
+            guards: Guards::new(&config),
+            sessions: Arc::new(Sessions::new(&config)),
+            draining: tokio::sync::watch::Sender::new(false),
+            service,
+            config,
+        }
+    }
+
+    /// What the endpoint was built from.
+    pub(crate) fn into_parts(self) -> (Service, Config) {
+        (self.service, self.config)
+    }
+
+    pub(crate) fn is_draining(&self) -> bool {
+        *self.draining.borrow()
+    }
+
+    /// One request through the pipeline: check where it comes from, authenticate, check its
+    /// headers, read its body under the limits, route it by era, respond.
+    /// `peer` is the address of the connection when this server accepted it (for the
+    /// per-client shares), `None` when mounted in another router.
+    pub(crate) async fn handle<B>(
+        &self,
+        request: Request<B>,
+        peer: Option<std::net::IpAddr>,
+    ) -> Response<McpBody>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let (parts, body) = request.into_parts();
+        let cors_origin = match check_origin_and_host(&self.config, &parts) {
+            Ok(origin) => origin,
+            Err(refused) => return refused,
+        };
+        let mut response = self.serve(parts, body, cors_origin.is_some(), peer).await;
+        if let Some(origin) = cors_origin {
+            cors_headers(response.headers_mut(), &origin);
+        }
+        response
+    }
+
+    async fn serve<B>(
+        &self,
+        parts: hyper::http::request::Parts,
+        body: B,
+        cors: bool,
+        peer: Option<std::net::IpAddr>,
+    ) -> Response<McpBody>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        if let Some(metadata) = metadata(&self.config, &parts) {
+            return metadata;
+        }
+        if parts.method == Method::OPTIONS && cors {
+            return preflight(&parts.headers);
+        }
+        let principal =
+            match authenticate(&self.config, parts.method.as_str(), &parts.headers).await {
+                Ok(principal) => principal,
+                Err(refused) => return refused,
+            };
+        let session_id = match header_str(&parts.headers, &names::SESSION_ID) {
+            Ok(id) => id.map(str::to_owned),
+            Err(e) => return plain_owned(StatusCode::BAD_REQUEST, e),
+        };
+        match parts.method {
+            Method::POST => {}
+            Method::GET => {
+                let last_event_id = match header_str(&parts.headers, &names::LAST_EVENT_ID) {
+                    Ok(id) => id,
+                    Err(e) => return plain_owned(StatusCode::BAD_REQUEST, e),
+                };
+                return self
+                    .sessions
+                    .get(
+                        session_id.as_deref(),
+                        principal.as_ref(),
+                        last_event_id,
+                        self.draining.subscribe(),
+                    )
+                    .await;
+            }
+            Method::DELETE => {
+                return self
+                    .sessions
+                    .delete(session_id.as_deref(), principal.as_ref());
+            }
+            _ => return not_allowed(),
+        }
+        let accepted = accepted_media(&parts.headers);
+        if let Err(refused) = check_post_headers(&parts.headers, accepted) {
+            return refused;
+        }
+        // The body is read before a place under the caps is taken (review W25): a client that
+        // sends its body slowly holds its connection only, and the minimum rate bounds that.
+        let config = &self.config;
+        let read = read_body(
+            body,
+            config.max_body,
+            config.min_body_rate,
+            config.body_timeout,
+        );
+        let bytes = match read.await {
+            Ok(bytes) => bytes,
+            Err(refused) => return refused,
+        };
+        let message = match parse_message(&bytes) {
+            Ok(message) => message,
+            Err(refused) => return refused,
+        };
+        drop(bytes);
+        // Held until the answer is sent, and by a legacy request that runs on after its client
+        // hung up until it ends: the whole exchange counts against the cap. A listen stream,
+        // which lives long, counts against its own budget and its client's share (review W4).
+        let permit = match self.guards.admit(&message, principal.as_ref(), peer) {
+            Ok(permit) => permit,
+            Err(refused) => return refused,
+        };
+        let request_headers = Arc::new(parts.headers);
+        // The replay guard's claim of this request is marked done once its body was written.
+        let delivery = Arc::new(Delivery::new());
+        let incoming = Incoming {
+            sse: accepted.sse,
+            transport: TransportContext {
+                principal,
+                context: Some(request_headers.clone()),
+                delivery: Some(delivery.clone()),
+            },
+            headers: request_headers,
+            permit: permit.clone(),
+            peer,
+        };
+        self.route(message, incoming, session_id)
+            .await
+            .map(|body| body.holding(permit).delivering(delivery))
+    }
+
+    /// Era routing. A request carrying the 2026-07-28 envelope is stateless: it is checked and
+    /// served the same with or without `Mcp-Session-Id`, which it never depends on. Anything
+    /// else with a session id belongs to that legacy session; an `initialize` opens one.
+    async fn route(
+        &self,
+        message: JsonRpcMessage,
+        incoming: Incoming,
+        session_id: Option<String>,
+    ) -> Response<McpBody> {
+        let request = match message {
+            JsonRpcMessage::Request(request) => request,
+            other => {
+                if let Some(id) = session_id {
+                    return self.sessions.in_session(&id, other, incoming).await;
+                }
+                return match other {
+                    JsonRpcMessage::Notification(_) => accepted(),
+                    _ => error(
+                        None,
+                        ErrorObject::new(
+                            ErrorCode::INVALID_REQUEST,
+                            "a response is only accepted on a 2025-11-25 session",
+                        ),
+                    ),
+                };
+            }
+        };
+        // Without a session id this is (almost always) a stateless 2026-07-28 request: its
+        // params are decoded once, here, and the header checks read the typed values; the
+        // service gets the decoded request. A request naming a session, or params that do not
+        // decode, are probed from the raw JSON as any value.
+        let typed = session_id
+            .is_none()
+            .then(|| ClientRequest::from_request(&request));
+        let probe = match &typed {
+            Some(Ok(typed)) => ParamsProbe::of(typed),
+            _ => request
+                .params
+                .as_deref()
+                .and_then(|p| serde_json::from_str(p.get()).ok())
+                .unwrap_or_default(),
+        };
+        let meta_version = probe
+            .meta
+            .as_ref()
+            .and_then(|m| m.protocol_version.as_ref())
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        if meta_version.is_none()
+            && let Some(id) = session_id
+        {
+            return self
+                .sessions
+                .in_session(&id, JsonRpcMessage::Request(request), incoming)
+                .await;
+        }
+        let version_header = match header_str(&incoming.headers, &names::PROTOCOL_VERSION) {
+            Ok(v) => v.map(str::to_owned),
+            Err(e) => return error(Some(request.id), ErrorObject::header_mismatch(e)),
+        };
+        let handshake_header = version_header
+            .as_deref()
+            .is_some_and(|v| LEGACY_VERSIONS.contains(&v));
+        let Some(meta_version) = meta_version else {
+            // Legacy clients open a session with `initialize` and no modern header or envelope.
+            if request.method == mcp_types::methods::INITIALIZE
+                && (version_header.is_none() || handshake_header)
+            {
+                return self
+                    .sessions
+                    .initialize(&self.service, request, incoming)
+                    .await;
+            }
+            if handshake_header {
+                return plain(StatusCode::BAD_REQUEST, "Bad Request: Missing session ID");
+            }
+            // The service answers the missing envelope.
+            return respond(
+                handle_modern(&self.service, request, typed, incoming.transport),
+                incoming.sse,
+            )
+            .await;
+        };
+        if let Err(mismatch) = check_modern_headers(
+            &self.service,
+            &incoming.headers,
+            &request,
+            &probe,
+            &meta_version,
+            version_header.as_deref(),
+        ) {
+            return error(Some(request.id), mismatch);
+        }
+        respond(
+            handle_modern(&self.service, request, typed, incoming.transport),
+            incoming.sse,
+        )
+        .await
+    }
+}

@@ -1,0 +1,195 @@
+//! The parts of a request's params the HTTP layer checks against its headers (`name`, `uri`,
+//! `taskId`, `_meta`'s protocol version), read without building the rest: from params already
+//! decoded as their method's type, or from the raw JSON as any value.
+
+use mcp_types::messages::ClientRequest;
+use serde_json::Value;
+
+/// The parts of a request's params the HTTP layer checks against headers.
+#[derive(serde::Deserialize, Default)]
+pub(crate) struct ParamsProbe {
+    #[serde(rename = "_meta")]
+    pub(crate) meta: Option<MetaProbe>,
+    pub(crate) name: Option<Value>,
+    pub(crate) uri: Option<Value>,
+    #[serde(rename = "taskId")]
+    pub(crate) task_id: Option<Value>,
+}
+
+impl ParamsProbe {
+    /// The same parts, read from params that decoded as their method's type.
+    pub(crate) fn of(typed: &ClientRequest) -> Self {
+        let text = |v: &str| Some(Value::String(v.to_owned()));
+        let mut probe = ParamsProbe {
+            meta: Some(MetaProbe {
+                protocol_version: typed
+                    .meta()
+                    .and_then(|m| m.protocol_version.as_deref())
+                    .and_then(text),
+            }),
+            ..ParamsProbe::default()
+        };
+        match typed {
+            ClientRequest::CallTool(p) => probe.name = text(&p.name),
+            ClientRequest::GetPrompt(p) => probe.name = text(&p.name),
+            ClientRequest::ReadResource(p) => probe.uri = text(&p.uri),
+            ClientRequest::GetTask(p) | ClientRequest::CancelTask(p) => {
+                probe.task_id = text(&p.task_id);
+            }
+            ClientRequest::UpdateTask(p) => probe.task_id = text(&p.task_id),
+            _ => {}
+        }
+        probe
+    }
+}
+
+/// The one member of `_meta` the HTTP layer reads, `protocolVersion`, without building the rest
+/// (the service parses the whole envelope again). Any JSON is accepted: a `_meta` that is not
+/// an object has no version, as before.
+#[derive(Default)]
+pub(crate) struct MetaProbe {
+    pub(crate) protocol_version: Option<Value>,
+}
+
+impl<'de> serde::Deserialize<'de> for MetaProbe {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = MetaProbe;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<MetaProbe, A::Error> {
+                let mut probe = MetaProbe::default();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    if key == mcp_types::meta::PROTOCOL_VERSION {
+                        probe.protocol_version = Some(map.next_value()?);
+                    } else {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                }
+                Ok(probe)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<MetaProbe, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(MetaProbe::default())
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<MetaProbe, E> {
+                Ok(MetaProbe::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<MetaProbe, E> {
+                Ok(MetaProbe::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<MetaProbe, E> {
+                Ok(MetaProbe::default())
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<MetaProbe, E> {
+                Ok(MetaProbe::default())
+            }
+            fn visit_str<E>(self, _: &str) -> Result<MetaProbe, E> {
+                Ok(MetaProbe::default())
+            }
+            fn visit_unit<E>(self) -> Result<MetaProbe, E> {
+                Ok(MetaProbe::default())
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(params: &str) -> ParamsProbe {
+        serde_json::from_str(params).unwrap()
+    }
+
+    fn version(params: &str) -> Option<Value> {
+        probe(params).meta.and_then(|m| m.protocol_version)
+    }
+
+    /// The probe read from decoded params and the one read from the raw JSON, as
+    /// `(version, name, uri, taskId)`.
+    /// `(version, name, uri, taskId)` of one probe.
+    type Read = (Option<Value>, Option<Value>, Option<Value>, Option<Value>);
+
+    fn both_probes(method: &str, params: &str) -> [Read; 2] {
+        let raw = serde_json::value::RawValue::from_string(params.to_owned()).unwrap();
+        let typed = ClientRequest::from_parts(method, Some(&raw)).unwrap();
+        [ParamsProbe::of(&typed), probe(params)].map(|p| {
+            (
+                p.meta.and_then(|m| m.protocol_version),
+                p.name,
+                p.uri,
+                p.task_id,
+            )
+        })
+    }
+
+    #[test]
+    fn the_probe_of_decoded_params_reads_what_the_raw_probe_reads() {
+        let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+        let cases = [
+            (
+                "tools/call",
+                format!(r#"{{"name":"echo","arguments":{{"text":"hi"}},{meta}}}"#),
+            ),
+            ("prompts/get", format!(r#"{{"name":"greet",{meta}}}"#)),
+            ("resources/read", format!(r#"{{"uri":"file:///a",{meta}}}"#)),
+            ("tasks/get", format!(r#"{{"taskId":"t-1",{meta}}}"#)),
+            ("tasks/cancel", format!(r#"{{"taskId":"t-2",{meta}}}"#)),
+            ("tasks/list", format!(r#"{{{meta}}}"#)),
+            ("tools/call", r#"{"name":"echo"}"#.to_owned()),
+        ];
+        for (method, params) in cases {
+            let [typed, raw] = both_probes(method, &params);
+            assert_eq!(typed, raw, "{method} {params}");
+        }
+        let [typed, _] = both_probes("tasks/get", &format!(r#"{{"taskId":"t-1",{meta}}}"#));
+        assert_eq!(typed.0, Some(Value::from("2026-07-28")));
+        assert_eq!(typed.3, Some(Value::from("t-1")));
+    }
+
+    #[test]
+    fn the_meta_probe_reads_only_the_protocol_version() {
+        let params = r#"{"name":"echo","_meta":{"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},
+            "io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}"#;
+        assert_eq!(version(params), Some(Value::from("2026-07-28")));
+        assert_eq!(probe(params).name, Some(Value::from("echo")));
+        // Not a string: kept as sent, so the caller sees no version (as with a `Value` probe).
+        assert_eq!(
+            version(r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":7}}"#),
+            Some(Value::from(7))
+        );
+        // A repeated key: the last one counts, as when `_meta` was read into a map.
+        assert_eq!(
+            version(
+                r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"a","io.modelcontextprotocol/protocolVersion":"b"}}"#
+            ),
+            Some(Value::from("b"))
+        );
+        assert_eq!(version(r#"{"_meta":{}}"#), None);
+    }
+
+    #[test]
+    fn a_meta_that_is_not_an_object_has_no_version_and_the_rest_is_still_read() {
+        for meta in ["5", "-1", "1.5", "true", "null", r#""x""#, r#"[1,{"a":2}]"#] {
+            let parsed = probe(&format!(
+                r#"{{"_meta":{meta},"name":"echo","uri":"a://b"}}"#
+            ));
+            assert!(
+                parsed.meta.and_then(|m| m.protocol_version).is_none(),
+                "{meta}"
+            );
+            assert_eq!(parsed.name, Some(Value::from("echo")), "{meta}");
+            assert_eq!(parsed.uri, Some(Value::from("a://b")), "{meta}");
+        }
+    }
+}
