@@ -51,14 +51,7 @@ pub(super) fn request_headers(
                 HeaderName::from_static(headers::METHOD),
                 request.method.clone(),
             ));
-            let name = match request.method.as_str() {
-                methods::TOOLS_CALL | methods::PROMPTS_GET => params.get("name"),
-                methods::RESOURCES_READ => params.get("uri"),
-                methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => {
-                    params.get("taskId")
-                }
-                _ => None,
-            };
+            let name = methods::name_param(&request.method).and_then(|field| params.get(field));
             if let Some(name) = name.and_then(Value::as_str) {
                 out.push((
                     HeaderName::from_static(headers::NAME),

@@ -419,19 +419,7 @@ impl Sessions {
     }
 }
 
+/// A fresh session id; empty without randomness, since no session id is then safe to mint.
 fn new_session_id() -> String {
-    use std::fmt::Write;
-    let mut bytes = [0u8; 16];
-    if ring_fill(&mut bytes).is_err() {
-        // Without randomness no session id is safe to mint.
-        return String::new();
-    }
-    bytes.iter().fold(String::with_capacity(32), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
-}
-
-fn ring_fill(bytes: &mut [u8]) -> Result<(), ()> {
-    mcp_state_seal::random_bytes(bytes).map_err(|_| ())
+    mcp_state_seal::random_hex_id().unwrap_or_default()
 }

@@ -130,12 +130,15 @@ fn check_routing_headers(
         }
         Some(_) => {}
     }
-    let (field, expected) = match method {
-        mcp_types::methods::TOOLS_CALL | mcp_types::methods::PROMPTS_GET => ("name", &probe.name),
-        mcp_types::methods::RESOURCES_READ => ("uri", &probe.uri),
-        mcp_types::methods::TASKS_GET
-        | mcp_types::methods::TASKS_UPDATE
-        | mcp_types::methods::TASKS_CANCEL => ("taskId", &probe.task_id),
+    // Which parameter Mcp-Name repeats is a column of the method table.
+    let Some(field) = mcp_types::methods::name_param(method) else {
+        return Ok(());
+    };
+    let expected = match field {
+        "name" => &probe.name,
+        "uri" => &probe.uri,
+        "taskId" => &probe.task_id,
+        // A parameter the probe does not read: nothing to compare.
         _ => return Ok(()),
     };
     let Some(expected) = expected.as_ref().and_then(Value::as_str) else {
