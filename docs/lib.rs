@@ -24,6 +24,7 @@ guides! {
     Authorization => "authorization.md",
     LowLevelServer => "low-level-server.md",
     WireTypes => "wire-types.md",
+    Architecture => "architecture.md",
     McpTerm => "mcp-term.md",
     Readme => "../README.md",
     McpReadme => "../crates/mcp/README.md",
