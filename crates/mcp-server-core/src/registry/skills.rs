@@ -16,6 +16,7 @@ use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use mcp_skills::{parse_frontmatter, sha256_digest};
 use mcp_types::JsonObject;
 use mcp_types::content::ResourceContents;
 use mcp_types::error::ErrorObject;
@@ -389,7 +390,7 @@ impl SkillCatalog {
             let mime_type = mime_type(file_name, &bytes);
             manifest.push(SkillFile {
                 uri: uri.clone(),
-                digest: wire::sha256_digest(&bytes),
+                digest: sha256_digest(&bytes),
                 size,
             });
             self.files.insert(uri, File { bytes, mime_type });
@@ -407,8 +408,7 @@ impl SkillCatalog {
             .map(|f| String::from_utf8(f.bytes.clone()))
             .ok_or_else(|| walk.fail(&skill_md_path, "missing"))?
             .map_err(|_| walk.fail(&skill_md_path, "not UTF-8 text"))?;
-        let frontmatter =
-            wire::parse_frontmatter(&text).map_err(|e| walk.fail(&skill_md_path, e))?;
+        let frontmatter = parse_frontmatter(&text).map_err(|e| walk.fail(&skill_md_path, e))?;
         let field = |key: &str| {
             frontmatter
                 .get(key)
