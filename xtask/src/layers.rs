@@ -10,6 +10,7 @@ use serde_json::Value;
 /// `None` means any (the facade and transports pull in what their features need).
 const LAYERS: &[(&str, Option<&[&str]>)] = &[
     ("mcp-types", Some(&["serde", "serde_json"])),
+    ("mcp-skills", Some(&["ring", "serde_json"])),
     (
         "mcp-state-seal",
         Some(&["ring", "serde", "serde_json", "base64", "zeroize"]),

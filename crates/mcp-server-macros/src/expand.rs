@@ -5,7 +5,7 @@
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
-use syn::{Ident, LitStr, Path, Type};
+use syn::{Ident, ItemImpl, LitStr, Path, Type};
 
 use crate::check::return_type;
 use crate::model::{Item, Kind, Param, ParamKind, is_option, resolved_conversion};
@@ -154,16 +154,16 @@ fn doc_attrs(docs: &[String]) -> Vec<TokenStream> {
 /// Where an item's body lives: a free function, or a method of a `#[mcp::tools]` impl block
 /// (called on the shared `Arc<Self>`).
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Target {
+enum Target {
     Free,
     Method,
 }
 
 /// What one item generates: items for the hidden `const` block, and an expression that builds
 /// its definition.
-pub(crate) struct Parts {
-    pub(crate) prelude: TokenStream,
-    pub(crate) def: TokenStream,
+struct Parts {
+    prelude: TokenStream,
+    def: TokenStream,
 }
 
 /// The call of the body, and the closure wrapper that brings `__this` along for methods.
@@ -211,7 +211,7 @@ fn with_call(body: TokenStream, call: &TokenStream) -> TokenStream {
     out
 }
 
-pub(crate) fn tool_parts(item: &Item, target: Target) -> Parts {
+fn tool_parts(item: &Item, target: Target) -> Parts {
     let krate = krate(item);
     let ident = &item.sig.ident;
     let name = wire_name(item);
@@ -327,7 +327,7 @@ pub(crate) fn tool_parts(item: &Item, target: Target) -> Parts {
     }
 }
 
-pub(crate) fn prompt_parts(item: &Item, target: Target) -> Parts {
+fn prompt_parts(item: &Item, target: Target) -> Parts {
     let name = wire_name(item);
     let on_error = quote!(return ::core::result::Result::Err(__e));
     let argument_names: Vec<String> = item
@@ -396,7 +396,7 @@ pub(crate) fn prompt_parts(item: &Item, target: Target) -> Parts {
 }
 
 /// A resource's parts; `def` evaluates to a `derive::ResourceEntry`.
-pub(crate) fn resource_parts(item: &Item, target: Target) -> Parts {
+fn resource_parts(item: &Item, target: Target) -> Parts {
     let name = wire_name(item);
     let uri = item
         .options
@@ -609,5 +609,39 @@ pub(crate) fn expand(item: Item) -> TokenStream {
     match item.kind {
         Kind::Resolver => resolver(&item),
         _ => free(&item),
+    }
+}
+
+/// A `#[mcp::tools]` block: the block (its methods already stripped of the attributes only
+/// the macros understand), then the items of its methods, registered by `Handlers`.
+pub(crate) fn methods(block: &ItemImpl, krate: &Path, items: &[Item]) -> TokenStream {
+    let mut preludes = Vec::new();
+    let mut registrations = Vec::new();
+    for item in items {
+        let (Parts { prelude, def }, register) = match item.kind {
+            Kind::Tool => (tool_parts(item, Target::Method), quote!(tool)),
+            Kind::Prompt => (prompt_parts(item, Target::Method), quote!(prompt)),
+            _ => (resource_parts(item, Target::Method), quote!(resource)),
+        };
+        preludes.push(prelude);
+        registrations.push(quote!(__server = __server.#register(#def);));
+    }
+    let self_ty = &block.self_ty;
+    quote! {
+        #block
+
+        const _: () = {
+            #[allow(unused_imports)]
+            use #krate::__private as __mcp;
+            #(#preludes)*
+
+            impl __mcp::derive::Handlers for #self_ty {
+                fn register(self: ::std::sync::Arc<Self>, __server: __mcp::McpServer) -> __mcp::McpServer {
+                    let mut __server = __server;
+                    #(#registrations)*
+                    __server
+                }
+            }
+        };
     }
 }

@@ -5,7 +5,10 @@ use proc_macro2::{Span, TokenStream};
 use syn::parse::{ParseStream, Parser};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{Attribute, Expr, FnArg, Ident, ItemFn, Lit, LitStr, Meta, Pat, Path, Token, Type};
+use syn::{
+    Attribute, Expr, FnArg, Ident, ImplItemFn, ItemFn, Lit, LitStr, Meta, Pat, Path, Signature,
+    Token, Type,
+};
 
 use crate::model::{Item, Kind, Options, Param, ParamKind};
 
@@ -313,13 +316,38 @@ pub(crate) fn parse(kind: Kind, args: TokenStream, item: TokenStream) -> syn::Re
     parse_fn(kind, args, function, false)
 }
 
-/// Parses a function (or, with `method`, an `&self` method of a `#[mcp::tools]` block).
-pub(crate) fn parse_fn(
+/// Parses a method of a `#[mcp::tools]` block, which takes `&self`.
+pub(crate) fn parse_method(
     kind: Kind,
     args: TokenStream,
-    function: ItemFn,
-    method: bool,
+    method: &ImplItemFn,
 ) -> syn::Result<Item> {
+    if !method
+        .sig
+        .inputs
+        .iter()
+        .any(|a| matches!(a, FnArg::Receiver(_)))
+    {
+        return Err(syn::Error::new(
+            method.sig.ident.span(),
+            format!(
+                "a `#[{}]` method of a `#[mcp::tools]` block takes `&self`",
+                kind.inner_attribute()
+            ),
+        ));
+    }
+    let function = ItemFn {
+        attrs: method.attrs.clone(),
+        vis: method.vis.clone(),
+        modifiers: method.modifiers.clone(),
+        sig: method.sig.clone(),
+        block: Box::new(method.block.clone()),
+    };
+    parse_fn(kind, args, function, true)
+}
+
+/// Parses a function (or, with `method`, an `&self` method of a `#[mcp::tools]` block).
+fn parse_fn(kind: Kind, args: TokenStream, function: ItemFn, method: bool) -> syn::Result<Item> {
     let mut errors = Errors::default();
     let mut options = Options::default();
     match Parser::parse2(parse_args, args) {
@@ -385,7 +413,13 @@ pub(crate) fn strip(item: TokenStream) -> TokenStream {
         return TokenStream::new();
     };
     function.attrs.retain(|a| !a.path().is_ident("mcp"));
-    for arg in &mut function.sig.inputs {
+    strip_param_attrs(&mut function.sig);
+    quote::quote!(#function)
+}
+
+/// Removes the attributes only the macros understand (and doc comments) from the parameters.
+pub(crate) fn strip_param_attrs(sig: &mut Signature) {
+    for arg in &mut sig.inputs {
         if let FnArg::Typed(t) = arg {
             t.attrs.retain(|a| {
                 !(a.path().is_ident("resolve")
@@ -394,5 +428,4 @@ pub(crate) fn strip(item: TokenStream) -> TokenStream {
             });
         }
     }
-    quote::quote!(#function)
 }

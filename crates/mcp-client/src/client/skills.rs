@@ -163,7 +163,7 @@ impl Client {
                     ),
                 ));
             }
-            let digest = wire::sha256_digest(&bytes);
+            let digest = mcp_skills::sha256_digest(&bytes);
             if digest != file.digest {
                 return Err(refuse(
                     uri,
@@ -196,7 +196,7 @@ impl Client {
             .text()
             .ok_or_else(|| refuse(&skill.uri, "SKILL.md is not UTF-8 text"))?;
         let frontmatter =
-            wire::parse_frontmatter(text).map_err(|e| refuse(&skill.uri, e.to_string()))?;
+            mcp_skills::parse_frontmatter(text).map_err(|e| refuse(&skill.uri, e.to_string()))?;
         let differ = differing_fields(&frontmatter, &skill.frontmatter);
         if !differ.is_empty() {
             return Err(refuse(
@@ -207,7 +207,7 @@ impl Client {
                 ),
             ));
         }
-        let body = wire::skill_body(text).unwrap_or_default().to_owned();
+        let body = mcp_skills::skill_body(text).unwrap_or_default().to_owned();
         Ok(LoadedSkill {
             entry: skill.clone(),
             frontmatter,

@@ -11,9 +11,10 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
+use super::authorization_code::random_token;
 use super::jwt::{SigningKey, now};
 use super::text::RawUrl;
-use super::{HttpRequest, HttpResponse, OAuth, OAuthError, random_token};
+use super::{HttpRequest, HttpResponse, OAuth, OAuthError};
 
 /// How many servers' nonces are remembered; the oldest is forgotten first.
 const MAX_NONCES: usize = 32;

@@ -18,10 +18,11 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
+use super::authorization_code::random_token;
 use super::jwt::{SigningKey, now};
 use super::metadata::TokenResponse;
 use super::text::{form, form_encode};
-use super::{Current, HttpRequest, OAuth, OAuthError, Tokens, random_token};
+use super::{Current, HttpRequest, OAuth, OAuthError, Tokens};
 use crate::transport::BoxFuture;
 
 /// `grant_type` of the JWT bearer grant (RFC 7523).

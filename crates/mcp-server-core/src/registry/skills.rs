@@ -16,6 +16,7 @@ use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use mcp_skills::{parse_frontmatter, sha256_digest};
 use mcp_types::JsonObject;
 use mcp_types::content::ResourceContents;
 use mcp_types::error::ErrorObject;
@@ -245,6 +246,29 @@ impl Walk<'_> {
     }
 }
 
+/// A skill's name follows the Agent Skills naming rules.
+fn check_name(walk: &Walk<'_>, dir: &Path, name: &str) -> Result<(), BuildError> {
+    if !wire::valid_skill_name(name) {
+        return Err(walk.fail(
+            dir,
+            format!(
+                "`{name}` is not a valid skill name (1-64 lowercase letters, digits and single hyphens, no hyphen first or last)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// What a skill's `SKILL.md` gives its entry and its listing.
+struct SkillMd {
+    /// Its size in bytes.
+    size: u64,
+    frontmatter: JsonObject,
+    /// The frontmatter's `name` and `description`.
+    name: String,
+    description: String,
+}
+
 impl SkillCatalog {
     /// Reads every skill below `root`.
     pub(crate) fn load(root: &Path, limits: &SkillsLimits) -> Result<Self, BuildError> {
@@ -285,6 +309,8 @@ impl SkillCatalog {
         Ok(catalog)
     }
 
+    /// Adds the skill in `dir` (`segments` is its skill path): its name checked, its files
+    /// walked and read, its `SKILL.md` frontmatter read, then its entry published.
     fn add_skill(
         &mut self,
         walk: &mut Walk<'_>,
@@ -297,17 +323,26 @@ impl SkillCatalog {
         let skill_uri = format!("{base}/{SKILL_MD}");
         let name = segments.last().map(String::as_str).unwrap_or_default();
         let skill_md_path = dir.join(SKILL_MD);
-        if !wire::valid_skill_name(name) {
-            return Err(walk.fail(
-                dir,
-                format!(
-                    "`{name}` is not a valid skill name (1-64 lowercase letters, digits and single hyphens, no hyphen first or last)"
-                ),
-            ));
-        }
-        // The files, depth first, without the nested skills (each is its own).
+        check_name(walk, dir, name)?;
+        let files = self.list_files(walk, dir, &base, skill_dirs)?;
+        let manifest = self.read_files(walk, dir, files)?;
+        self.type_directory_children();
+        let skill_md = self.read_skill_md(walk, &skill_uri, &skill_md_path, name)?;
+        self.publish(skill_uri, skill_md, manifest);
+        Ok(())
+    }
+
+    /// The files of a skill, depth first, without the nested skills (each is its own), sorted
+    /// by URI; every directory on the way gets its listing.
+    fn list_files(
+        &mut self,
+        walk: &Walk<'_>,
+        dir: &Path,
+        base: &str,
+        skill_dirs: &[PathBuf],
+    ) -> Result<Vec<(String, PathBuf)>, BuildError> {
         let mut files: Vec<(String, PathBuf)> = Vec::new();
-        let mut stack = vec![(dir.to_path_buf(), base.clone())];
+        let mut stack = vec![(dir.to_path_buf(), base.to_owned())];
         while let Some((current, uri)) = stack.pop() {
             let mut children = Vec::new();
             for (child, node) in walk.children(&current)? {
@@ -360,6 +395,17 @@ impl SkillCatalog {
             ));
         }
         files.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(files)
+    }
+
+    /// Reads the files within the byte limits, keeps them to serve, and returns the manifest
+    /// of their digests and sizes.
+    fn read_files(
+        &mut self,
+        walk: &mut Walk<'_>,
+        dir: &Path,
+        files: Vec<(String, PathBuf)>,
+    ) -> Result<Vec<SkillFile>, BuildError> {
         let mut manifest = Vec::with_capacity(files.len());
         let mut skill_bytes = 0u64;
         for (uri, file) in files {
@@ -389,11 +435,16 @@ impl SkillCatalog {
             let mime_type = mime_type(file_name, &bytes);
             manifest.push(SkillFile {
                 uri: uri.clone(),
-                digest: wire::sha256_digest(&bytes),
+                digest: sha256_digest(&bytes),
                 size,
             });
             self.files.insert(uri, File { bytes, mime_type });
         }
+        Ok(manifest)
+    }
+
+    /// Gives each file listed in a directory the MIME type its contents were given.
+    fn type_directory_children(&mut self) {
         for children in self.directories.values_mut() {
             for child in children.iter_mut() {
                 if child.mime_type.is_none() {
@@ -401,14 +452,24 @@ impl SkillCatalog {
                 }
             }
         }
+    }
+
+    /// The skill's `SKILL.md`, read: its frontmatter has a non-empty `name`, equal to the
+    /// directory's, and a non-empty `description`.
+    fn read_skill_md(
+        &self,
+        walk: &Walk<'_>,
+        skill_uri: &str,
+        skill_md_path: &Path,
+        name: &str,
+    ) -> Result<SkillMd, BuildError> {
         let text = self
             .files
-            .get(&skill_uri)
+            .get(skill_uri)
             .map(|f| String::from_utf8(f.bytes.clone()))
-            .ok_or_else(|| walk.fail(&skill_md_path, "missing"))?
-            .map_err(|_| walk.fail(&skill_md_path, "not UTF-8 text"))?;
-        let frontmatter =
-            wire::parse_frontmatter(&text).map_err(|e| walk.fail(&skill_md_path, e))?;
+            .ok_or_else(|| walk.fail(skill_md_path, "missing"))?
+            .map_err(|_| walk.fail(skill_md_path, "not UTF-8 text"))?;
+        let frontmatter = parse_frontmatter(&text).map_err(|e| walk.fail(skill_md_path, e))?;
         let field = |key: &str| {
             frontmatter
                 .get(key)
@@ -417,7 +478,7 @@ impl SkillCatalog {
                 .map(str::to_owned)
                 .ok_or_else(|| {
                     walk.fail(
-                        &skill_md_path,
+                        skill_md_path,
                         format!("the frontmatter needs a non-empty string `{key}`"),
                     )
                 })
@@ -425,28 +486,37 @@ impl SkillCatalog {
         let (fm_name, description) = (field("name")?, field("description")?);
         if fm_name != name {
             return Err(walk.fail(
-                &skill_md_path,
+                skill_md_path,
                 format!(
                     "the frontmatter names the skill `{fm_name}` but its directory is `{name}`; they must be equal"
                 ),
             ));
         }
+        Ok(SkillMd {
+            size: text.len() as u64,
+            frontmatter,
+            name: fm_name,
+            description,
+        })
+    }
+
+    /// Lists the skill's `SKILL.md` and adds its entry.
+    fn publish(&mut self, skill_uri: String, skill_md: SkillMd, manifest: Vec<SkillFile>) {
         self.listed.push(Resource {
             uri: skill_uri.clone(),
-            name: fm_name,
-            description: Some(description),
+            name: skill_md.name,
+            description: Some(skill_md.description),
             mime_type: Some("text/markdown".to_owned()),
-            size: Some(text.len() as u64),
+            size: Some(skill_md.size),
             ..resource()
         });
         self.entries.push(SkillEntry {
             uri: skill_uri,
-            frontmatter,
+            frontmatter: skill_md.frontmatter,
             resources: SkillResources::Files(manifest),
             meta: None,
             extra: JsonObject::new(),
         });
-        Ok(())
     }
 
     /// The `SKILL.md` resources `resources/list` shows.
