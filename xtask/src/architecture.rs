@@ -188,7 +188,10 @@ impl Visitor {
         let (mut absolute, mut rest) = match first.as_str() {
             "crate" => (Vec::new(), &segments[1..]),
             "super" | "self" => (self.here.clone(), &segments[1..]),
-            child if self.children.contains(child) => (self.here.clone(), segments),
+            // A child module's name alone may be a local variable; `child::item` is a path.
+            child if self.children.contains(child) && segments.len() > 1 => {
+                (self.here.clone(), segments)
+            }
             _ => return None,
         };
         if first == "super" {

@@ -12,16 +12,15 @@
 //! [`RedisConfig::max_events_per_stream`]: crate::RedisConfig::max_events_per_stream
 //! [`RedisConfig::max_event_bytes`]: crate::RedisConfig::max_event_bytes
 
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_server_core::events::{EventFuture, EventStore, EventStoreError, Replay};
 use mcp_types::JsonRpcMessage;
 use tokio::sync::watch;
 
-use crate::Shared;
+use crate::{Feeds, Shared};
 
 /// How often a reader waiting at the end of a stream looks again when nothing in this process
 /// woke it (a writer in another process). It was every 100 ms, for every waiting reader.
@@ -90,9 +89,6 @@ redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 return 1
 ";
-
-/// Wake-up feeds of readers waiting in this process, by (session, stream).
-pub(crate) type Feeds = Mutex<HashMap<(String, String), watch::Sender<u64>>>;
 
 /// [`EventStore`] on Redis: a stream's history outlives the connection (and the process)
 /// that wrote it, for the retention configured, within the caps described in the module docs.

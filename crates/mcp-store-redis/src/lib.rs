@@ -259,13 +259,17 @@ impl fmt::Display for RedisStoreError {
 
 impl std::error::Error for RedisStoreError {}
 
+/// Wake-up feeds of readers waiting in this process, by (session, stream).
+pub(crate) type Feeds =
+    std::sync::Mutex<std::collections::HashMap<(String, String), tokio::sync::watch::Sender<u64>>>;
+
 /// What every store of one [`RedisStores`] shares.
 pub(crate) struct Shared {
     pub(crate) client: redis::Client,
     pub(crate) manager: ConnectionManager,
     pub(crate) config: RedisConfig,
     /// Readers of SSE history waiting in this process, for every event store of these stores.
-    pub(crate) sse_feeds: Arc<events::Feeds>,
+    pub(crate) sse_feeds: Arc<Feeds>,
 }
 
 impl Shared {

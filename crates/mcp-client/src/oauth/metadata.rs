@@ -190,3 +190,11 @@ mod tests {
         }
     }
 }
+
+/// The authorization server currently in use.
+#[derive(Clone)]
+pub(crate) struct Current {
+    pub(crate) issuer: String,
+    pub(crate) metadata: AuthorizationServerMetadata,
+    pub(crate) resource: String,
+}

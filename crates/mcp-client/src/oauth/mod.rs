@@ -26,10 +26,12 @@ mod authorization_code;
 mod authorizer;
 mod discovery;
 mod dpop;
+mod dpop_proofs;
 mod error;
 mod fetch;
 mod grant;
 mod jwt;
+mod machine;
 mod metadata;
 mod store;
 mod text;
@@ -53,6 +55,7 @@ pub use store::{MemoryTokenStore, TokenStore};
 
 use authorizer::NoBrowser;
 use fetch::Guarded;
+use metadata::Current;
 use text::{RawUrl, bearer_params, resource_covers};
 
 /// How this client presents itself to authorization servers.
@@ -90,14 +93,6 @@ impl OAuthConfig {
             fetch_timeout: DEFAULT_FETCH_TIMEOUT,
         }
     }
-}
-
-/// The authorization server currently in use.
-#[derive(Clone)]
-struct Current {
-    issuer: String,
-    metadata: AuthorizationServerMetadata,
-    resource: String,
 }
 
 /// The OAuth side of one MCP connection. Cheap to share: the transport holds it in an `Arc`.
