@@ -12,7 +12,8 @@
 //!   (`pub use b::Item`, `pub(crate) use`): that is the facade a module shows, and a path
 //!   through it is followed to the file that defines the item.
 //!
-//! Without `--check` it prints what it found; with it, it fails when anything breaks a rule.
+//! Without `--check` it prints what it found; with it (as CI runs it), it fails when anything
+//! breaks a rule.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;

@@ -70,7 +70,7 @@ fn main() -> ExitCode {
              layers      check the crate layering of DESIGN.md and that no file points outside the tree\n  \
              architecture  file and function lengths and import circles within a crate [--check]\n  \
              test        run every test (sets up the Python interop venv first)\n  \
-             ci          fmt, clippy, cargo-deny, test, conformance, interop, attack --quick\n  \
+             ci          fmt, clippy, cargo-deny, architecture, test, conformance, interop, attack --quick\n  \
              conformance the official MCP conformance suite against the conformance-server\n              \
              and conformance-client examples (needs npm; installs Node 22 and the harness under target/)\n  \
              interop     Python and TypeScript SDK clients x our server, our client x their servers\n              \
@@ -175,6 +175,7 @@ fn ci() -> Result<(), String> {
     // Advisories need the RustSec database from the network, which CI does not reach; the
     // other checks (licenses, bans, sources) run offline.
     run(cargo().args(["deny", "check", "bans", "licenses", "sources"]))?;
+    architecture::architecture(&["--check".to_owned()])?;
     test(&[])?;
     conformance::conformance(&[])?;
     interop::interop()?;

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::b64url::ENGINE;
 use crate::error::JsonSyntaxError;
 use crate::jsontext::{self, JsonStr, Node};
-use crate::pyjson::{push_code_point, write_escaped_body, write_float, write_int, write_str};
+use crate::pywrite::{push_code_point, write_escaped_body, write_float, write_int, write_str};
 
 /// The 22 base64url characters of a truncated SHA-256 (16 bytes), as the Python SDK
 /// writes its argument and question digests.

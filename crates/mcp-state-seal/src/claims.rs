@@ -6,7 +6,7 @@ use crate::binding::RequestBinding;
 use crate::error::RejectReason;
 use crate::jsontext::{self, JsonStr, Node};
 use crate::principal::{CLAIM_LEN, Principal};
-use crate::pyjson::{write_float, write_str};
+use crate::pywrite::{write_float, write_str};
 
 /// How far in the future `iat` may be, for clock skew between instances.
 pub(crate) const FUTURE_SKEW_SECS: f64 = 60.0;

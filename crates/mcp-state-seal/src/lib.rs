@@ -60,6 +60,7 @@ mod keyring;
 mod policy;
 mod principal;
 mod pyjson;
+mod pywrite;
 mod question;
 mod replay;
 mod scan;

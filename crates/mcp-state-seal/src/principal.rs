@@ -11,7 +11,7 @@ use ring::rand::{SecureRandom, SystemRandom};
 
 use crate::b64url;
 use crate::error::{BindPrincipalError, SealError};
-use crate::pyjson::write_str;
+use crate::pywrite::write_str;
 
 const LABEL: &[u8] = b"mcp/request-state/principal:";
 const SALT_LEN: usize = 8;

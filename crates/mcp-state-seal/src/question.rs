@@ -10,7 +10,8 @@ use serde::Serialize;
 use crate::canonical::{ShortDigest, write_canonical_node};
 use crate::error::JsonSyntaxError;
 use crate::jsontext;
-use crate::pyjson::{write_compact_json, write_str};
+use crate::pyjson::write_compact_json;
+use crate::pywrite::write_str;
 
 short_digest_type! {
     /// The `q` digest of a question: `base64url(SHA-256(rendered params)[..16])`,

@@ -9,7 +9,10 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp::types::elicitation::{ElicitAction, ElicitRequestParams, ElicitResult};
+use mcp::types::elicitation::{
+    ElicitAction, ElicitRequestFormParams, ElicitRequestParams, ElicitRequestUrlParams,
+    ElicitResult,
+};
 use mcp::types::mrtr::{InputRequest, InputResponse};
 use mcp::types::roots::{ListRootsResult, Root};
 use mcp::types::sampling::{CreateMessageRequestParams, CreateMessageResult};
@@ -172,120 +175,10 @@ impl Responder {
         let Question { asking, request } = question;
         match request {
             InputRequest::Elicit(ElicitRequestParams::Form(params)) => {
-                let message = params.message.clone();
-                let form = match Form::from_schema(&params.requested_schema) {
-                    Ok(form) => form,
-                    Err(why) => {
-                        if !self.can_prompt() {
-                            return Ok(
-                                self.unanswered(format!("the form cannot be rendered ({})", why.0))
-                            );
-                        }
-                        let schema =
-                            serde_json::to_value(&params.requested_schema).unwrap_or(Value::Null);
-                        let d = self
-                            .on_terminal(move |p| p.raw(&asking, &message, &schema, &why.0))
-                            .await?;
-                        return Ok(Reply::Answer(InputResponse::Elicit(form_result(d))));
-                    }
-                };
-                let given = self
-                    .sources
-                    .form(asking.round, &asking.key, &form)
-                    .map_err(Usage)?;
-                let fields = match given {
-                    Given::Action(ElicitAction::Accept, Some(content)) => {
-                        return Ok(Reply::Answer(InputResponse::Elicit(ElicitResult::accept(
-                            content,
-                        ))));
-                    }
-                    Given::Action(ElicitAction::Accept, None) => BTreeMap::new(),
-                    Given::Action(ElicitAction::Decline, _) => {
-                        return Ok(Reply::Answer(
-                            InputResponse::Elicit(ElicitResult::decline()),
-                        ));
-                    }
-                    Given::Action(ElicitAction::Cancel, _) => {
-                        return Ok(Reply::Answer(InputResponse::Elicit(ElicitResult::cancel())));
-                    }
-                    Given::Fields(fields) => fields,
-                };
-                let full = form.with_defaults(fields.clone());
-                let missing = form.missing(&full);
-                if missing.is_empty() && (!fields.is_empty() || self.accept_defaults) {
-                    let content = form.check(&full).map_err(Usage)?;
-                    return Ok(Reply::Answer(InputResponse::Elicit(ElicitResult::accept(
-                        content,
-                    ))));
-                }
-                if self.can_prompt() {
-                    let d = self
-                        .on_terminal(move |p| p.form(&asking, &message, &form, fields))
-                        .await?;
-                    return Ok(Reply::Answer(InputResponse::Elicit(form_result(d))));
-                }
-                let why = if missing.is_empty() {
-                    "no answer was given (--answer, --answers or --accept-defaults)".to_owned()
-                } else {
-                    format!("no answer for required field(s) {}", missing.join(", "))
-                };
-                Ok(self.unanswered(why))
+                self.answer_form(asking, params).await
             }
             InputRequest::Elicit(ElicitRequestParams::Url(params)) => {
-                let page = crate::browser::parse(&params.url);
-                // Who decided matters: only a person who saw the address may have it opened.
-                let (decided, by_person) =
-                    match self.sources.url(asking.round, &asking.key).map_err(Usage)? {
-                        Some(a) => (Some(a), false),
-                        None if self.can_prompt() => {
-                            let (message, raw, shown) =
-                                (params.message.clone(), params.url.clone(), page.clone());
-                            let d = self
-                                .on_terminal(move |p| p.url(&asking, &message, &raw, &shown))
-                                .await?;
-                            let action = match d {
-                                Decision::Accept(_) => ElicitAction::Accept,
-                                Decision::Decline => ElicitAction::Decline,
-                                Decision::Cancel => ElicitAction::Cancel,
-                            };
-                            (Some(action), true)
-                        }
-                        None => (None, false),
-                    };
-                let declined = |why: &crate::browser::Refused| {
-                    eprintln!(
-                        "  declined a URL request ({why}): {}",
-                        crate::text::sanitize_line(&params.url)
-                    );
-                    Reply::Answer(InputResponse::Elicit(ElicitResult::decline()))
-                };
-                Ok(match (decided, page) {
-                    (Some(ElicitAction::Accept), Ok(page)) => {
-                        if self.open && by_person {
-                            crate::browser::open(&page);
-                        } else {
-                            eprintln!("  open this URL yourself: {}", page.href);
-                            if self.open {
-                                eprintln!(
-                                    "  (--open opens only what a person accepted on the terminal, not an answer from --answers)"
-                                );
-                            }
-                        }
-                        Reply::Answer(InputResponse::Elicit(ElicitResult::accept_url()))
-                    }
-                    // Nobody can consent to a refused URL: an answer written in advance, or
-                    // no answer at all, declines it.
-                    (Some(ElicitAction::Accept) | None, Err(why)) => declined(&why),
-                    (Some(ElicitAction::Decline), _) => {
-                        Reply::Answer(InputResponse::Elicit(ElicitResult::decline()))
-                    }
-                    (Some(ElicitAction::Cancel), _) => {
-                        Reply::Answer(InputResponse::Elicit(ElicitResult::cancel()))
-                    }
-                    (None, Ok(_)) => self.unanswered(
-                        "a URL needs consent (--answers with \"_url\", or a terminal)".into(),
-                    ),
-                })
+                self.answer_url(asking, params).await
             }
             InputRequest::CreateMessage(params) => Ok(self.sample(asking, params).await),
             InputRequest::ListRoots(_) => Ok(if self.roots.is_empty() {
@@ -304,6 +197,131 @@ impl Responder {
                 Ok(Reply::Refused(ErrorObject::method_not_found(&method)))
             }
         }
+    }
+
+    /// A form: from the sources (flags, answers file, defaults), else the terminal, else
+    /// unanswered.
+    async fn answer_form(
+        self: &Arc<Self>,
+        asking: Asking,
+        params: ElicitRequestFormParams,
+    ) -> Result<Reply, Usage> {
+        let message = params.message.clone();
+        let form = match Form::from_schema(&params.requested_schema) {
+            Ok(form) => form,
+            Err(why) => {
+                if !self.can_prompt() {
+                    return Ok(self.unanswered(format!("the form cannot be rendered ({})", why.0)));
+                }
+                let schema = serde_json::to_value(&params.requested_schema).unwrap_or(Value::Null);
+                let d = self
+                    .on_terminal(move |p| p.raw(&asking, &message, &schema, &why.0))
+                    .await?;
+                return Ok(Reply::Answer(InputResponse::Elicit(form_result(d))));
+            }
+        };
+        let given = self
+            .sources
+            .form(asking.round, &asking.key, &form)
+            .map_err(Usage)?;
+        let fields = match given {
+            Given::Action(ElicitAction::Accept, Some(content)) => {
+                return Ok(Reply::Answer(InputResponse::Elicit(ElicitResult::accept(
+                    content,
+                ))));
+            }
+            Given::Action(ElicitAction::Accept, None) => BTreeMap::new(),
+            Given::Action(ElicitAction::Decline, _) => {
+                return Ok(Reply::Answer(
+                    InputResponse::Elicit(ElicitResult::decline()),
+                ));
+            }
+            Given::Action(ElicitAction::Cancel, _) => {
+                return Ok(Reply::Answer(InputResponse::Elicit(ElicitResult::cancel())));
+            }
+            Given::Fields(fields) => fields,
+        };
+        let full = form.with_defaults(fields.clone());
+        let missing = form.missing(&full);
+        if missing.is_empty() && (!fields.is_empty() || self.accept_defaults) {
+            let content = form.check(&full).map_err(Usage)?;
+            return Ok(Reply::Answer(InputResponse::Elicit(ElicitResult::accept(
+                content,
+            ))));
+        }
+        if self.can_prompt() {
+            let d = self
+                .on_terminal(move |p| p.form(&asking, &message, &form, fields))
+                .await?;
+            return Ok(Reply::Answer(InputResponse::Elicit(form_result(d))));
+        }
+        let why = if missing.is_empty() {
+            "no answer was given (--answer, --answers or --accept-defaults)".to_owned()
+        } else {
+            format!("no answer for required field(s) {}", missing.join(", "))
+        };
+        Ok(self.unanswered(why))
+    }
+
+    /// A URL: opened only when a person who saw the address accepted it on the terminal.
+    async fn answer_url(
+        self: &Arc<Self>,
+        asking: Asking,
+        params: ElicitRequestUrlParams,
+    ) -> Result<Reply, Usage> {
+        let page = crate::browser::parse(&params.url);
+        // Who decided matters: only a person who saw the address may have it opened.
+        let (decided, by_person) =
+            match self.sources.url(asking.round, &asking.key).map_err(Usage)? {
+                Some(a) => (Some(a), false),
+                None if self.can_prompt() => {
+                    let (message, raw, shown) =
+                        (params.message.clone(), params.url.clone(), page.clone());
+                    let d = self
+                        .on_terminal(move |p| p.url(&asking, &message, &raw, &shown))
+                        .await?;
+                    let action = match d {
+                        Decision::Accept(_) => ElicitAction::Accept,
+                        Decision::Decline => ElicitAction::Decline,
+                        Decision::Cancel => ElicitAction::Cancel,
+                    };
+                    (Some(action), true)
+                }
+                None => (None, false),
+            };
+        let declined = |why: &crate::browser::Refused| {
+            eprintln!(
+                "  declined a URL request ({why}): {}",
+                crate::text::sanitize_line(&params.url)
+            );
+            Reply::Answer(InputResponse::Elicit(ElicitResult::decline()))
+        };
+        Ok(match (decided, page) {
+            (Some(ElicitAction::Accept), Ok(page)) => {
+                if self.open && by_person {
+                    crate::browser::open(&page);
+                } else {
+                    eprintln!("  open this URL yourself: {}", page.href);
+                    if self.open {
+                        eprintln!(
+                            "  (--open opens only what a person accepted on the terminal, not an answer from --answers)"
+                        );
+                    }
+                }
+                Reply::Answer(InputResponse::Elicit(ElicitResult::accept_url()))
+            }
+            // Nobody can consent to a refused URL: an answer written in advance, or
+            // no answer at all, declines it.
+            (Some(ElicitAction::Accept) | None, Err(why)) => declined(&why),
+            (Some(ElicitAction::Decline), _) => {
+                Reply::Answer(InputResponse::Elicit(ElicitResult::decline()))
+            }
+            (Some(ElicitAction::Cancel), _) => {
+                Reply::Answer(InputResponse::Elicit(ElicitResult::cancel()))
+            }
+            (None, Ok(_)) => self
+                .unanswered("a URL needs consent (--answers with \"_url\", or a terminal)".into()),
+        })
     }
 
     async fn sample(self: &Arc<Self>, asking: Asking, params: CreateMessageRequestParams) -> Reply {

@@ -1,4 +1,4 @@
-//! DPoP (RFC 9449): sender-constrained tokens. With a DPoP key ([`OAuth::with_dpop`]) every
+//! DPoP (RFC 9449): sender-constrained tokens. With a DPoP key ([`OAuth::with_dpop`](crate::oauth::OAuth::with_dpop)) every
 //! token request carries a proof (`htm`, `htu`, `iat`, `jti`, the public key in the header);
 //! when the authorization server answers with a `DPoP` token, every request to the MCP server
 //! carries `Authorization: DPoP <token>` and a fresh proof with `ath`, the token's hash. A

@@ -6,7 +6,7 @@
 //!
 //! Discovery, the resource indicator and the scope are those of the interactive flow; only
 //! the token request differs, and where it may go: a machine credential is bound to the
-//! issuers it was configured for ([`OAuth::bound_to_issuer`]), because the MCP server, not the
+//! issuers it was configured for ([`OAuth::bound_to_issuer`](crate::oauth::OAuth::bound_to_issuer)), because the MCP server, not the
 //! client, names the authorization server.
 
 use std::fmt;
@@ -146,7 +146,7 @@ impl ClientAuth {
 ///
 /// The audience is the issuer of the authorization server the assertion is about to be sent
 /// to (for an enterprise grant's ID token, the IdP's token endpoint). It is asked only after
-/// that issuer passed the machine client's binding ([`OAuth::bound_to_issuer`]). A source that
+/// that issuer passed the machine client's binding ([`OAuth::bound_to_issuer`](crate::oauth::OAuth::bound_to_issuer)). A source that
 /// ignores the audience and returns a token issued for one authorization server
 /// ([`FileAssertion`], [`EnvAssertion`], [`StaticAssertion`], a platform token minted for a
 /// fixed audience) must only be used with a grant bound to that server's issuer: whoever
@@ -161,7 +161,7 @@ pub trait AssertionSource: Send + Sync + 'static {
 ///
 /// It ignores the audience: the file holds a token for the audience the platform minted it
 /// for. Use it only with a grant bound to that authorization server
-/// ([`OAuth::bound_to_issuer`]).
+/// ([`OAuth::bound_to_issuer`](crate::oauth::OAuth::bound_to_issuer)).
 #[derive(Debug, Clone)]
 pub struct FileAssertion(pub PathBuf);
 
@@ -179,7 +179,7 @@ impl AssertionSource for FileAssertion {
 /// An assertion in an environment variable, read at each use. At most 64 KiB.
 ///
 /// It ignores the audience, like [`FileAssertion`]: use it only with a grant bound to the
-/// authorization server the token was issued for ([`OAuth::bound_to_issuer`]).
+/// authorization server the token was issued for ([`OAuth::bound_to_issuer`](crate::oauth::OAuth::bound_to_issuer)).
 #[derive(Debug, Clone)]
 pub struct EnvAssertion(pub String);
 
@@ -197,7 +197,7 @@ impl AssertionSource for EnvAssertion {
 /// A fixed assertion. Its `Debug` output hides it.
 ///
 /// It ignores the audience, like [`FileAssertion`]: use it only with a grant bound to the
-/// authorization server the token was issued for ([`OAuth::bound_to_issuer`]).
+/// authorization server the token was issued for ([`OAuth::bound_to_issuer`](crate::oauth::OAuth::bound_to_issuer)).
 #[derive(Clone)]
 pub struct StaticAssertion(pub String);
 
@@ -272,8 +272,8 @@ impl fmt::Debug for dyn AssertionSource {
     }
 }
 
-/// How a client without a user gets its tokens. Give it to [`OAuth::machine`] and bind it to
-/// its authorization server with [`OAuth::bound_to_issuer`].
+/// How a client without a user gets its tokens. Give it to [`OAuth::machine`](crate::oauth::OAuth::machine) and bind it to
+/// its authorization server with [`OAuth::bound_to_issuer`](crate::oauth::OAuth::bound_to_issuer).
 #[derive(Debug)]
 pub enum MachineGrant {
     /// The client credentials grant.
@@ -295,6 +295,6 @@ pub enum MachineGrant {
 pub(super) struct IssuerBinding {
     /// Issuers, compared as exact strings like every issuer here (RFC 8414 §3.3, RFC 9207).
     pub(super) issuers: Vec<String>,
-    /// [`OAuth::danger_send_credentials_to_any_issuer`]: whichever the MCP server names.
+    /// [`OAuth::danger_send_credentials_to_any_issuer`](crate::oauth::OAuth::danger_send_credentials_to_any_issuer): whichever the MCP server names.
     pub(super) any: bool,
 }

@@ -67,9 +67,9 @@ impl State {
 /// How many locally made-up failures are kept for [`Transport::local_failure`].
 pub(super) const MAX_FAILURES: usize = 256;
 
-/// The default of [`HttpTransport::max_message_size`]: 16 MiB.
+/// The default of [`HttpTransport::max_message_size`](crate::HttpTransport::max_message_size): 16 MiB.
 pub const DEFAULT_MAX_MESSAGE: usize = 16 * 1024 * 1024;
-/// The default of [`HttpTransport::max_retry_delay`]: one minute.
+/// The default of [`HttpTransport::max_retry_delay`](crate::HttpTransport::max_retry_delay): one minute.
 pub const DEFAULT_MAX_RETRY: Duration = Duration::from_secs(60);
 /// The shortest reconnection delay honoured, whatever `retry:` says.
 pub const MIN_RETRY: Duration = Duration::from_millis(100);

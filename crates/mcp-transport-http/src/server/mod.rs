@@ -215,7 +215,9 @@ impl McpHttpService {
     }
 
     /// Where the SSE events of 2025-11-25 sessions are kept for clients that reconnect with
-    /// `Last-Event-ID` (default: a [`MemoryEventStore`] with its default limits). Every event
+    /// `Last-Event-ID` (default: a
+    /// [`MemoryEventStore`](mcp_server_core::events::MemoryEventStore) with its default
+    /// limits). Every event
     /// of a session's POST and GET streams carries an id; a POST stream opens with a priming
     /// event (an id, `retry:` [`SSE_RETRY`], no data), and a client whose stream broke gets
     /// the events it missed, and then the rest, from a GET naming the last id it saw.
