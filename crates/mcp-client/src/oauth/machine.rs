@@ -3,7 +3,7 @@
 
 use super::metadata::TokenResponse;
 use super::text::form;
-use super::{Current, HttpRequest, OAuth, OAuthError, Tokens};
+use super::{Current, HttpRequest, OAuth, OAuthError};
 use serde_json::Value;
 
 use super::grant::*;
@@ -96,17 +96,7 @@ impl OAuth {
         }
         let endpoint = current.metadata.token_endpoint.clone();
         let tokens = self.post_token(&endpoint, issuer, client, body).await?;
-        let access = tokens.access_token.clone();
-        self.store.save_tokens(
-            issuer,
-            Tokens {
-                access_token: tokens.access_token,
-                refresh_token: tokens.refresh_token,
-                scope: scope.or(tokens.scope),
-                resource: current.resource.clone(),
-            },
-        );
-        Ok(access)
+        Ok(self.keep_tokens(issuer, current, tokens, scope))
     }
 
     /// RFC 8693 at the enterprise IdP: the ID token for an ID-JAG whose audience is the MCP

@@ -100,9 +100,21 @@ impl OAuth {
         let tokens: TokenResponse = serde_json::from_slice(&response.body)
             .map_err(|e| OAuthError::Token(format!("{endpoint}: unusable reply ({e})")))?;
         self.accept_token_type(endpoint, tokens.token_type.as_deref())?;
+        Ok(self.keep_tokens(&current.issuer, current, tokens, scope))
+    }
+
+    /// Keeps the tokens `issuer` issued for `current`'s resource (the scope asked for when
+    /// the reply names none) and answers the access token to send now.
+    pub(super) fn keep_tokens(
+        &self,
+        issuer: &str,
+        current: &Current,
+        tokens: TokenResponse,
+        scope: Option<String>,
+    ) -> String {
         let access = tokens.access_token.clone();
         self.store.save_tokens(
-            &current.issuer,
+            issuer,
             Tokens {
                 access_token: tokens.access_token,
                 refresh_token: tokens.refresh_token,
@@ -110,6 +122,6 @@ impl OAuth {
                 resource: current.resource.clone(),
             },
         );
-        Ok(access)
+        access
     }
 }
