@@ -576,18 +576,20 @@ fn post(port: u16, headers: &[(&str, &str)], body: &str, close: bool) -> Vec<u8>
 }
 
 fn tools_list(port: u16, id: u64, close: bool) -> Vec<u8> {
+    tools_list_with(port, id, close, &[])
+}
+
+/// `tools/list` on 2026-07-28, with `extra` headers (a bearer token).
+fn tools_list_with(port: u16, id: u64, close: bool, extra: &[(&str, &str)]) -> Vec<u8> {
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{{MODERN_META}}}}}"#
     );
-    post(
-        port,
-        &[
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", "tools/list"),
-        ],
-        &body,
-        close,
-    )
+    let mut headers = vec![
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/list"),
+    ];
+    headers.extend_from_slice(extra);
+    post(port, &headers, &body, close)
 }
 
 /// Status, headers (lowercase names) and body.
@@ -636,24 +638,40 @@ fn connect(port: u16) -> Result<BufReader<TcpStream>, String> {
 /// The legitimate client: `tools/list` on one keep-alive connection for `secs` seconds,
 /// reconnecting (and counting a failure) when the connection fails.
 fn legit_client(port: u16, secs: u64) -> Value {
+    keepalive_client(
+        secs,
+        || connect(port).ok(),
+        |id| tools_list(port, id, false),
+    )
+}
+
+/// A legitimate client on any connection (plain or TLS): `request(id)` every 20 ms for `secs`
+/// seconds on one keep-alive connection, reconnecting (and counting a failure) when it fails;
+/// a request is served when it gets a `200` JSON-RPC answer.
+fn keepalive_client<S: Read + Write>(
+    secs: u64,
+    connect: impl Fn() -> Option<BufReader<S>>,
+    request: impl Fn(u64) -> Vec<u8>,
+) -> Value {
     let deadline = Instant::now() + Duration::from_secs(secs) + Duration::from_millis(600);
     let mut latencies = Vec::new();
     let (mut ok, mut total) = (0u64, 0u64);
-    let mut conn = connect(port).ok();
+    let mut conn = connect();
     let mut id = 0;
     while Instant::now() < deadline {
         id += 1;
         total += 1;
         let start = Instant::now();
         let served = conn.as_mut().is_some_and(|c| {
-            c.get_mut().write_all(&tools_list(port, id, false)).is_ok()
+            c.get_mut().write_all(&request(id)).is_ok()
+                && c.get_mut().flush().is_ok()
                 && matches!(read_response(c), Ok((200, _, body)) if body.starts_with(br#"{"jsonrpc":"2.0","id""#))
         });
         latencies.push(start.elapsed().as_secs_f64() * 1000.0);
         if served {
             ok += 1;
         } else {
-            conn = connect(port).ok();
+            conn = connect();
         }
         thread::sleep(Duration::from_millis(20));
     }

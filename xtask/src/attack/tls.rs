@@ -14,7 +14,7 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
 use serde_json::Value;
 
-use super::{MODERN_META, Scale, Tally, legit_summary, post, read_response};
+use super::{Scale, Tally, keepalive_client, tools_list_with};
 
 type Tls = StreamOwned<ClientConnection, TcpStream>;
 
@@ -55,49 +55,16 @@ fn connect_tls(port: u16, config: &Arc<ClientConfig>) -> Result<BufReader<Tls>, 
     Ok(BufReader::new(stream))
 }
 
-fn bobs_tools_list(port: u16, id: u64) -> Vec<u8> {
-    let body = format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{{MODERN_META}}}}}"#
-    );
-    post(
-        port,
-        &[
-            ("authorization", "Bearer bob-token"),
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", "tools/list"),
-        ],
-        &body,
-        false,
-    )
-}
-
 /// The legitimate client: bob's `tools/list` every 20 ms on one keep-alive TLS connection,
 /// reconnecting (and counting a failure) when it fails.
 pub(super) fn legit(port: u16, secs: u64, ca: &Path) -> Result<Value, String> {
     let config = client_config(ca)?;
-    let deadline = Instant::now() + Duration::from_secs(secs) + Duration::from_millis(600);
-    let mut latencies = Vec::new();
-    let (mut ok, mut total) = (0u64, 0u64);
-    let mut conn = connect_tls(port, &config).ok();
-    let mut id = 0;
-    while Instant::now() < deadline {
-        id += 1;
-        total += 1;
-        let start = Instant::now();
-        let served = conn.as_mut().is_some_and(|c| {
-            c.get_mut().write_all(&bobs_tools_list(port, id)).is_ok()
-                && c.get_mut().flush().is_ok()
-                && matches!(read_response(c), Ok((200, _, body)) if body.starts_with(br#"{"jsonrpc":"2.0","id""#))
-        });
-        latencies.push(start.elapsed().as_secs_f64() * 1000.0);
-        if served {
-            ok += 1;
-        } else {
-            conn = connect_tls(port, &config).ok();
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-    Ok(legit_summary(ok, total, latencies))
+    let bob = [("authorization", "Bearer bob-token")];
+    Ok(keepalive_client(
+        secs,
+        || connect_tls(port, &config).ok(),
+        |id| tools_list_with(port, id, false, &bob),
+    ))
 }
 
 /// Whether the server has closed `stream` (read without blocking, past anything it sent
