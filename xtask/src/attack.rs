@@ -1051,16 +1051,22 @@ fn on_threads(count: usize, job: impl Fn(usize) -> String + Send + Sync + 'stati
 
 /// What one request answered: its status and JSON-RPC error code, or the transport error.
 fn answered(port: u16, request: &[u8]) -> String {
+    answered_with(port, request, false)
+}
+
+/// [`answered`], with the JSON-RPC error's message when `message` is set.
+fn answered_with(port: u16, request: &[u8], message: bool) -> String {
     match connect(port).and_then(|mut c| {
         c.get_mut().write_all(request).map_err(|e| e.to_string())?;
         read_response(&mut c)
     }) {
         Ok((status, _, body)) => {
             let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            match v["error"]["code"].as_i64() {
-                Some(code) => format!("{status} {code}"),
-                None if v["result"]["resultType"] == "task" => format!("{status} task"),
-                None => format!("{status}"),
+            match (v["error"]["code"].as_i64(), v["error"]["message"].as_str()) {
+                (Some(code), Some(text)) if message => format!("{status} {code} {text}"),
+                (Some(code), _) => format!("{status} {code}"),
+                _ if v["result"]["resultType"] == "task" => format!("{status} task"),
+                _ => format!("{status}"),
             }
         }
         Err(e) => e,

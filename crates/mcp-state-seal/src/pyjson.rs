@@ -117,8 +117,7 @@ impl Formatter for PythonFormatter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    #[allow(unused_imports)]
-    use crate::pywrite::*;
+    use crate::pywrite::write_str;
 
     #[test]
     fn clean_and_escaped_fragments_render_like_python() {

@@ -2,14 +2,13 @@
 //! she never gives, more than the whole store holds (11,000 against 10,000); bob creates tasks
 //! beside her until two seconds after she stops.
 
-use std::io::Write;
 use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{answered, connect, legit_summary, on_threads, post, read_response};
+use super::{answered, answered_with, legit_summary, on_threads, post};
 
 /// `tools/call run_build` as a task (the client declares the Tasks extension and
 /// elicitation), as the holder of `token`.
@@ -35,22 +34,7 @@ fn task_call(port: u16, id: usize, token: &str) -> Vec<u8> {
 /// waits there for its whole TTL.
 pub(super) fn flood(port: u16, count: usize) -> Result<String, String> {
     let tally = on_threads(count, move |i| {
-        match connect(port).and_then(|mut c| {
-            c.get_mut()
-                .write_all(&task_call(port, i, "alice-token"))
-                .map_err(|e| e.to_string())?;
-            read_response(&mut c)
-        }) {
-            Ok((status, _, body)) => {
-                let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                match v["error"]["message"].as_str() {
-                    Some(message) => format!("{status} {} {message}", v["error"]["code"]),
-                    None if v["result"]["resultType"] == "task" => format!("{status} task"),
-                    None => format!("{status}"),
-                }
-            }
-            Err(e) => e,
-        }
+        answered_with(port, &task_call(port, i, "alice-token"), true)
     });
     Ok(format!("alice's {count} task calls: {}", tally.summary()))
 }
