@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use mcp_client::{BoxFuture, Transport};
 use mcp_types::JsonRpcMessage;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
+
+use crate::lines::{Line, read_line};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
 
@@ -45,59 +47,6 @@ impl StdioOptions {
     pub fn max_line(mut self, bytes: usize) -> Self {
         self.max_line = bytes;
         self
-    }
-}
-
-/// One line read by [`read_line`].
-#[derive(Debug, PartialEq, Eq)]
-enum Line {
-    /// A line (in the buffer, without its `\n`); the last one may lack it.
-    Full,
-    /// A line of this many bytes, over the limit: skipped.
-    TooLong(usize),
-    /// The end of the stream.
-    Eof,
-}
-
-/// Reads one `\n`-terminated line into `line`, keeping at most `max` bytes of it: a longer
-/// line is consumed to its end and reported by its length.
-async fn read_line<R: AsyncBufRead + Unpin>(
-    reader: &mut R,
-    line: &mut Vec<u8>,
-    max: usize,
-) -> std::io::Result<Line> {
-    line.clear();
-    if line.capacity() > 64 * 1024 {
-        line.shrink_to(64 * 1024);
-    }
-    let mut length = 0usize;
-    loop {
-        let available = reader.fill_buf().await?;
-        if available.is_empty() {
-            return Ok(match length {
-                0 => Line::Eof,
-                n if n > max => Line::TooLong(n),
-                _ => Line::Full,
-            });
-        }
-        let (taken, done) = match available.iter().position(|&b| b == b'\n') {
-            Some(at) => (at, true),
-            None => (available.len(), false),
-        };
-        length = length.saturating_add(taken);
-        if length <= max {
-            line.extend_from_slice(&available[..taken]);
-        } else {
-            line.clear();
-        }
-        reader.consume(taken + usize::from(done));
-        if done {
-            return Ok(if length > max {
-                Line::TooLong(length)
-            } else {
-                Line::Full
-            });
-        }
     }
 }
 
@@ -310,39 +259,6 @@ impl Transport for StdioTransport {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    async fn lines(input: &[u8], max: usize) -> Vec<Result<String, usize>> {
-        // A 4-byte buffer: lines and limits straddle reads.
-        let mut reader = BufReader::with_capacity(4, input);
-        let mut line = Vec::new();
-        let mut out = Vec::new();
-        loop {
-            match read_line(&mut reader, &mut line, max).await.unwrap() {
-                Line::Full => out.push(Ok(String::from_utf8_lossy(&line).into_owned())),
-                Line::TooLong(n) => out.push(Err(n)),
-                Line::Eof => return out,
-            }
-        }
-    }
-
-    #[tokio::test]
-    async fn a_line_over_the_limit_is_skipped_and_reading_goes_on() {
-        let got = lines(b"short\n0123456789abcdef\nok\nlast", 10).await;
-        assert_eq!(
-            got,
-            [
-                Ok("short".to_owned()),
-                Err(16),
-                Ok("ok".to_owned()),
-                Ok("last".to_owned())
-            ]
-        );
-        assert_eq!(lines(b"", 10).await, []);
-        assert_eq!(
-            lines(b"exactly10!\n", 10).await,
-            [Ok("exactly10!".to_owned())]
-        );
-    }
 
     #[test]
     fn stderr_control_characters_are_escaped() {

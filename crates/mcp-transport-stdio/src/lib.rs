@@ -11,6 +11,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod client;
+mod lines;
 mod server;
 
 pub use client::{DEFAULT_CLIENT_MAX_LINE, GRACE_PERIOD, StdioOptions, StdioTransport};

@@ -6,9 +6,11 @@ use std::sync::Arc;
 use mcp_server_core::{ResponseStream, Service, TransportContext};
 use mcp_types::jsonrpc::ErrorResponseId;
 use mcp_types::{ErrorCode, ErrorObject, JsonObject, JsonRpcError, JsonRpcMessage};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
+
+use crate::lines::{KEPT_CAPACITY, Line, read_line};
 
 /// Serves `service` on stdin/stdout until stdin closes.
 ///
@@ -134,7 +136,7 @@ where
             line.push(b'\n');
             writer.write_all(&line).await?;
             writer.flush().await?;
-            line.shrink_to(KEPT_LINE_CAPACITY);
+            line.shrink_to(KEPT_CAPACITY);
         }
         Ok::<_, std::io::Error>(())
     });
@@ -158,31 +160,31 @@ where
         };
         let stream = match read_line(&mut reader, &mut line, limits.max_line).await {
             Ok(Line::Eof) => break,
-            Ok(Line::Message) => {
+            Ok(Line::Full) => {
                 if line.iter().all(u8::is_ascii_whitespace) {
                     continue;
                 }
                 // Bytes that are not UTF-8 JSON get the parse error like any other bad line.
                 session.handle_bytes(&line)
             }
-            Ok(Line::TooLong) => Some(ResponseStream::ready(JsonRpcMessage::Error(JsonRpcError {
-                id: ErrorResponseId::Null,
-                error: ErrorObject::new(
-                    ErrorCode::INVALID_REQUEST,
-                    format!(
-                        "The message exceeds the {}-byte line limit",
-                        limits.max_line
+            Ok(Line::TooLong(_)) => {
+                Some(ResponseStream::ready(JsonRpcMessage::Error(JsonRpcError {
+                    id: ErrorResponseId::Null,
+                    error: ErrorObject::new(
+                        ErrorCode::INVALID_REQUEST,
+                        format!(
+                            "The message exceeds the {}-byte line limit",
+                            limits.max_line
+                        ),
                     ),
-                ),
-                extra: JsonObject::new(),
-            }))),
+                    extra: JsonObject::new(),
+                })))
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "stdin failed; stopping");
                 break;
             }
         };
-        // A large line's buffer is not kept for the small ones that follow.
-        line.shrink_to(KEPT_LINE_CAPACITY);
         if let Some(mut stream) = stream {
             let out = out_tx.clone();
             let mut forward = Box::pin(async move {
@@ -217,57 +219,4 @@ where
     unsolicited_task.abort();
     drop(out_tx);
     writer_task.await.map_err(std::io::Error::other)?
-}
-
-/// The capacity the line buffer keeps between lines.
-const KEPT_LINE_CAPACITY: usize = 64 * 1024;
-
-enum Line {
-    Eof,
-    Message,
-    TooLong,
-}
-
-/// Reads one line (without its limit's worth of memory beyond `max`): a longer line is
-/// consumed up to its newline and reported as `TooLong`.
-async fn read_line<R: AsyncBufRead + Unpin>(
-    reader: &mut R,
-    line: &mut Vec<u8>,
-    max: usize,
-) -> std::io::Result<Line> {
-    line.clear();
-    let mut too_long = false;
-    loop {
-        let available = reader.fill_buf().await?;
-        if available.is_empty() {
-            return Ok(if too_long {
-                Line::TooLong
-            } else if line.is_empty() {
-                Line::Eof
-            } else {
-                Line::Message
-            });
-        }
-        let (taken, done) = match available.iter().position(|b| *b == b'\n') {
-            Some(i) => (i + 1, true),
-            None => (available.len(), false),
-        };
-        if !too_long {
-            let content = if done { taken - 1 } else { taken };
-            if line.len() + content > max {
-                too_long = true;
-                line.clear();
-            } else {
-                line.extend_from_slice(&available[..taken]);
-            }
-        }
-        reader.consume(taken);
-        if done {
-            return Ok(if too_long {
-                Line::TooLong
-            } else {
-                Line::Message
-            });
-        }
-    }
 }
