@@ -26,7 +26,6 @@ mod json_size;
 mod limits;
 mod memory;
 mod notify;
-pub mod param_headers;
 mod peer;
 pub mod registry;
 

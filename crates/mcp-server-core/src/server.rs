@@ -26,11 +26,11 @@ use mcp_types::tools::{CallToolRequestParams, CallToolResult, ListToolsResult};
 use crate::context::RequestContext;
 use crate::futures::{BoxFuture, HandlerResult};
 use crate::limits::SessionLimits;
-use crate::param_headers::{ParamHeader, param_headers};
 use crate::stamp::CacheHints;
+use mcp_types::param_header::ParamHeader;
 
 pub(crate) type Handler<P, R> =
-    Arc<dyn Fn(RequestContext, P) -> BoxFuture<HandlerResult<R>> + Send + Sync>;
+    Arc<dyn Fn(RequestContext, P) -> BoxFuture<'static, HandlerResult<R>> + Send + Sync>;
 
 fn boxed<P, R, F, Fut>(f: F) -> Handler<P, R>
 where
@@ -224,14 +224,22 @@ impl Server {
 
     /// Records the `x-mcp-header` annotations of tool `tool`'s input schema, so an HTTP
     /// transport checks each `Mcp-Param-*` header against its argument (400, -32020). The
-    /// high-level `McpServer` does this for every tool it registers.
+    /// high-level `McpServer` does this for every tool it registers, and refuses to build with
+    /// an invalid annotation. Here an invalid one is logged and no header is checked for the
+    /// tool: conforming clients leave such a tool out of their lists, so none sends them.
     pub fn tool_input_schema(mut self, tool: impl Into<String>, schema: &JsonObject) -> Self {
-        let headers = param_headers(schema);
         let tool = tool.into();
-        if headers.is_empty() {
-            self.param_headers.remove(&tool);
-        } else {
-            self.param_headers.insert(tool, headers.into());
+        match ParamHeader::read_all(schema) {
+            Ok(headers) if !headers.is_empty() => {
+                self.param_headers.insert(tool, headers.into());
+            }
+            Ok(_) => {
+                self.param_headers.remove(&tool);
+            }
+            Err(why) => {
+                tracing::warn!(%tool, %why, "conforming clients will not list this tool: its x-mcp-header annotations are invalid");
+                self.param_headers.remove(&tool);
+            }
         }
         self
     }

@@ -630,6 +630,22 @@ fn mistakes_are_caught_when_the_server_is_built() {
         build_error(McpServer::new("s").tool(ToolDef::new("t"))),
         "tool 't' has no handler"
     );
+    // A header annotation conforming clients would refuse (the tool would vanish from their
+    // lists) stops the build instead.
+    let nullable_header = ToolDef::new("route")
+        .input_schema(
+            serde_json::json!({"type": "object", "properties": {
+                "region": {"type": ["string", "null"], "x-mcp-header": "Region"}}})
+            .as_object()
+            .unwrap()
+            .clone(),
+        )
+        .handler(|_c, _a: Args| async { "x" });
+    assert_eq!(
+        build_error(McpServer::new("s").tool(nullable_header)),
+        "tool 'route': x-mcp-header \"Region\" annotates a property that is not a string, \
+         integer or boolean"
+    );
     let dup = || ToolDef::new("t").handler(|_c, _a: Args| async { "x" });
     assert_eq!(
         build_error(McpServer::new("s").tool(dup()).tool(dup())),

@@ -4,7 +4,7 @@
 use syn::spanned::Spanned;
 use syn::{ReturnType, Type};
 
-use crate::model::{Item, Kind, Param, ParamKind, context_type, last_segment};
+use crate::model::{Item, Kind, Param, ParamKind, context_type, header_json_type, last_segment};
 use crate::parse::Errors;
 
 /// The type a function returns (`()` when it declares none).
@@ -160,38 +160,13 @@ fn check_header(cx: &mut Errors, p: &Param) {
             format!("`{name}` is not a valid HTTP header name token"),
         );
     }
-    let scalar = last_segment(&p.ty).is_some_and(|(n, inner)| {
-        is_scalar(&n)
-            || (n == "Option"
-                && inner
-                    .and_then(last_segment)
-                    .is_some_and(|(n, _)| is_scalar(&n)))
-    });
+    let scalar = header_json_type(&p.ty).is_some();
     if !scalar {
         cx.push(
             p.span,
             "an `x-mcp-header` argument must be a string, an integer or a boolean",
         );
     }
-}
-
-/// Whether a type name is a string, an integer or a boolean.
-fn is_scalar(name: &str) -> bool {
-    matches!(
-        name,
-        "String"
-            | "bool"
-            | "i8"
-            | "i16"
-            | "i32"
-            | "i64"
-            | "u8"
-            | "u16"
-            | "u32"
-            | "u64"
-            | "isize"
-            | "usize"
-    )
 }
 
 /// An argument has the type its kind of item reads it as.

@@ -8,7 +8,9 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::{Ident, ItemImpl, LitStr, Path, Type};
 
 use crate::check::return_type;
-use crate::model::{Item, Kind, Param, ParamKind, is_option, resolved_conversion};
+use crate::model::{
+    Item, Kind, Param, ParamKind, header_json_type, is_option, resolved_conversion,
+};
 
 pub(crate) fn krate(item: &Item) -> Path {
     item.options
@@ -239,10 +241,10 @@ fn tool_parts(item: &Item, target: Target) -> Parts {
                 defaults.push(quote!(#[allow(non_snake_case)] fn #f() -> #ty { #expr }));
                 quote!(#[serde(default = #f_name)])
             });
-            let header = p
-                .header
-                .as_ref()
-                .map(|h| quote!(#[schemars(extend("x-mcp-header" = #h))]));
+            let header = p.header.as_ref().map(|h| {
+                let ty = header_json_type(&p.ty).unwrap_or("string");
+                quote!(#[schemars(extend("x-mcp-header" = #h, "type" = #ty))])
+            });
             quote!(#(#docs)* #default #header #field: #ty)
         })
         .collect::<Vec<_>>();

@@ -94,6 +94,25 @@ pub(crate) fn last_segment(ty: &Type) -> Option<(String, Option<&Type>)> {
     Some((segment.ident.to_string(), arg))
 }
 
+/// The JSON type of an `x-mcp-header` argument: `string`, `integer` or `boolean` for such a
+/// Rust scalar or an `Option` of one, `None` for any other type. An `Option` is still the
+/// scalar in the schema (not `["string", "null"]`, which clients refuse): a client omits an
+/// absent argument, and no header is sent for it.
+pub(crate) fn header_json_type(ty: &Type) -> Option<&'static str> {
+    let (name, inner) = last_segment(ty)?;
+    if name == "Option" {
+        return header_json_type(inner?);
+    }
+    match name.as_str() {
+        "String" => Some("string"),
+        "bool" => Some("boolean"),
+        "i8" | "i16" | "i32" | "i64" | "u8" | "u16" | "u32" | "u64" | "isize" | "usize" => {
+            Some("integer")
+        }
+        _ => None,
+    }
+}
+
 /// Whether `ty` is the request context (`Context`, `RequestContext`, or a reference to one).
 pub(crate) fn context_type(ty: &Type) -> Option<bool> {
     let (inner, by_ref) = match ty {

@@ -49,6 +49,7 @@ pub mod discover;
 pub mod elicitation;
 pub mod error;
 pub mod ext;
+mod future;
 mod identity;
 pub mod jsonrpc;
 mod level;
@@ -59,6 +60,7 @@ pub mod meta;
 pub mod methods;
 pub mod mrtr;
 pub mod notifications;
+pub mod param_header;
 pub mod prompts;
 pub mod resources;
 pub mod roots;
@@ -71,6 +73,7 @@ pub mod version;
 pub use capabilities::{ClientCapabilities, ServerCapabilities};
 pub use content::{ContentBlock, Role};
 pub use error::{ErrorCode, ErrorObject};
+pub use future::BoxFuture;
 pub use jsonrpc::{
     JsonRpcError, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse,
     MessageError, RequestId,

@@ -109,7 +109,7 @@ fn the_generated_input_schema_is_exact() {
                     "date": {"description": "The day, as YYYY-MM-DD.", "type": "string"},
                     "party_size": {"description": "How many people.", "type": "integer", "format": "uint32", "minimum": 0, "default": 2},
                     "note": {"description": "A note for the kitchen.", "type": ["string", "null"]},
-                    "region": {"description": "The region the request is routed to.", "type": ["string", "null"], "x-mcp-header": "Region"}
+                    "region": {"description": "The region the request is routed to.", "type": "string", "x-mcp-header": "Region"}
                 },
                 "required": ["date"]
             }

@@ -507,6 +507,9 @@ fn build_tool(def: &ToolDef) -> Result<BuiltTool, BuildError> {
         .map(|p| p.keys().cloned().collect())
         .unwrap_or_default();
     let owner = format!("tool '{}'", def.tool.name);
+    // Conforming HTTP clients leave out a tool whose header annotations are invalid.
+    mcp_types::param_header::ParamHeader::read_all(&def.tool.input_schema)
+        .map_err(|why| BuildError(format!("{owner}: {why}")))?;
     let graph = check_asker(
         &owner,
         def.body.is_some(),

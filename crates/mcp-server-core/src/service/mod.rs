@@ -33,9 +33,9 @@ use tokio::sync::mpsc;
 use crate::cancel::CancellationToken;
 use crate::limits::SessionLimits;
 use crate::notify::{ChangeEvent, ChangeNotifier};
-use crate::param_headers::ParamHeader;
 use crate::peer::Pending;
 use crate::server::Server;
+use mcp_types::param_header::ParamHeader;
 
 pub use dispatch::resource_not_found;
 pub(crate) use inner::Inner;

@@ -5,11 +5,11 @@
 //! `initialize` answer names, as answers are delivered to the client's reader.
 
 use hyper::header::HeaderName;
-use mcp_types::{JsonRpcMessage, JsonRpcResponse, methods};
+use mcp_types::param_header::ParamHeader;
+use mcp_types::{JsonObject, JsonRpcMessage, JsonRpcResponse, methods};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::annotations::header_params;
 use super::state::State;
 use crate::headers;
 
@@ -67,11 +67,9 @@ pub(super) fn request_headers(
                     .ok()
                     .and_then(|t| t.get(tool).cloned())
                     .unwrap_or_default();
+                let arguments = params.get("arguments").and_then(Value::as_object);
                 for param in annotations {
-                    let mut value = params.get("arguments");
-                    for key in &param.path {
-                        value = value.and_then(|v| v.get(key));
-                    }
+                    let value = arguments.and_then(|a| param.value_in(a));
                     let rendered = match value {
                         Some(Value::String(s)) => Some(headers::encode_value(s)),
                         Some(Value::Bool(b)) => Some(b.to_string()),
@@ -107,7 +105,9 @@ pub(super) fn filter_tools(state: &State, result: &mut Value) {
     };
     tools.retain(|tool| {
         let name = tool.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
-        match header_params(tool.get("inputSchema").unwrap_or(&Value::Null)) {
+        let no_schema = JsonObject::new();
+        let schema = tool.get("inputSchema").and_then(Value::as_object);
+        match ParamHeader::read_all(schema.unwrap_or(&no_schema)) {
             Ok(params) => {
                 if let Ok(mut t) = state.tool_headers.lock() {
                     t.insert(name, params);

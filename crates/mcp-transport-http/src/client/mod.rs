@@ -3,13 +3,12 @@
 //! `x-mcp-header` annotations are invalid are dropped from `tools/list` (with a warning), and
 //! valid ones become `Mcp-Param-*` headers on their calls.
 //!
-//! The rooms, from the bottom up: `annotations.rs` (reading `x-mcp-header`), `state.rs` (what
-//! a transport shares with its requests' tasks), `headers.rs` (the headers a request carries,
+//! The rooms, from the bottom up (the annotations themselves are read by
+//! `mcp_types::param_header`, for the server's checks too): `state.rs` (what a transport shares with its requests' tasks), `headers.rs` (the headers a request carries,
 //! and what delivered answers teach them), `sse.rs` (the SSE parser and reading a stream),
 //! `session.rs` (a 2025-11-25 session's GET stream and recovery), `send.rs` (sending one
 //! message, stage by stage), `transport.rs` ([`HttpTransport`] itself).
 
-mod annotations;
 mod headers;
 mod send;
 mod session;
@@ -17,7 +16,6 @@ mod sse;
 mod state;
 mod transport;
 
-pub use annotations::{HeaderParam, header_params};
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub use sse::fuzzing;

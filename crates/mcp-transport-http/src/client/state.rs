@@ -13,15 +13,15 @@ use mcp_types::{JsonRpcMessage, RequestId};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
-use super::annotations::HeaderParam;
 use crate::net::HttpClient;
 use crate::oauth::Auth;
+use mcp_types::param_header::ParamHeader;
 
 pub(super) struct State {
     pub(super) session_id: Mutex<Option<String>>,
     pub(super) legacy_version: Mutex<Option<String>>,
     pub(super) in_flight: Mutex<HashMap<RequestId, AbortHandle>>,
-    pub(super) tool_headers: Mutex<HashMap<String, Vec<HeaderParam>>>,
+    pub(super) tool_headers: Mutex<HashMap<String, Vec<ParamHeader>>>,
     pub(super) error: Mutex<Option<String>>,
     /// Requests answered with an error made up here (never reached the server, or its reply
     /// was not MCP), and why: the newest [`MAX_FAILURES`], for callers that ask.

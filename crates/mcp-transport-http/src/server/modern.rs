@@ -95,7 +95,7 @@ fn check_param_headers(
     for param in mirrored {
         let header_name = format!("{}{}", headers::PARAM_PREFIX, param.name);
         let raw = header_str(headers, header_name.as_str())?;
-        let argument = param.path.join(".");
+        let argument = param.argument();
         let Some(value) = param.value_in(&arguments) else {
             continue;
         };
