@@ -2,13 +2,9 @@
 //! moves JSON-RPC messages both ways. A third party implements [`Transport`] and nothing
 //! else.
 
-use std::future::Future;
-use std::pin::Pin;
-
 use mcp_types::{JsonRpcMessage, RequestId};
 
-/// A boxed, sendable future.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use mcp_types::BoxFuture;
 
 /// A duplex message channel to one server.
 ///

@@ -710,7 +710,7 @@ async fn dpop_proofs_go_with_token_requests_and_a_nonce_challenge_is_answered_on
     let ath = URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, b"dpop-token"));
     assert_eq!(claims["ath"], ath);
     assert!(claims.get("nonce").is_none());
-    let jkt = mcp_client::oauth::jwk_thumbprint(&header["jwk"]);
+    let jkt = mcp_client::oauth::jwk_thumbprint(&header["jwk"]).unwrap();
     assert_eq!(oauth.dpop_thumbprint().as_deref(), Some(jkt.as_str()));
     let challenge = Some("DPoP error=\"use_dpop_nonce\"");
     assert!(oauth.dpop_nonce_challenge(SERVER, challenge, Some("rs-1")));

@@ -25,7 +25,7 @@ use serde_json::{Number, Value};
 
 use crate::cancel::CancellationToken;
 use crate::notify::ChangeNotifier;
-use crate::peer::{Peer, PeerError};
+use crate::peer::{ClientRequester, PeerError};
 use crate::registry::elicit::{
     ElicitModel, ElicitationResult, elicitation_schema, parse_elicit_result,
 };
@@ -49,7 +49,7 @@ pub struct RequestContext {
     pub(crate) log_level: Option<LoggingLevel>,
     pub(crate) sink: Sink,
     pub(crate) cancellation: CancellationToken,
-    pub(crate) peer: Option<Peer>,
+    pub(crate) peer: Option<ClientRequester>,
     pub(crate) notifier: ChangeNotifier,
     pub(crate) task: crate::tasks::TaskCtx,
 }
@@ -178,7 +178,7 @@ impl RequestContext {
     /// Inside a task (which has no request stream to send on) it sets the task's
     /// `statusMessage` instead: `message`, or `progress/total` when there is none.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        if let crate::tasks::TaskCtx::In(link) = &self.task {
+        if let crate::tasks::TaskCtx::Running(link) = &self.task {
             let text = match (message, total) {
                 (Some(m), _) => m.to_owned(),
                 (None, Some(total)) => format!("{progress}/{total}"),
@@ -234,7 +234,7 @@ impl RequestContext {
     /// Whether a live server-to-client request can be sent: a 2025-11-25 session, or the body
     /// of a task (whose questions become the task's `inputRequests`).
     pub fn has_back_channel(&self) -> bool {
-        self.peer.is_some() || matches!(self.task, crate::tasks::TaskCtx::In(_))
+        self.peer.is_some() || matches!(self.task, crate::tasks::TaskCtx::Running(_))
     }
 
     /// Sends a server-to-client request on a legacy session and waits for the answer.
@@ -245,7 +245,7 @@ impl RequestContext {
     /// Inside a task, an elicitation, sampling or roots request becomes one of the task's
     /// `inputRequests` and this waits for the answer `tasks/update` delivers.
     pub async fn send_request(&self, request: ServerRequest) -> Result<ClientResult, PeerError> {
-        if let crate::tasks::TaskCtx::In(link) = &self.task {
+        if let crate::tasks::TaskCtx::Running(link) = &self.task {
             let question = match request {
                 ServerRequest::Elicit(mut p) => {
                     // 2026-07-28 has no elicitationId.

@@ -10,8 +10,6 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -19,8 +17,9 @@ use mcp_types::JsonRpcMessage;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-/// The future an [`EventStore`] method returns.
-pub type EventFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, EventStoreError>> + Send + 'a>>;
+/// The future an [`EventStore`] method returns (the workspace's one boxed future, re-exported
+/// beside the trait for implementers).
+pub use mcp_types::BoxFuture;
 
 /// Why an event store operation failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,11 +79,15 @@ pub trait EventStore: Send + Sync + fmt::Debug {
         session: &'a str,
         stream: &'a str,
         message: &'a JsonRpcMessage,
-    ) -> EventFuture<'a, u64>;
+    ) -> BoxFuture<'a, Result<u64, EventStoreError>>;
 
     /// Marks the stream ended: a reader gets `finished` after its last event, and the store
     /// may forget it after its retention.
-    fn finish<'a>(&'a self, session: &'a str, stream: &'a str) -> EventFuture<'a, ()>;
+    fn finish<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+    ) -> BoxFuture<'a, Result<(), EventStoreError>>;
 
     /// The events of the stream after event number `after` (0: from the start). When there
     /// are none yet and the stream has not ended, waits up to `wait` for one. A stream the
@@ -96,10 +99,10 @@ pub trait EventStore: Send + Sync + fmt::Debug {
         stream: &'a str,
         after: u64,
         wait: Duration,
-    ) -> EventFuture<'a, Replay>;
+    ) -> BoxFuture<'a, Result<Replay, EventStoreError>>;
 
     /// Forgets every stream of `session` (it closed or expired).
-    fn expire<'a>(&'a self, session: &'a str) -> EventFuture<'a, ()>;
+    fn expire<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<(), EventStoreError>>;
 }
 
 /// The most streams a [`MemoryEventStore`] keeps unless configured.
@@ -385,11 +388,15 @@ impl EventStore for MemoryEventStore {
         session: &'a str,
         stream: &'a str,
         message: &'a JsonRpcMessage,
-    ) -> EventFuture<'a, u64> {
+    ) -> BoxFuture<'a, Result<u64, EventStoreError>> {
         Box::pin(async move { self.append_now(session, stream, message) })
     }
 
-    fn finish<'a>(&'a self, session: &'a str, stream: &'a str) -> EventFuture<'a, ()> {
+    fn finish<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+    ) -> BoxFuture<'a, Result<(), EventStoreError>> {
         Box::pin(async move {
             let mut logs = self.locked()?;
             if let Some(log) = logs
@@ -410,7 +417,7 @@ impl EventStore for MemoryEventStore {
         stream: &'a str,
         after: u64,
         wait: Duration,
-    ) -> EventFuture<'a, Replay> {
+    ) -> BoxFuture<'a, Result<Replay, EventStoreError>> {
         Box::pin(async move {
             let mut changed = match self.read_now(session, stream, after)? {
                 Ok(replay) => return Ok(replay),
@@ -428,7 +435,7 @@ impl EventStore for MemoryEventStore {
         })
     }
 
-    fn expire<'a>(&'a self, session: &'a str) -> EventFuture<'a, ()> {
+    fn expire<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<(), EventStoreError>> {
         Box::pin(async move {
             let mut logs = self.locked()?;
             let own: Vec<(String, String)> = logs

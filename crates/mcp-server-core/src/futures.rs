@@ -1,16 +1,12 @@
 //! The futures every layer of the server shares, at the bottom of the crate: the boxed future
 //! handlers return, their result type, and the wrapper that turns a panic into an answer.
 
-use std::future::Future;
-use std::pin::Pin;
-
 use mcp_types::ErrorObject;
 
 /// What a handler returns: its result, or a JSON-RPC error for the client.
 pub type HandlerResult<T> = Result<T, ErrorObject>;
 
-/// A boxed, sendable future.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+pub use mcp_types::BoxFuture;
 
 /// Runs a request's future and turns a panic in it into `None`, so a panicking handler gets an
 /// error response instead of leaving its client waiting.

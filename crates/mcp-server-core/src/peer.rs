@@ -192,12 +192,12 @@ impl Drop for PendingGuard<'_> {
 
 /// A handle to send server-to-client requests on a legacy session.
 #[derive(Debug, Clone)]
-pub(crate) struct Peer {
+pub(crate) struct ClientRequester {
     pub(crate) pending: Arc<Pending>,
     pub(crate) timeout: Duration,
 }
 
-impl Peer {
+impl ClientRequester {
     pub(crate) async fn request(
         &self,
         request: ServerRequest,

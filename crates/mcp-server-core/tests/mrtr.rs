@@ -477,16 +477,12 @@ async fn a_request_contexts_debug_shows_no_state_and_legacy_handlers_get_no_raw_
 struct LoggingStore(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
 
 impl mcp_server_core::seal::SeenStore for LoggingStore {
-    fn first_use<'a>(&'a self, _jti: &'a str, _exp: f64) -> mcp_server_core::seal::SeenFuture<'a> {
+    fn first_use<'a>(&'a self, _jti: &'a str, _exp: f64) -> mcp_server_core::BoxFuture<'a, bool> {
         self.0.lock().unwrap().push("claim".into());
         Box::pin(async { true })
     }
 
-    fn finished<'a>(
-        &'a self,
-        _jti: &'a str,
-        _exp: f64,
-    ) -> mcp_server_core::seal::FinishedFuture<'a> {
+    fn finished<'a>(&'a self, _jti: &'a str, _exp: f64) -> mcp_server_core::BoxFuture<'a, ()> {
         self.0.lock().unwrap().push("finished".into());
         Box::pin(async {})
     }

@@ -11,7 +11,7 @@ use common::TestClient;
 use mcp_server_core::registry::{ElicitationResult, McpServer, ToolDef};
 use mcp_server_core::seal::Principal;
 use mcp_server_core::tasks::{
-    InMemoryTaskStore, StoreError, StoreFuture, TaskConfig, TaskRecord, TaskStore, TaskSupport,
+    BoxFuture, InMemoryTaskStore, StoreError, TaskConfig, TaskRecord, TaskStore, TaskSupport,
     Terminal,
 };
 use mcp_server_core::{Service, TransportContext};
@@ -520,48 +520,48 @@ impl Flaky {
 }
 
 impl TaskStore for Flaky {
-    fn create(&self, record: TaskRecord) -> StoreFuture<'_, Result<(), StoreError>> {
+    fn create(&self, record: TaskRecord) -> BoxFuture<'_, Result<(), StoreError>> {
         self.inner.create(record)
     }
-    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Result<Option<TaskRecord>, StoreError>> {
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
         self.inner.get(id)
     }
     fn set_status_message<'a>(
         &'a self,
         id: &'a str,
         message: Option<String>,
-    ) -> StoreFuture<'a, Result<(), StoreError>> {
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
         self.inner.set_status_message(id, message)
     }
     fn add_input_requests<'a>(
         &'a self,
         id: &'a str,
         requests: InputRequests,
-    ) -> StoreFuture<'a, Result<(), StoreError>> {
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
         self.inner.add_input_requests(id, requests)
     }
     fn resolve_inputs<'a>(
         &'a self,
         id: &'a str,
         responses: BTreeMap<String, Value>,
-    ) -> StoreFuture<'a, Result<Vec<String>, StoreError>> {
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
         self.inner.resolve_inputs(id, responses)
     }
     fn take_answer<'a>(
         &'a self,
         id: &'a str,
         key: &'a str,
-    ) -> StoreFuture<'a, Result<Option<Value>, StoreError>> {
+    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
         self.inner.take_answer(id, key)
     }
-    fn request_cancel<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Result<(), StoreError>> {
+    fn request_cancel<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         self.inner.request_cancel(id)
     }
     fn finish<'a>(
         &'a self,
         id: &'a str,
         terminal: Terminal,
-    ) -> StoreFuture<'a, Result<bool, StoreError>> {
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
         self.finishes.fetch_add(1, Ordering::SeqCst);
         let failing = self
             .failing_finishes
@@ -579,10 +579,10 @@ impl TaskStore for Flaky {
         id: &'a str,
         worker: &'a str,
         until_ms: u64,
-    ) -> StoreFuture<'a, Result<bool, StoreError>> {
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
         self.inner.claim(id, worker, until_ms)
     }
-    fn expire(&self, now_ms: u64) -> StoreFuture<'_, Result<Vec<String>, StoreError>> {
+    fn expire(&self, now_ms: u64) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
         self.expires.fetch_add(1, Ordering::SeqCst);
         self.inner.expire(now_ms)
     }

@@ -56,6 +56,7 @@ mod claims;
 mod codec;
 mod error;
 mod jsontext;
+mod jwk;
 mod keyring;
 mod policy;
 mod principal;
@@ -76,14 +77,13 @@ pub use error::{
     INVALID_REQUEST_STATE_MESSAGE, InvalidRequestState, JsonSyntaxError, KeyError, RejectReason,
     SealError,
 };
+pub use jwk::jwk_thumbprint;
 pub use keyring::KeyRing;
 pub use policy::{DEFAULT_TTL, RequestStateSecurity};
 pub use principal::{Principal, PrincipalSource};
 pub use pyjson::compact_json;
 pub use question::QuestionDigest;
-pub use replay::{
-    DEFAULT_SEEN_CAPACITY, FinishedFuture, MemorySeenStore, SeenFuture, SeenStore, UseClaim,
-};
+pub use replay::{DEFAULT_SEEN_CAPACITY, MemorySeenStore, SeenStore, UseClaim};
 
 /// Fills `bytes` from the operating system's secure random source (for callers that need
 /// unguessable identifiers, such as session ids, without a dependency of their own).

@@ -14,12 +14,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
-/// A boxed, sendable future borrowing the store.
-pub type SeenFuture<'a> = Pin<Box<dyn Future<Output = bool> + Send + 'a>>;
-
-/// The future of [`SeenStore::finished`].
-pub type FinishedFuture<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
-
 /// Remembers which sealed states were already used.
 pub trait SeenStore: Send + Sync {
     /// Claims `jti` (valid until `expires_at`, seconds since the Unix epoch) for this process
@@ -27,14 +21,22 @@ pub trait SeenStore: Send + Sync {
     /// a fleet) its claim belongs to an instance that died before it finished. `false` refuses
     /// the state: it is done, or claimed by a live instance (this one included); a store that
     /// cannot answer (full, unreachable) must answer `false` too.
-    fn first_use<'a>(&'a self, jti: &'a str, expires_at: f64) -> SeenFuture<'a>;
+    fn first_use<'a>(
+        &'a self,
+        jti: &'a str,
+        expires_at: f64,
+    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>>;
 
     /// Marks the claim of `jti` done: the request that used it produced its answer (a result
     /// or an error). A done state is never accepted again, whoever asks. The default does
     /// nothing, for a store whose claims never outlive their owner (one process's memory),
     /// where a claim is as final as a done mark. A store that cannot record it logs why; the
     /// claim then stays refused while its owner lives.
-    fn finished<'a>(&'a self, jti: &'a str, expires_at: f64) -> FinishedFuture<'a> {
+    fn finished<'a>(
+        &'a self,
+        jti: &'a str,
+        expires_at: f64,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
         let _ = (jti, expires_at);
         Box::pin(async {})
     }
@@ -124,7 +126,11 @@ impl MemorySeenStore {
 }
 
 impl SeenStore for MemorySeenStore {
-    fn first_use<'a>(&'a self, jti: &'a str, expires_at: f64) -> SeenFuture<'a> {
+    fn first_use<'a>(
+        &'a self,
+        jti: &'a str,
+        expires_at: f64,
+    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs_f64())

@@ -16,7 +16,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_server_core::events::{EventFuture, EventStore, EventStoreError, Replay};
+use mcp_server_core::events::{BoxFuture, EventStore, EventStoreError, Replay};
 use mcp_types::JsonRpcMessage;
 use tokio::sync::watch;
 
@@ -202,7 +202,7 @@ impl EventStore for RedisEventStore {
         session: &'a str,
         stream: &'a str,
         message: &'a JsonRpcMessage,
-    ) -> EventFuture<'a, u64> {
+    ) -> BoxFuture<'a, Result<u64, EventStoreError>> {
         Box::pin(async move {
             let text = message.to_string();
             let limit = self.shared.config.max_event_bytes;
@@ -236,7 +236,11 @@ impl EventStore for RedisEventStore {
         })
     }
 
-    fn finish<'a>(&'a self, session: &'a str, stream: &'a str) -> EventFuture<'a, ()> {
+    fn finish<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+    ) -> BoxFuture<'a, Result<(), EventStoreError>> {
         Box::pin(async move {
             let [list, count, ended] = self.keys(session, stream);
             let mut invocation = self.finish.key(list);
@@ -257,7 +261,7 @@ impl EventStore for RedisEventStore {
         stream: &'a str,
         after: u64,
         wait: Duration,
-    ) -> EventFuture<'a, Replay> {
+    ) -> BoxFuture<'a, Result<Replay, EventStoreError>> {
         Box::pin(async move {
             let deadline = tokio::time::Instant::now() + wait;
             // Subscribed before the first read, so an append in between is not missed.
@@ -281,7 +285,7 @@ impl EventStore for RedisEventStore {
         })
     }
 
-    fn expire<'a>(&'a self, session: &'a str) -> EventFuture<'a, ()> {
+    fn expire<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<(), EventStoreError>> {
         Box::pin(async move {
             let index = self.shared.key(&["evs", session]);
             let streams: Vec<String> = self

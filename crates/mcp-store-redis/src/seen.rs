@@ -18,7 +18,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcp_state_seal::{FinishedFuture, SeenFuture, SeenStore};
+use mcp_state_seal::SeenStore;
+use mcp_types::BoxFuture;
 
 use crate::Shared;
 
@@ -238,7 +239,7 @@ fn expiry_ms(expires_at: f64) -> u64 {
 }
 
 impl SeenStore for RedisSeenStore {
-    fn first_use<'a>(&'a self, jti: &'a str, expires_at: f64) -> SeenFuture<'a> {
+    fn first_use<'a>(&'a self, jti: &'a str, expires_at: f64) -> BoxFuture<'a, bool> {
         Box::pin(async move {
             self.ensure_heartbeat();
             if let Some(why) = self.unfit_to_claim() {
@@ -269,7 +270,7 @@ impl SeenStore for RedisSeenStore {
         })
     }
 
-    fn finished<'a>(&'a self, jti: &'a str, expires_at: f64) -> FinishedFuture<'a> {
+    fn finished<'a>(&'a self, jti: &'a str, expires_at: f64) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             // Only an existing claim is marked; it keeps its expiry.
             let mut cmd = redis::cmd("SET");

@@ -14,7 +14,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use mcp_server_core::gating::ClientSupport;
-use mcp_server_core::tasks::{Lease, StoreError, StoreFuture, TaskRecord, TaskStore, Terminal};
+use mcp_server_core::tasks::{BoxFuture, Lease, StoreError, TaskRecord, TaskStore, Terminal};
 use mcp_types::mrtr::InputRequests;
 use mcp_types::{ErrorObject, JsonObject};
 use serde::{Deserialize, Serialize};
@@ -453,7 +453,7 @@ async fn listen(mut pubsub: redis::aio::PubSub, feeds: &Feeds) {
 }
 
 impl TaskStore for RedisTaskStore {
-    fn create(&self, record: TaskRecord) -> StoreFuture<'_, Result<(), StoreError>> {
+    fn create(&self, record: TaskRecord) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(async move {
             let limit = self.shared.config.max_tasks;
             let per_owner = self.shared.config.max_tasks_per_owner;
@@ -496,7 +496,7 @@ impl TaskStore for RedisTaskStore {
         })
     }
 
-    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Result<Option<TaskRecord>, StoreError>> {
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
         Box::pin(async move { Ok(self.read(id).await?.map(|(_, record)| record)) })
     }
 
@@ -504,7 +504,7 @@ impl TaskStore for RedisTaskStore {
         &'a self,
         id: &'a str,
         message: Option<String>,
-    ) -> StoreFuture<'a, Result<(), StoreError>> {
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             self.update(id, false, |r, _| {
                 if r.terminal.is_some() {
@@ -522,7 +522,7 @@ impl TaskStore for RedisTaskStore {
         &'a self,
         id: &'a str,
         requests: InputRequests,
-    ) -> StoreFuture<'a, Result<(), StoreError>> {
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             self.update(id, false, |r, _| {
                 if r.terminal.is_some() {
@@ -543,7 +543,7 @@ impl TaskStore for RedisTaskStore {
         &'a self,
         id: &'a str,
         responses: BTreeMap<String, Value>,
-    ) -> StoreFuture<'a, Result<Vec<String>, StoreError>> {
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
         Box::pin(async move {
             self.update(id, false, |r, _| {
                 let mut delivered = Vec::new();
@@ -564,7 +564,7 @@ impl TaskStore for RedisTaskStore {
         &'a self,
         id: &'a str,
         key: &'a str,
-    ) -> StoreFuture<'a, Result<Option<Value>, StoreError>> {
+    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
         Box::pin(async move {
             // Taking changes the record (the answer leaves it), but wakes nobody.
             let mut taken = None;
@@ -577,7 +577,7 @@ impl TaskStore for RedisTaskStore {
         })
     }
 
-    fn request_cancel<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Result<(), StoreError>> {
+    fn request_cancel<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             self.update(id, false, |r, _| {
                 let changed = r.terminal.is_none() && !r.cancel_requested;
@@ -594,7 +594,7 @@ impl TaskStore for RedisTaskStore {
         &'a self,
         id: &'a str,
         terminal: Terminal,
-    ) -> StoreFuture<'a, Result<bool, StoreError>> {
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
             self.update(id, false, |r, _| {
                 if r.terminal.is_some() {
@@ -615,7 +615,7 @@ impl TaskStore for RedisTaskStore {
         id: &'a str,
         worker: &'a str,
         until_ms: u64,
-    ) -> StoreFuture<'a, Result<bool, StoreError>> {
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
             // The same transition as TaskRecord::claim_lease, on the lease field alone.
             let mut invocation = self.claim.key(self.task_key(id));
@@ -638,7 +638,7 @@ impl TaskStore for RedisTaskStore {
         })
     }
 
-    fn expire(&self, now_ms: u64) -> StoreFuture<'_, Result<Vec<String>, StoreError>> {
+    fn expire(&self, now_ms: u64) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
         Box::pin(async move {
             // One instance of the fleet sweeps per period (review W10): the others skip.
             let lock = self.shared.key(&["task-sweep"]);

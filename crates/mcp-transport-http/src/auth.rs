@@ -11,9 +11,9 @@
 use mcp_server_core::seal::Principal;
 use serde_json::{Value, json};
 
+use crate::BoxFuture;
 pub use crate::auth_error::AuthError;
 use crate::dpop::{DpopReplay, check_proof};
-use crate::future::BoxFuture;
 
 /// What a verifier learned from a valid token.
 #[derive(Debug, Clone, PartialEq, Eq)]

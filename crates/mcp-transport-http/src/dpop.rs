@@ -12,7 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use mcp_state_seal::SeenStore;
+use mcp_state_seal::{SeenStore, jwk_thumbprint};
 use ring::signature::{self, UnparsedPublicKey};
 use serde_json::Value;
 
@@ -39,28 +39,6 @@ fn now() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or_default()
-}
-
-/// The RFC 7638 thumbprint of a public JWK, base64url.
-pub(crate) fn thumbprint(jwk: &Value) -> Option<String> {
-    let members: &[&str] = match jwk.get("kty")?.as_str()? {
-        "EC" => &["crv", "kty", "x", "y"],
-        "RSA" => &["e", "kty", "n"],
-        _ => return None,
-    };
-    let mut canonical = String::from("{");
-    for (i, name) in members.iter().enumerate() {
-        if i > 0 {
-            canonical.push(',');
-        }
-        let value = jwk.get(*name)?.as_str()?;
-        canonical.push_str(&format!("\"{name}\":{}", Value::String(value.to_owned())));
-    }
-    canonical.push('}');
-    Some(URL_SAFE_NO_PAD.encode(ring::digest::digest(
-        &ring::digest::SHA256,
-        canonical.as_bytes(),
-    )))
 }
 
 fn decode_json(part: &str) -> Option<Value> {
@@ -261,7 +239,7 @@ pub(crate) fn check_proof(
         .and_then(Value::as_str)
         .unwrap_or_default();
     verify_signature(alg, jwk, format!("{h}.{c}").as_bytes(), &sig)?;
-    if thumbprint(jwk).as_deref() != Some(jkt) {
+    if jwk_thumbprint(jwk).as_deref() != Some(jkt) {
         return Err(invalid(
             "the proof's key is not the one the token is bound to",
         ));
@@ -321,7 +299,7 @@ mod tests {
         }
 
         fn jkt(&self) -> String {
-            thumbprint(&self.jwk()).unwrap()
+            jwk_thumbprint(&self.jwk()).unwrap()
         }
 
         fn sign(&self, header: Value, claims: Value) -> String {
@@ -514,24 +492,13 @@ mod tests {
         );
     }
 
-    #[test]
-    fn thumbprints_follow_rfc_7638() {
-        let jwk = json!({"kty": "RSA", "e": "AQAB", "alg": "RS256",
-            "n": "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw"});
-        assert_eq!(
-            thumbprint(&jwk).as_deref(),
-            Some("NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs")
-        );
-        assert_eq!(thumbprint(&json!({"kty": "oct", "k": "x"})), None);
-    }
-
     struct Bound(Option<String>);
 
     impl crate::auth::TokenVerifier for Bound {
         fn verify(
             &self,
             _token: &str,
-        ) -> crate::future::BoxFuture<'_, Result<crate::auth::VerifiedToken, AuthError>> {
+        ) -> crate::BoxFuture<'_, Result<crate::auth::VerifiedToken, AuthError>> {
             let mut token = crate::auth::VerifiedToken::new(
                 mcp_server_core::seal::Principal::new("client-1").subject("alice"),
             )

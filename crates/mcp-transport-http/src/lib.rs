@@ -17,7 +17,6 @@ mod auth_error;
 #[cfg(feature = "client")]
 mod client;
 mod dpop;
-mod future;
 pub mod headers;
 mod net;
 #[cfg(feature = "client")]
@@ -31,10 +30,8 @@ pub use auth::{AuthError, ProtectedResource, TokenVerifier, VerifiedToken};
 #[doc(hidden)]
 pub use client::fuzzing;
 #[cfg(feature = "client")]
-pub use client::{
-    DEFAULT_MAX_MESSAGE, DEFAULT_MAX_RETRY, HeaderParam, HttpTransport, MIN_RETRY, header_params,
-};
-pub use future::BoxFuture;
+pub use client::{DEFAULT_MAX_MESSAGE, DEFAULT_MAX_RETRY, HttpTransport, MIN_RETRY};
+pub use mcp_types::BoxFuture;
 #[cfg(feature = "client")]
 pub use oauth::{DEFAULT_FETCH_TIMEOUT, DEFAULT_MAX_FETCH_BODY};
 #[cfg(feature = "tls")]

@@ -541,7 +541,10 @@ const RESOURCE: &str = "http://127.0.0.1/mcp";
 struct TestVerifier;
 
 impl TokenVerifier for TestVerifier {
-    fn verify(&self, token: &str) -> mcp_client::BoxFuture<'_, Result<VerifiedToken, AuthError>> {
+    fn verify(
+        &self,
+        token: &str,
+    ) -> mcp_transport_http::BoxFuture<'_, Result<VerifiedToken, AuthError>> {
         let user = |client: &str, subject: &str| {
             VerifiedToken::new(
                 Principal::new(client)
@@ -831,16 +834,12 @@ async fn a_server_that_is_not_there_is_a_transport_error_not_a_server_error() {
 struct LoggingStore(std::sync::Arc<std::sync::Mutex<Vec<&'static str>>>);
 
 impl mcp_server_core::seal::SeenStore for LoggingStore {
-    fn first_use<'a>(&'a self, _jti: &'a str, _exp: f64) -> mcp_server_core::seal::SeenFuture<'a> {
+    fn first_use<'a>(&'a self, _jti: &'a str, _exp: f64) -> mcp_server_core::BoxFuture<'a, bool> {
         self.0.lock().unwrap().push("claim");
         Box::pin(async { true })
     }
 
-    fn finished<'a>(
-        &'a self,
-        _jti: &'a str,
-        _exp: f64,
-    ) -> mcp_server_core::seal::FinishedFuture<'a> {
+    fn finished<'a>(&'a self, _jti: &'a str, _exp: f64) -> mcp_server_core::BoxFuture<'a, ()> {
         self.0.lock().unwrap().push("finished");
         Box::pin(async {})
     }

@@ -13,7 +13,7 @@ use hyper::{Request, StatusCode};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
 use mcp_server_core::Service;
-use mcp_server_core::events::{EventFuture, EventStore, EventStoreError, MemoryEventStore, Replay};
+use mcp_server_core::events::{BoxFuture, EventStore, EventStoreError, MemoryEventStore, Replay};
 use mcp_server_core::registry::{McpServer, ToolDef};
 use mcp_transport_http::McpHttpService;
 use mcp_types::{JsonObject, JsonRpcMessage};
@@ -345,7 +345,7 @@ impl EventStore for Failing {
         session: &'a str,
         stream: &'a str,
         message: &'a JsonRpcMessage,
-    ) -> EventFuture<'a, u64> {
+    ) -> BoxFuture<'a, Result<u64, EventStoreError>> {
         let answer = matches!(
             message,
             JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_)
@@ -364,7 +364,11 @@ impl EventStore for Failing {
         self.inner.append(session, stream, message)
     }
 
-    fn finish<'a>(&'a self, session: &'a str, stream: &'a str) -> EventFuture<'a, ()> {
+    fn finish<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+    ) -> BoxFuture<'a, Result<(), EventStoreError>> {
         self.finishes.fetch_add(1, Ordering::SeqCst);
         let failing = self
             .failing_finishes
@@ -384,11 +388,11 @@ impl EventStore for Failing {
         stream: &'a str,
         after: u64,
         wait: Duration,
-    ) -> EventFuture<'a, Replay> {
+    ) -> BoxFuture<'a, Result<Replay, EventStoreError>> {
         self.inner.read_after(session, stream, after, wait)
     }
 
-    fn expire<'a>(&'a self, session: &'a str) -> EventFuture<'a, ()> {
+    fn expire<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<(), EventStoreError>> {
         self.inner.expire(session)
     }
 }

@@ -10,6 +10,8 @@ use ring::rand::SystemRandom;
 use ring::signature::{self, EcdsaKeyPair, KeyPair as _, RsaKeyPair};
 use serde_json::{Value, json};
 
+use mcp_state_seal::jwk_thumbprint;
+
 use super::OAuthError;
 
 /// A private key that signs JWTs. Its `Debug` output names the algorithm only.
@@ -129,7 +131,8 @@ impl SigningKey {
 
     /// The RFC 7638 SHA-256 thumbprint of the public key, base64url (DPoP's `jkt`).
     pub fn thumbprint(&self) -> String {
-        jwk_thumbprint(&self.public_jwk())
+        // Both key types' public JWKs hold every member RFC 7638 requires, as strings.
+        jwk_thumbprint(&self.public_jwk()).expect("an ES256 or RS256 public JWK has a thumbprint")
     }
 
     /// Signs `claims` with the header `{"alg", "typ", "kid"?}` plus `extra_header`'s members.
@@ -174,30 +177,6 @@ impl SigningKey {
         };
         Ok(format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature)))
     }
-}
-
-/// The RFC 7638 thumbprint of a public JWK: SHA-256 over its required members, sorted, with
-/// no whitespace; base64url.
-pub fn jwk_thumbprint(jwk: &Value) -> String {
-    let members: &[&str] = match jwk.get("kty").and_then(Value::as_str) {
-        Some("EC") => &["crv", "kty", "x", "y"],
-        Some("RSA") => &["e", "kty", "n"],
-        Some("OKP") => &["crv", "kty", "x"],
-        _ => &[],
-    };
-    let mut canonical = String::from("{");
-    for (i, name) in members.iter().enumerate() {
-        if i > 0 {
-            canonical.push(',');
-        }
-        let value = jwk.get(*name).cloned().unwrap_or(Value::Null);
-        canonical.push_str(&format!("\"{name}\":{value}"));
-    }
-    canonical.push('}');
-    URL_SAFE_NO_PAD.encode(ring::digest::digest(
-        &ring::digest::SHA256,
-        canonical.as_bytes(),
-    ))
 }
 
 /// Seconds since the Unix epoch.
@@ -257,22 +236,6 @@ mod tests {
             &jwt,
             &signature::ECDSA_P256_SHA256_FIXED,
             pair.public_key().as_ref(),
-        );
-    }
-
-    #[test]
-    fn thumbprint_matches_rfc_7638_example() {
-        // RFC 7638 §3.1.
-        let jwk = json!({
-            "kty": "RSA",
-            "n": "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw",
-            "e": "AQAB",
-            "alg": "RS256",
-            "kid": "2011-04-29"
-        });
-        assert_eq!(
-            jwk_thumbprint(&jwk),
-            "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs"
         );
     }
 

@@ -47,7 +47,8 @@ pub use grant::{
     AssertionSource, CallbackAssertion, ClientAuth, ClientAuthMethod, EnterpriseGrant,
     EnvAssertion, FileAssertion, MachineGrant, StaticAssertion,
 };
-pub use jwt::{SigningKey, jwk_thumbprint};
+pub use jwt::SigningKey;
+pub use mcp_state_seal::jwk_thumbprint;
 pub use metadata::{
     AuthorizationServerMetadata, ClientCredentials, ProtectedResourceMetadata, Tokens,
 };

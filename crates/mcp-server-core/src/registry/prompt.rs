@@ -75,7 +75,7 @@ pub(crate) type PromptBody = Arc<
             RequestContext,
             BTreeMap<String, String>,
             ResolvedValues,
-        ) -> BoxFuture<Result<Outcome<GetPromptResult>, ErrorObject>>
+        ) -> BoxFuture<'static, Result<Outcome<GetPromptResult>, ErrorObject>>
         + Send
         + Sync,
 >;

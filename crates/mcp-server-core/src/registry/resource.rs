@@ -104,7 +104,7 @@ pub(crate) type ReadBody = Arc<
             String,
             BTreeMap<String, String>,
             ResolvedValues,
-        ) -> BoxFuture<Result<Outcome<ReadResourceResult>, ErrorObject>>
+        ) -> BoxFuture<'static, Result<Outcome<ReadResourceResult>, ErrorObject>>
         + Send
         + Sync,
 >;

@@ -157,7 +157,7 @@ pub(crate) type ToolBody = Arc<
             RequestContext,
             Box<dyn Any + Send>,
             ResolvedValues,
-        ) -> BoxFuture<Result<ToolOutcome, ErrorObject>>
+        ) -> BoxFuture<'static, Result<ToolOutcome, ErrorObject>>
         + Send
         + Sync,
 >;

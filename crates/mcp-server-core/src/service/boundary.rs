@@ -1,4 +1,4 @@
-//! The sealing boundary (the carrier of request state): opening a round's `requestState`,
+//! The sealing boundary, where request state crosses to the client and back: opening a round's `requestState`,
 //! binding it to the request, and sealing the next round's.
 
 use std::sync::Arc;
@@ -42,7 +42,7 @@ pub(super) fn invalid_request_state() -> ErrorObject {
 
 /// A method that may answer `input_required`: verify the incoming state, run the handler,
 /// check and seal the outgoing round.
-pub(super) async fn carrier<P, T>(
+pub(super) async fn sealed_round<P, T>(
     inner: &Arc<Inner>,
     handler: Option<&Handler<P, Outcome<T>>>,
     mut params: P,

@@ -272,7 +272,7 @@ pub(super) fn execute<'a>(
                         .unwrap_or_else(|| Value::Object(JsonObject::new())),
                 ),
             });
-            carrier(
+            sealed_round(
                 inner,
                 h.get_prompt.as_ref(),
                 p,
@@ -290,7 +290,7 @@ pub(super) fn execute<'a>(
                 arguments: None,
             });
             let era = ctx.era;
-            carrier(
+            sealed_round(
                 inner,
                 h.read_resource.as_ref(),
                 p,
@@ -307,8 +307,8 @@ pub(super) fn execute<'a>(
     }
 }
 
-/// `tools/call`: admitted as a task when the tool and the client agree, then through the
-/// carrier (state verified, handler run, an outgoing round checked and sealed).
+/// `tools/call`: admitted as a task when the tool and the client agree, then through
+/// `sealed_round` (state verified, handler run, an outgoing round checked and sealed).
 pub(super) async fn call_tool(
     inner: &Arc<Inner>,
     mut p: mcp_types::tools::CallToolRequestParams,
@@ -342,14 +342,14 @@ pub(super) async fn call_tool(
     };
     let mut ctx = ctx;
     if let Some(launch) = &launch {
-        ctx.task = crate::tasks::TaskCtx::May(launch.clone());
+        ctx.task = crate::tasks::TaskCtx::Launchable(launch.clone());
     }
     let binding = inner.server.boundary.is_some().then(|| BindingParts {
         method: methods::TOOLS_CALL,
         target: p.name.clone(),
         arguments: Some(Value::Object(p.arguments.clone().unwrap_or_default())),
     });
-    let served = carrier(
+    let served = sealed_round(
         inner,
         inner.server.handlers.call_tool.as_ref(),
         p,

@@ -18,7 +18,7 @@ use tokio::sync::{broadcast, mpsc};
 use crate::cancel::CancellationToken;
 use crate::context::RequestContext;
 use crate::notify::ChangeEvent;
-use crate::peer::Peer;
+use crate::peer::ClientRequester;
 use crate::sink::Sink;
 
 use super::subscriptions::*;
@@ -112,7 +112,7 @@ pub(super) fn legacy_context(
         log_level: legacy.log_level,
         sink: sink.clone(),
         cancellation: cancel.clone(),
-        peer: call.back_channel.then(|| Peer {
+        peer: call.back_channel.then(|| ClientRequester {
             pending: call.session.pending.clone(),
             timeout: inner.server.request_timeout,
         }),

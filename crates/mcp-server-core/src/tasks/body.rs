@@ -38,7 +38,7 @@ impl RequestContext {
         F: FnOnce(RequestContext) -> Fut + Send + 'static,
         Fut: Future<Output = HandlerResult<CallToolResult>> + Send + 'static,
     {
-        let TaskCtx::May(launch) = self.task.clone() else {
+        let TaskCtx::Launchable(launch) = self.task.clone() else {
             return body(self).await.map(mcp_types::mrtr::Outcome::Complete);
         };
         let engine = launch.engine.clone();
@@ -76,7 +76,7 @@ impl RequestContext {
         })?;
         let token = CancellationToken::new();
         let mut ctx = self;
-        ctx.task = TaskCtx::In(Arc::new(TaskLink {
+        ctx.task = TaskCtx::Running(Arc::new(TaskLink {
             engine: engine.clone(),
             id: id.clone(),
             asked: AtomicU64::new(0),
@@ -89,7 +89,7 @@ impl RequestContext {
         ctx.input_responses = None;
         ctx.sink = crate::sink::Sink::detached();
         ctx.keep_for_task();
-        let work: BoxFuture<HandlerResult<CallToolResult>> = Box::pin(body(ctx));
+        let work: BoxFuture<'static, HandlerResult<CallToolResult>> = Box::pin(body(ctx));
         let running = Running::start(&engine.inner.running);
         tokio::spawn(async move {
             run(engine, id, token, work, lease_until).await;
@@ -105,14 +105,14 @@ impl RequestContext {
     /// The id of the task this body runs in, if it runs in one.
     pub fn task_id(&self) -> Option<&str> {
         match &self.task {
-            TaskCtx::In(link) => Some(link.id()),
+            TaskCtx::Running(link) => Some(link.id()),
             _ => None,
         }
     }
 
     /// Whether this `tools/call` would become a task with [`run_as_task`](Self::run_as_task).
     pub fn may_run_as_task(&self) -> bool {
-        matches!(self.task, TaskCtx::May(_))
+        matches!(self.task, TaskCtx::Launchable(_))
     }
 }
 
@@ -124,7 +124,7 @@ async fn run(
     engine: TaskEngine,
     id: String,
     token: CancellationToken,
-    body: BoxFuture<HandlerResult<CallToolResult>>,
+    body: BoxFuture<'static, HandlerResult<CallToolResult>>,
     mut lease_until: u64,
 ) {
     let config = engine.config().clone();

@@ -454,9 +454,9 @@ pub(crate) enum TaskCtx {
     #[default]
     None,
     /// A `tools/call` that may start a task.
-    May(Arc<Launch>),
+    Launchable(Arc<Launch>),
     /// The body of a running task.
-    In(Arc<TaskLink>),
+    Running(Arc<TaskLink>),
 }
 
 impl TaskLink {

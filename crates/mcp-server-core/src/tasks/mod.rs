@@ -31,8 +31,8 @@ pub use config::{
 pub(crate) use engine::{TaskCtx, TaskEngine, is_task_method, serves};
 pub use engine::{detailed, iso8601, owner_key};
 pub use store::{
-    DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_OWNER, InMemoryTaskStore, Lease, StoreError,
-    StoreFuture, TaskRecord, TaskStore, Terminal, system_now_ms,
+    BoxFuture, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_OWNER, InMemoryTaskStore, Lease,
+    StoreError, TaskRecord, TaskStore, Terminal, system_now_ms,
 };
 
 #[cfg(test)]

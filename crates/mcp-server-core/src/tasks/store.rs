@@ -8,8 +8,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -20,8 +18,7 @@ use mcp_types::{ErrorObject, JsonObject};
 use serde_json::Value;
 use tokio::sync::watch;
 
-/// The future a [`TaskStore`] method returns.
-pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use mcp_types::BoxFuture;
 
 /// How a task ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -185,24 +182,24 @@ pub trait TaskStore: Send + Sync + 'static {
     }
 
     /// Adds a new task. [`StoreError::Full`] when at capacity.
-    fn create(&self, record: TaskRecord) -> StoreFuture<'_, Result<(), StoreError>>;
+    fn create(&self, record: TaskRecord) -> BoxFuture<'_, Result<(), StoreError>>;
 
     /// The task, unless it does not exist or has expired.
-    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Result<Option<TaskRecord>, StoreError>>;
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>>;
 
     /// Sets (or clears) the status message.
     fn set_status_message<'a>(
         &'a self,
         id: &'a str,
         message: Option<String>,
-    ) -> StoreFuture<'a, Result<(), StoreError>>;
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
 
     /// Adds outstanding input requests; a key used before is [`StoreError::KeyReused`].
     fn add_input_requests<'a>(
         &'a self,
         id: &'a str,
         requests: InputRequests,
-    ) -> StoreFuture<'a, Result<(), StoreError>>;
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
 
     /// Moves the answers whose keys are outstanding from outstanding to delivered, and returns
     /// their keys; answers to any other key are ignored.
@@ -210,24 +207,24 @@ pub trait TaskStore: Send + Sync + 'static {
         &'a self,
         id: &'a str,
         responses: BTreeMap<String, Value>,
-    ) -> StoreFuture<'a, Result<Vec<String>, StoreError>>;
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>>;
 
     /// Takes a delivered answer (the worker's side of `resolve_inputs`).
     fn take_answer<'a>(
         &'a self,
         id: &'a str,
         key: &'a str,
-    ) -> StoreFuture<'a, Result<Option<Value>, StoreError>>;
+    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>>;
 
     /// Records a `tasks/cancel`. Idempotent; a finished task is left as it is.
-    fn request_cancel<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Result<(), StoreError>>;
+    fn request_cancel<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
 
     /// Ends the task. First writer wins: returns `false` when it had already ended.
     fn finish<'a>(
         &'a self,
         id: &'a str,
         terminal: Terminal,
-    ) -> StoreFuture<'a, Result<bool, StoreError>>;
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
 
     /// Takes or renews the lease of the task for `worker` until `until_ms`. Returns `false`
     /// when the task ended or another worker holds a lease that has not lapsed, and
@@ -239,14 +236,14 @@ pub trait TaskStore: Send + Sync + 'static {
         id: &'a str,
         worker: &'a str,
         until_ms: u64,
-    ) -> StoreFuture<'a, Result<bool, StoreError>>;
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
 
     /// Removes every task past its TTL and fails every unfinished task whose lease lapsed;
     /// returns the ids removed. Each engine calls it on its own timer
     /// ([`TaskConfig::sweep_interval`](super::TaskConfig::sweep_interval)), never on a
     /// request; a store shared by a fleet may skip a call while another instance sweeps, and
     /// may leave part of a large backlog to the next call.
-    fn expire(&self, now_ms: u64) -> StoreFuture<'_, Result<Vec<String>, StoreError>>;
+    fn expire(&self, now_ms: u64) -> BoxFuture<'_, Result<Vec<String>, StoreError>>;
 
     /// A feed that changes whenever the task does (a revision counter), so a worker wakes on
     /// an answer or a cancel; `None` when the store has no such feed (the worker then polls).
@@ -464,7 +461,7 @@ impl InMemoryTaskStore {
     }
 }
 
-fn ready<'a, T: Send + 'a>(value: T) -> StoreFuture<'a, T> {
+fn ready<'a, T: Send + 'a>(value: T) -> BoxFuture<'a, T> {
     Box::pin(std::future::ready(value))
 }
 
@@ -473,7 +470,7 @@ impl TaskStore for InMemoryTaskStore {
         (self.clock)()
     }
 
-    fn create(&self, record: TaskRecord) -> StoreFuture<'_, Result<(), StoreError>> {
+    fn create(&self, record: TaskRecord) -> BoxFuture<'_, Result<(), StoreError>> {
         let now = (self.clock)();
         let result = (|| {
             let mut state = self
@@ -545,7 +542,7 @@ impl TaskStore for InMemoryTaskStore {
         ready(result)
     }
 
-    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Result<Option<TaskRecord>, StoreError>> {
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
         ready(match self.with(id, |r, _| Ok((r.clone(), false))) {
             Ok(r) => Ok(Some(r)),
             Err(StoreError::NotFound) => Ok(None),
@@ -557,7 +554,7 @@ impl TaskStore for InMemoryTaskStore {
         &'a self,
         id: &'a str,
         message: Option<String>,
-    ) -> StoreFuture<'a, Result<(), StoreError>> {
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
         ready(self.with(id, |r, _| {
             if r.terminal.is_some() {
                 return Err(StoreError::Finished);
@@ -572,7 +569,7 @@ impl TaskStore for InMemoryTaskStore {
         &'a self,
         id: &'a str,
         requests: InputRequests,
-    ) -> StoreFuture<'a, Result<(), StoreError>> {
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
         ready(self.with(id, |r, _| {
             if r.terminal.is_some() {
                 return Err(StoreError::Finished);
@@ -590,7 +587,7 @@ impl TaskStore for InMemoryTaskStore {
         &'a self,
         id: &'a str,
         responses: BTreeMap<String, Value>,
-    ) -> StoreFuture<'a, Result<Vec<String>, StoreError>> {
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
         ready(self.with(id, |r, _| {
             let mut delivered = Vec::new();
             for (key, value) in responses {
@@ -608,11 +605,11 @@ impl TaskStore for InMemoryTaskStore {
         &'a self,
         id: &'a str,
         key: &'a str,
-    ) -> StoreFuture<'a, Result<Option<Value>, StoreError>> {
+    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
         ready(self.with(id, |r, _| Ok((r.answers.remove(key), false))))
     }
 
-    fn request_cancel<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Result<(), StoreError>> {
+    fn request_cancel<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         ready(self.with(id, |r, _| {
             let changed = r.terminal.is_none() && !r.cancel_requested;
             if changed {
@@ -626,7 +623,7 @@ impl TaskStore for InMemoryTaskStore {
         &'a self,
         id: &'a str,
         terminal: Terminal,
-    ) -> StoreFuture<'a, Result<bool, StoreError>> {
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
         ready(self.with(id, |r, _| {
             if r.terminal.is_some() {
                 return Ok((false, false));
@@ -644,13 +641,13 @@ impl TaskStore for InMemoryTaskStore {
         id: &'a str,
         worker: &'a str,
         until_ms: u64,
-    ) -> StoreFuture<'a, Result<bool, StoreError>> {
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
         ready(self.with(id, |r, now| {
             Ok((r.claim_lease(worker, until_ms, now), false))
         }))
     }
 
-    fn expire(&self, now_ms: u64) -> StoreFuture<'_, Result<Vec<String>, StoreError>> {
+    fn expire(&self, now_ms: u64) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
         ready(
             self.state
                 .lock()

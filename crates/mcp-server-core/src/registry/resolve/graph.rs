@@ -24,7 +24,7 @@ pub(crate) enum Erased {
     Reject(String),
 }
 
-pub(super) type RunFn = Arc<dyn Fn(ResolverInput) -> BoxFuture<Erased> + Send + Sync>;
+pub(super) type RunFn = Arc<dyn Fn(ResolverInput) -> BoxFuture<'static, Erased> + Send + Sync>;
 
 /// A resolver: a key (its `inputRequests` key on the wire), the resolvers it depends on, the
 /// tool arguments it reads, and the async function that produces its [`Resolution`].
