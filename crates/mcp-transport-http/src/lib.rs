@@ -21,6 +21,7 @@ pub mod headers;
 mod net;
 #[cfg(feature = "client")]
 mod oauth;
+mod probe;
 mod server;
 #[cfg(feature = "tls")]
 mod tls;

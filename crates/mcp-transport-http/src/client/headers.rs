@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 
 use super::state::State;
 use crate::headers;
+use crate::probe::ParamsProbe;
 
 /// The MCP headers of `message`, from what the transport knows of its session and tools.
 pub(super) fn request_headers(
@@ -32,16 +33,10 @@ pub(super) fn request_headers(
         }
         return out;
     };
-    let params: Value = request
-        .params
-        .as_deref()
-        .and_then(|p| serde_json::from_str(p.get()).ok())
-        .unwrap_or(Value::Null);
-    let modern = params
-        .get("_meta")
-        .and_then(|m| m.get(mcp_types::meta::PROTOCOL_VERSION))
-        .and_then(Value::as_str);
-    match modern {
+    // The params were serialised a moment ago; only the parts the headers repeat are read back.
+    let params = request.params.as_deref();
+    let probe = ParamsProbe::read(params);
+    match probe.protocol_version() {
         Some(version) => {
             out.push((
                 HeaderName::from_static(headers::PROTOCOL_VERSION),
@@ -51,7 +46,7 @@ pub(super) fn request_headers(
                 HeaderName::from_static(headers::METHOD),
                 request.method.clone(),
             ));
-            let name = methods::name_param(&request.method).and_then(|field| params.get(field));
+            let name = methods::name_param(&request.method).and_then(|field| probe.named(field));
             if let Some(name) = name.and_then(Value::as_str) {
                 out.push((
                     HeaderName::from_static(headers::NAME),
@@ -59,7 +54,7 @@ pub(super) fn request_headers(
                 ));
             }
             if request.method == methods::TOOLS_CALL
-                && let Some(tool) = params.get("name").and_then(Value::as_str)
+                && let Some(tool) = probe.name.as_ref().and_then(Value::as_str)
             {
                 let annotations = state
                     .tool_headers
@@ -67,9 +62,13 @@ pub(super) fn request_headers(
                     .ok()
                     .and_then(|t| t.get(tool).cloned())
                     .unwrap_or_default();
-                let arguments = params.get("arguments").and_then(Value::as_object);
+                let arguments = if annotations.is_empty() {
+                    JsonObject::new()
+                } else {
+                    crate::probe::arguments(params)
+                };
                 for param in annotations {
-                    let value = arguments.and_then(|a| param.value_in(a));
+                    let value = param.value_in(&arguments);
                     let rendered = match value {
                         Some(Value::String(s)) => Some(headers::encode_value(s)),
                         Some(Value::Bool(b)) => Some(b.to_string()),

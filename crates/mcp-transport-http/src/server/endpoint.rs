@@ -11,7 +11,6 @@ use hyper::{Method, Request, Response, StatusCode};
 use mcp_server_core::{Delivery, LEGACY_VERSIONS, Service, TransportContext};
 use mcp_types::messages::ClientRequest;
 use mcp_types::{ErrorCode, ErrorObject, JsonRpcMessage};
-use serde_json::Value;
 
 use super::body::McpBody;
 use super::config::Config;
@@ -19,11 +18,11 @@ use super::gate::{authenticate, check_origin_and_host, cors_headers, metadata, p
 use super::guards::Guards;
 use super::legacy::Sessions;
 use super::modern::{check_modern_headers, handle_modern, respond};
-use super::probe::ParamsProbe;
 use super::reply::{accepted, error, not_allowed, plain, plain_owned};
 use super::request::{
     Incoming, accepted_media, check_post_headers, header_str, names, parse_message, read_body,
 };
+use crate::probe::ParamsProbe;
 
 /// The endpoint as it runs: built from a [`Config`] once, shared by every request.
 pub(crate) struct Endpoint {
@@ -215,18 +214,9 @@ impl Endpoint {
             .then(|| ClientRequest::from_request(&request));
         let probe = match &typed {
             Some(Ok(typed)) => ParamsProbe::of(typed),
-            _ => request
-                .params
-                .as_deref()
-                .and_then(|p| serde_json::from_str(p.get()).ok())
-                .unwrap_or_default(),
+            _ => ParamsProbe::read(request.params.as_deref()),
         };
-        let meta_version = probe
-            .meta
-            .as_ref()
-            .and_then(|m| m.protocol_version.as_ref())
-            .and_then(Value::as_str)
-            .map(str::to_owned);
+        let meta_version = probe.protocol_version().map(str::to_owned);
         if meta_version.is_none()
             && let Some(id) = session_id
         {

@@ -32,7 +32,6 @@ mod guards;
 mod legacy;
 mod listen;
 mod modern;
-mod probe;
 mod quota;
 mod reply;
 mod request;

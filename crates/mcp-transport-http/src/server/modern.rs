@@ -7,14 +7,14 @@ use hyper::header::HeaderMap;
 use hyper::{Response, StatusCode};
 use mcp_server_core::{MODERN_VERSIONS, ResponseStream, Service, TransportContext};
 use mcp_types::messages::ClientRequest;
-use mcp_types::{ErrorObject, JsonObject, JsonRpcMessage, ParamsError};
+use mcp_types::{ErrorObject, JsonRpcMessage, ParamsError};
 use serde_json::Value;
 
 use super::body::McpBody;
-use super::probe::ParamsProbe;
 use super::reply::{accepted, json, sse_response, status_for};
 use super::request::{header_str, names};
 use crate::headers;
+use crate::probe::ParamsProbe;
 
 /// Hands a 2026-07-28 request to the service, with its params if `route` decoded them.
 pub(crate) fn handle_modern(
@@ -82,16 +82,7 @@ fn check_param_headers(
     else {
         return Ok(());
     };
-    #[derive(serde::Deserialize)]
-    struct Arguments {
-        arguments: Option<JsonObject>,
-    }
-    let arguments = request
-        .params
-        .as_deref()
-        .and_then(|p| serde_json::from_str::<Arguments>(p.get()).ok())
-        .and_then(|a| a.arguments)
-        .unwrap_or_default();
+    let arguments = crate::probe::arguments(request.params.as_deref());
     for param in mirrored {
         let header_name = format!("{}{}", headers::PARAM_PREFIX, param.name);
         let raw = header_str(headers, header_name.as_str())?;
@@ -134,14 +125,7 @@ fn check_routing_headers(
     let Some(field) = mcp_types::methods::name_param(method) else {
         return Ok(());
     };
-    let expected = match field {
-        "name" => &probe.name,
-        "uri" => &probe.uri,
-        "taskId" => &probe.task_id,
-        // A parameter the probe does not read: nothing to compare.
-        _ => return Ok(()),
-    };
-    let Some(expected) = expected.as_ref().and_then(Value::as_str) else {
+    let Some(expected) = probe.named(field).and_then(Value::as_str) else {
         return Ok(());
     };
     match header_str(headers, &names::NAME)? {

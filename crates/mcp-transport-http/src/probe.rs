@@ -1,7 +1,9 @@
-//! The parts of a request's params the HTTP layer checks against its headers (`name`, `uri`,
-//! `taskId`, `_meta`'s protocol version), read without building the rest: from params already
-//! decoded as their method's type, or from the raw JSON as any value.
+//! The parts of a request's params the HTTP headers repeat (`name`, `uri`, `taskId`, `_meta`'s
+//! protocol version, a tool's `arguments`), read without building the rest: from params
+//! already decoded as their method's type, or from the raw JSON as any value. The server
+//! checks the headers against them; the client writes its headers from them.
 
+use mcp_types::JsonObject;
 use mcp_types::messages::ClientRequest;
 use serde_json::Value;
 
@@ -17,6 +19,32 @@ pub(crate) struct ParamsProbe {
 }
 
 impl ParamsProbe {
+    /// Reads the parts from raw params (absent or unreadable params have none).
+    pub(crate) fn read(params: Option<&serde_json::value::RawValue>) -> Self {
+        params
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or_default()
+    }
+
+    /// The value of the parameter `Mcp-Name` repeats, by its name in the method table
+    /// ([`mcp_types::methods::name_param`]); `None` for one the probe does not read.
+    pub(crate) fn named(&self, field: &str) -> Option<&Value> {
+        match field {
+            "name" => self.name.as_ref(),
+            "uri" => self.uri.as_ref(),
+            "taskId" => self.task_id.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// `_meta`'s protocol version, if it is a string.
+    pub(crate) fn protocol_version(&self) -> Option<&str> {
+        self.meta
+            .as_ref()
+            .and_then(|m| m.protocol_version.as_ref())
+            .and_then(Value::as_str)
+    }
+
     /// The same parts, read from params that decoded as their method's type.
     pub(crate) fn of(typed: &ClientRequest) -> Self {
         let text = |v: &str| Some(Value::String(v.to_owned()));
@@ -41,6 +69,19 @@ impl ParamsProbe {
         }
         probe
     }
+}
+
+/// A `tools/call`'s `arguments` object, read from its raw params only when a tool mirrors
+/// some of them in headers (empty when absent or not an object).
+pub(crate) fn arguments(params: Option<&serde_json::value::RawValue>) -> JsonObject {
+    #[derive(serde::Deserialize)]
+    struct Arguments {
+        arguments: Option<JsonObject>,
+    }
+    params
+        .and_then(|p| serde_json::from_str::<Arguments>(p.get()).ok())
+        .and_then(|a| a.arguments)
+        .unwrap_or_default()
 }
 
 /// The one member of `_meta` the HTTP layer reads, `protocolVersion`, without building the rest
