@@ -112,12 +112,21 @@ const fn latest(era: Era) -> ProtocolVersion {
 pub const MODERN_VERSIONS: [&str; count(Era::Modern)] = strings(Era::Modern);
 /// The handshake versions an `initialize` may negotiate, oldest first.
 pub const LEGACY_VERSIONS: [&str; count(Era::Legacy)] = strings(Era::Legacy);
-/// What `server/discover` lists: the newest stateless version first, then the newest
-/// handshake one a legacy client reaches through `initialize`.
-pub const SUPPORTED_VERSIONS: [&str; 2] = [
-    ProtocolVersion::LATEST_MODERN.as_str(),
-    ProtocolVersion::LATEST_LEGACY.as_str(),
-];
+/// What `server/discover` lists: every stateless version, newest first, then the newest
+/// handshake one a legacy client reaches through `initialize`. The `-32022` error's
+/// `supported` (the stateless versions) is a subset of it, as the conformance suite checks.
+pub const SUPPORTED_VERSIONS: [&str; count(Era::Modern) + 1] = supported();
+
+const fn supported<const N: usize>() -> [&'static str; N] {
+    let mut out = [""; N];
+    let mut i = 0;
+    while i < MODERN_VERSIONS.len() {
+        out[i] = MODERN_VERSIONS[MODERN_VERSIONS.len() - 1 - i];
+        i += 1;
+    }
+    out[i] = ProtocolVersion::LATEST_LEGACY.as_str();
+    out
+}
 
 impl ProtocolVersion {
     /// The newest stateless version.
@@ -170,6 +179,8 @@ mod tests {
             ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
         );
         assert_eq!(SUPPORTED_VERSIONS, ["2026-07-28", "2025-11-25"]);
+        // What a -32022 names as supported is listed by server/discover, whatever the table.
+        assert!(MODERN_VERSIONS.iter().all(|v| SUPPORTED_VERSIONS.contains(v)));
         assert_eq!(ProtocolVersion::LATEST_LEGACY, ProtocolVersion::V2025_11_25);
         assert_eq!(ProtocolVersion::KNOWN.len(), 5);
     }
