@@ -36,4 +36,6 @@ guides! {
     HttpReadme => "../crates/mcp-transport-http/README.md",
     StdioReadme => "../crates/mcp-transport-stdio/README.md",
     TermReadme => "../crates/mcp-term/README.md",
+    SkillsReadme => "../crates/mcp-skills/README.md",
+    RedisReadme => "../crates/mcp-store-redis/README.md",
 }

@@ -10,7 +10,7 @@
 //!   outside the repository (a folder beside the clone, a machine's absolute paths).
 //! - `test`: the README's test command: layers, the Python interop environment, then every
 //!   test of the workspace (unit, integration, doc).
-//! - `ci`: what `.ci/run` runs after installing tools: fmt, clippy, cargo-deny, `test`, `conformance`, `interop`, `attack --quick`.
+//! - `ci`: what `.ci/run` runs after installing tools: fmt, clippy, cargo-deny, `test`, `conformance`, `interop`, `attack --quick`, `portable`.
 //! - `conformance`: the official MCP conformance suite against the `conformance-server` and
 //!   `conformance-client` examples (see `conformance.rs`).
 //! - `interop`: the Python and TypeScript SDKs' clients against our server and our client
@@ -20,6 +20,10 @@
 //!   seconds each (see `fuzz.rs`).
 //! - `fleet`: three `fleet` instances behind nginx on Redis under a bounded load, through a key
 //!   rotation by rolling restarts and a SIGKILL (see `fleet.rs`).
+//! - `portable`: the declared minimum Rust version, `mcp-types` without `std`, and the lower
+//!   crates in WebAssembly, a state sealed there and unsealed natively (see `portable.rs`).
+//! - `docs`: every published library documented as docs.rs documents it, warnings failing
+//!   (see `docs.rs`).
 //! - `bench`: our server side by side with rmcp, a hyper floor and the Python SDK; writes
 //!   `target/bench/report.md` (see `bench.rs` and docs/performance.md).
 
@@ -32,11 +36,13 @@ mod attack;
 mod bench;
 mod builds;
 mod conformance;
+mod docs;
 mod fleet;
 mod fuzz;
 mod interop;
 mod layers;
 mod paths;
+mod portable;
 
 /// The Python SDK version the interop tests run against.
 const PYTHON_MCP: &str = "mcp==2.3.0";
@@ -63,14 +69,17 @@ fn main() -> ExitCode {
         Some("attack-worker") => attack::worker_main(&args[1..]),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("fleet") => fleet::fleet(&args[1..]),
+        Some("portable") => portable::portable(&args[1..]),
+        Some("docs") => docs::docs(&args[1..]),
         Some("python-env") => python_env().map(|py| println!("{}", py.display())),
         _ => Err(format!(
-            "usage: cargo xtask <setup|layers|architecture|test|ci|conformance|interop|bench|attack|fuzz|fleet|python-env>\n  \
+            "usage: cargo xtask <setup|layers|architecture|test|ci|conformance|interop|bench|attack|fuzz|fleet|portable|docs|python-env>\n  \
              setup       check and install what the tests need from the machine [--check] [SUITE...]\n  \
              layers      check the crate layering of DESIGN.md and that no file points outside the tree\n  \
              architecture  file and function lengths and import circles within a crate [--check]\n  \
              test        run every test (sets up the Python interop venv first)\n  \
-             ci          fmt, clippy, cargo-deny, architecture, test, conformance, interop, attack --quick\n  \
+             ci          fmt, clippy, cargo-deny, architecture, test, conformance, interop, attack --quick,\n              \
+             portable\n  \
              conformance the official MCP conformance suite against the conformance-server\n              \
              and conformance-client examples (needs npm; installs Node 22 and the harness under target/)\n  \
              interop     Python and TypeScript SDK clients x our server, our client x their servers\n              \
@@ -80,6 +89,9 @@ fn main() -> ExitCode {
              fuzz        every fuzz target (nightly, cargo-fuzz) [--seconds N] [--ci] [TARGET...]\n  \
              fleet       3 fleet instances behind nginx on Redis, a load through a key rotation and\n              \
              a SIGKILL [--flows N] [--concurrency C]\n  \
+             docs        every published library documented as docs.rs would (nightly), warnings fail\n  \
+             portable    the minimum Rust version, mcp-types without std, the lower crates in\n              \
+             WebAssembly (a state sealed there, unsealed here) [--no-msrv]\n  \
              python-env  create target/py with {PYTHON_MCP} and print its python"
         )),
     };
@@ -179,5 +191,6 @@ fn ci() -> Result<(), String> {
     test(&[])?;
     conformance::conformance(&[])?;
     interop::interop()?;
-    attack::attack(&["--quick".to_owned()])
+    attack::attack(&["--quick".to_owned()])?;
+    portable::portable(&[])
 }

@@ -567,6 +567,9 @@ fn resolver(item: &Item) -> TokenStream {
         }
     });
     let dep_paths: Vec<&Path> = deps.iter().map(|(p, _, _)| p).collect();
+    // Explicit array lengths: `[&str; _]` needs Rust 1.89, above the declared minimum.
+    let reads_len = reads_names.len();
+    let deps_len = dep_paths.len();
     let dep_checks = deps.iter().map(|(path, conv, span)| {
         quote_spanned! {*span=> const _: () = __mcp::derive::assert_resolver_fits::<#path, #conv>(); }
     });
@@ -591,8 +594,8 @@ fn resolver(item: &Item) -> TokenStream {
                         #(#extract)*
                         #ident(#(#args),*).await
                     })
-                    .reads([#(#reads_names),*] as [&str; _])
-                    .depends_on([#(<#dep_paths as __mcp::derive::ResolverFn>::KEY),*] as [&str; _])
+                    .reads([#(#reads_names),*] as [&str; #reads_len])
+                    .depends_on([#(<#dep_paths as __mcp::derive::ResolverFn>::KEY),*] as [&str; #deps_len])
                 }
 
                 fn collect(into: &mut ::std::vec::Vec<__mcp::Resolver>) {

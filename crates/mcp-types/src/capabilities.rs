@@ -4,7 +4,9 @@
 //! server returns its own from `server/discover`; on 2025-11-25 both are exchanged once by
 //! `initialize`. Unknown capability sub-keys are kept in `extra`.
 
-use std::collections::BTreeMap;
+use crate::prelude::*;
+
+use alloc::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 

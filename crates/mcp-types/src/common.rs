@@ -1,7 +1,9 @@
 //! Pieces shared by many messages: plain and paginated request params, caching hints and the
 //! empty result.
 
-use std::fmt;
+use crate::prelude::*;
+
+use core::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -109,7 +111,7 @@ impl Serialize for ResultType {
 
 impl<'de> Deserialize<'de> for ResultType {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let s = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        let s = alloc::borrow::Cow::<'de, str>::deserialize(deserializer)?;
         Ok(ResultType::from(s.as_ref()))
     }
 }

@@ -1,6 +1,8 @@
 //! Argument completion: `completion/complete`.
 
-use std::collections::BTreeMap;
+use crate::prelude::*;
+
+use alloc::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,7 @@
 //! Content blocks: what tools return, prompts contain and sampling exchanges.
 
+use crate::prelude::*;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Number, Value};
 
@@ -315,7 +317,7 @@ impl<T> OneOrMany<T> {
     /// The blocks as a slice.
     pub fn as_slice(&self) -> &[T] {
         match self {
-            OneOrMany::One(one) => std::slice::from_ref(one),
+            OneOrMany::One(one) => core::slice::from_ref(one),
             OneOrMany::Many(many) => many,
         }
     }

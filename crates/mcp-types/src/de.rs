@@ -38,7 +38,7 @@ macro_rules! deserialize_with_extra {
                 struct KeyVisitor;
                 impl<'de> ::serde::de::Visitor<'de> for KeyVisitor {
                     type Value = Key;
-                    fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                    fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                         f.write_str("a member name")
                     }
                     fn visit_str<E: ::serde::de::Error>(self, v: &str) -> Result<Key, E> {
@@ -54,7 +54,7 @@ macro_rules! deserialize_with_extra {
                 struct Visitor;
                 impl<'de> ::serde::de::Visitor<'de> for Visitor {
                     type Value = $ty;
-                    fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                    fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                         f.write_str($expecting)
                     }
                     fn visit_map<A: ::serde::de::MapAccess<'de>>(self, mut map: A) -> Result<$ty, A::Error> {

@@ -1,5 +1,7 @@
 //! `server/discover` (2026-07-28): versions, capabilities and instructions, without a handshake.
 
+use crate::prelude::*;
+
 use serde::{Deserialize, Serialize};
 
 use crate::JsonObject;

@@ -4,7 +4,9 @@
 //! On 2026-07-28 an `elicitation/create` travels inside an `InputRequiredResult`; on 2025-11-25
 //! it is a server-to-client request. The params and the result are the same in both.
 
-use std::collections::BTreeMap;
+use crate::prelude::*;
+
+use alloc::collections::BTreeMap;
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

@@ -3,7 +3,9 @@
 //! 2026-07-28 reserves `-32020..-32099` for the spec; the legacy codes `-32002` (resource not
 //! found) and `-32042` (URL elicitation required) are kept so old peers can still be read.
 
-use std::fmt;
+use crate::prelude::*;
+
+use core::fmt;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -103,7 +105,7 @@ impl fmt::Display for ErrorObject {
     }
 }
 
-impl std::error::Error for ErrorObject {}
+impl core::error::Error for ErrorObject {}
 
 /// `data` of `-32022 UnsupportedProtocolVersion`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,8 +5,10 @@
 //! `mcp_transport_http::BoxFuture` names the same type. `mcp-state-seal` depends on no crate
 //! of ours and spells the same type out in its replay guard.
 
-use std::future::Future;
-use std::pin::Pin;
+use crate::prelude::*;
+
+use core::future::Future;
+use core::pin::Pin;
 
 /// A boxed, `Send` future borrowing for `'a` (`'static` for one that owns everything it
 /// uses, such as a handler's).

@@ -1,6 +1,8 @@
 //! Who a client or server is, and how it (or a tool, prompt or resource) looks: the
 //! `Implementation` and its `Icon`s.
 
+use crate::prelude::*;
+
 use serde::{Deserialize, Serialize};
 
 use crate::JsonObject;

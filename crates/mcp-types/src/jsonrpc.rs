@@ -5,7 +5,9 @@
 //! is rejected with a [`MessageError`] that names the problem and carries the request id when it
 //! could be read, ready to become the JSON-RPC error the spec names.
 
-use std::fmt;
+use crate::prelude::*;
+
+use core::fmt;
 
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::ser::{SerializeMap, Serializer};
@@ -250,7 +252,7 @@ impl fmt::Display for MessageError {
     }
 }
 
-impl std::error::Error for MessageError {}
+impl core::error::Error for MessageError {}
 
 /// The members of a message as read, before any rule is checked.
 #[derive(Default)]
@@ -274,7 +276,7 @@ impl<'de> Deserialize<'de> for Envelope {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Envelope, A::Error> {
                 let mut env = Envelope::default();
-                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                while let Some(key) = map.next_key::<alloc::borrow::Cow<'de, str>>()? {
                     match key.as_ref() {
                         "jsonrpc" => env.jsonrpc = Some(map.next_value()?),
                         "id" => env.id = Some(map.next_value()?),

@@ -1,6 +1,6 @@
 //! The severity of a log message (`logging/setLevel`, the `logLevel` a request names).
 
-use std::fmt;
+use core::fmt;
 
 use serde::{Deserialize, Serialize};
 

@@ -32,13 +32,28 @@
 //! let ClientRequest::CallTool(call) = ClientRequest::from_request(&request)? else { unreachable!() };
 //! assert_eq!(call.name, "echo");
 //! assert_eq!(call.meta.as_ref().and_then(|m| m.protocol_version.as_deref()), Some("2026-07-28"));
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # Ok::<(), Box<dyn core::error::Error>>(())
 //! ```
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// Without the `std` feature the crate needs only `core` and `alloc`.
+#![cfg_attr(not(feature = "std"), no_std)]
 // Messages are decoded once and moved rarely; boxing the larger variants would cost an
 // allocation per message to save a memcpy.
 #![allow(clippy::large_enum_variant)]
+
+extern crate alloc;
+
+/// What the standard prelude gives a `std` crate, for a `no_std` build; every module imports
+/// it, so both builds read the same.
+mod prelude {
+    pub(crate) use alloc::borrow::ToOwned;
+    pub(crate) use alloc::boxed::Box;
+    pub(crate) use alloc::format;
+    pub(crate) use alloc::string::{String, ToString};
+    pub(crate) use alloc::vec;
+    pub(crate) use alloc::vec::Vec;
+}
 
 pub mod capabilities;
 pub mod common;
@@ -87,4 +102,4 @@ pub use mrtr::{InputRequest, InputRequiredResult, InputResponse, Outcome, Result
 pub use version::ProtocolVersion;
 
 /// A JSON object: the type of `params`, `arguments`, `_meta` and every `extra` map.
-pub type JsonObject = serde_json::Map<String, serde_json::Value>;
+pub type JsonObject = serde_json::Map<alloc::string::String, serde_json::Value>;

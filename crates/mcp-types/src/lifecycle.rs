@@ -1,5 +1,7 @@
 //! Identity and the legacy handshake: `Implementation`, `initialize` (2025-11-25 only).
 
+use crate::prelude::*;
+
 use serde::{Deserialize, Serialize};
 
 use crate::JsonObject;

@@ -1,6 +1,8 @@
 //! Logging (deprecated in 2026-07-28): levels, the legacy `logging/setLevel` and
 //! `notifications/message`.
 
+use crate::prelude::*;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

@@ -5,7 +5,9 @@
 //! [`ServerResult::decode`] and [`ClientResult::decode`] take the method of the request they
 //! answer.
 
-use std::fmt;
+use crate::prelude::*;
+
+use core::fmt;
 
 use serde::de::DeserializeOwned;
 use serde::{Serialize, Serializer};
@@ -75,7 +77,7 @@ impl fmt::Display for ParamsError {
     }
 }
 
-impl std::error::Error for ParamsError {}
+impl core::error::Error for ParamsError {}
 
 fn decode_required<P: DeserializeOwned>(
     method: &str,
@@ -470,7 +472,7 @@ impl fmt::Display for ResultError {
     }
 }
 
-impl std::error::Error for ResultError {}
+impl core::error::Error for ResultError {}
 
 fn plain<T: DeserializeOwned>(method: &str, raw: &RawValue) -> Result<T, ResultError> {
     serde_json::from_str(raw.get()).map_err(|e| ResultError::Invalid {

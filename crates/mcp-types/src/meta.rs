@@ -5,7 +5,9 @@
 //! client info, log level); results carry `serverInfo`. Keys this crate does not know stay in
 //! [`Meta::extra`] and are written back unchanged.
 
-use std::sync::Arc;
+use crate::prelude::*;
+
+use alloc::sync::Arc;
 
 use serde::Serialize;
 

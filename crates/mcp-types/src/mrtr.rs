@@ -5,8 +5,10 @@
 //! fulfils every request under its key and retries the same call with `inputResponses` and the
 //! `requestState` echoed byte for byte. [`Outcome`] is what such a call decodes into.
 
-use std::collections::BTreeMap;
-use std::fmt;
+use crate::prelude::*;
+
+use alloc::collections::BTreeMap;
+use core::fmt;
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -247,7 +249,7 @@ impl fmt::Display for OutcomeError {
     }
 }
 
-impl std::error::Error for OutcomeError {}
+impl core::error::Error for OutcomeError {}
 
 #[derive(Deserialize)]
 struct ResultTypeProbe {

@@ -1,6 +1,8 @@
 //! Params of the notifications shared by both eras: progress, cancellation, and the empty
 //! params of list-changed and `initialized`.
 
+use crate::prelude::*;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Number;
 

@@ -9,7 +9,9 @@
 //! `string`, `integer` or `boolean` property, and no two annotations of one tool name the same
 //! header (case-insensitively).
 
-use std::fmt;
+use crate::prelude::*;
+
+use core::fmt;
 
 use serde_json::Value;
 
@@ -38,14 +40,14 @@ impl fmt::Display for InvalidParamHeader {
     }
 }
 
-impl std::error::Error for InvalidParamHeader {}
+impl core::error::Error for InvalidParamHeader {}
 
 impl ParamHeader {
     /// The annotations of a tool's input schema, in schema order, or why they are invalid.
     pub fn read_all(input_schema: &JsonObject) -> Result<Vec<ParamHeader>, InvalidParamHeader> {
         let mut found = Vec::new();
         walk(input_schema, &mut Vec::new(), false, &mut found)?;
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = alloc::collections::BTreeSet::new();
         for header in &found {
             if !seen.insert(header.name.to_ascii_lowercase()) {
                 return Err(invalid(format!(

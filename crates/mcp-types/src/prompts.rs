@@ -1,6 +1,8 @@
 //! Prompts: `prompts/list` and `prompts/get`.
 
-use std::collections::BTreeMap;
+use crate::prelude::*;
+
+use alloc::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 

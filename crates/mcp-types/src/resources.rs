@@ -1,6 +1,8 @@
 //! Resources: `resources/list`, `resources/templates/list`, `resources/read`, and the legacy
 //! `resources/subscribe`/`resources/unsubscribe`.
 
+use crate::prelude::*;
+
 use serde::{Deserialize, Serialize};
 
 use crate::JsonObject;

@@ -1,5 +1,7 @@
 //! Roots: the directories a client exposes (deprecated in 2026-07-28, still on the wire).
 
+use crate::prelude::*;
+
 use serde::{Deserialize, Serialize};
 
 use crate::JsonObject;

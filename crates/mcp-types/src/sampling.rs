@@ -1,6 +1,8 @@
 //! Sampling: the server asks the client's LLM for a completion (deprecated in 2026-07-28, still
 //! on the wire).
 
+use crate::prelude::*;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Number;
 

@@ -1,6 +1,8 @@
 //! `subscriptions/listen` (2026-07-28): one long-lived request whose response stream carries
 //! the change notifications the client opted in to.
 
+use crate::prelude::*;
+
 use serde::{Deserialize, Serialize};
 
 use crate::JsonObject;

@@ -1,6 +1,8 @@
 //! Core tasks of 2025-11-25 (experimental; moved to the `io.modelcontextprotocol/tasks`
 //! extension in 2026-07-28). Kept so legacy peers can be read and answered.
 
+use crate::prelude::*;
+
 use serde::{Deserialize, Serialize};
 
 use crate::JsonObject;

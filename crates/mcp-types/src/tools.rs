@@ -1,5 +1,7 @@
 //! Tools: `tools/list` and `tools/call`.
 
+use crate::prelude::*;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

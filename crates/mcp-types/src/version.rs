@@ -3,7 +3,7 @@
 //! Versions are compared by their position in the known list, never as strings, and an
 //! unknown version counts as nothing.
 
-use std::fmt;
+use core::fmt;
 
 /// The one table of protocol revisions, oldest first: each variant with its wire string and
 /// its era. A new revision is one line in the invocation below; the enum, [`ProtocolVersion::KNOWN`],
@@ -180,7 +180,11 @@ mod tests {
         );
         assert_eq!(SUPPORTED_VERSIONS, ["2026-07-28", "2025-11-25"]);
         // What a -32022 names as supported is listed by server/discover, whatever the table.
-        assert!(MODERN_VERSIONS.iter().all(|v| SUPPORTED_VERSIONS.contains(v)));
+        assert!(
+            MODERN_VERSIONS
+                .iter()
+                .all(|v| SUPPORTED_VERSIONS.contains(v))
+        );
         assert_eq!(ProtocolVersion::LATEST_LEGACY, ProtocolVersion::V2025_11_25);
         assert_eq!(ProtocolVersion::KNOWN.len(), 5);
     }

@@ -32,13 +32,16 @@ pub enum Suite {
     Attack,
     /// `cargo xtask fuzz`, the fuzz targets on nightly.
     Fuzz,
+    /// `cargo xtask portable`, the declared minimum Rust version, `mcp-types` without `std`,
+    /// and the two lower crates in WebAssembly.
+    Portable,
     /// `cargo xtask bench`, ours beside rmcp, a floor and the Python SDK.
     Bench,
 }
 
 impl Suite {
     /// Every suite, in the order CI runs them.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::Lint,
         Self::Test,
         Self::Conformance,
@@ -46,11 +49,12 @@ impl Suite {
         Self::Fleet,
         Self::Attack,
         Self::Fuzz,
+        Self::Portable,
         Self::Bench,
     ];
 
     /// The suites of `.ci/run` (every one but the benchmarks, which CI does not run).
-    pub const CI: [Self; 7] = [
+    pub const CI: [Self; 8] = [
         Self::Lint,
         Self::Test,
         Self::Conformance,
@@ -58,6 +62,7 @@ impl Suite {
         Self::Fleet,
         Self::Attack,
         Self::Fuzz,
+        Self::Portable,
     ];
 
     /// The name a user types: `cargo xtask setup test`.
@@ -70,6 +75,7 @@ impl Suite {
             Self::Fleet => "fleet",
             Self::Attack => "attack",
             Self::Fuzz => "fuzz",
+            Self::Portable => "portable",
             Self::Bench => "bench",
         }
     }
@@ -90,6 +96,7 @@ impl Suite {
             "fleet" => &[Self::Fleet],
             "attack" => &[Self::Attack],
             "fuzz" => &[Self::Fuzz],
+            "portable" | "docs" => &[Self::Portable],
             "bench" => &[Self::Bench],
             _ => &[],
         }
@@ -105,6 +112,8 @@ pub enum Install {
     RustupComponent(&'static str),
     /// A rustup toolchain (`rustup toolchain install --profile minimal`).
     RustupToolchain(&'static str),
+    /// A compilation target of the toolchain in use (`rustup target add`).
+    RustupTarget(&'static str),
     /// A cargo subcommand from crates.io (`cargo install --locked`).
     Cargo(&'static str),
 }
@@ -235,9 +244,72 @@ pub const NEEDS: &[Need] = &[
         applies: always,
     },
     Need {
+        name: "the minimum Rust version's toolchain",
+        why: "cargo xtask portable checks and tests the workspace with the declared rust-version",
+        suites: &[Suite::Portable],
+        present: || succeeds(Command::new("rustup").args(["run", MSRV, "rustc", "--version"])),
+        install: Install::RustupToolchain(MSRV),
+        required: true,
+        applies: always,
+    },
+    Need {
+        name: "target x86_64-unknown-none",
+        why: "mcp-types without std builds for a target that has no std",
+        suites: &[Suite::Portable],
+        present: || has_target(PORTABLE_TARGETS[0]),
+        install: Install::RustupTarget(PORTABLE_TARGETS[0]),
+        required: true,
+        applies: always,
+    },
+    Need {
+        name: "target wasm32-unknown-unknown",
+        why: "mcp-types and mcp-state-seal (feature wasm-js) in a JavaScript host",
+        suites: &[Suite::Portable],
+        present: || has_target(PORTABLE_TARGETS[1]),
+        install: Install::RustupTarget(PORTABLE_TARGETS[1]),
+        required: true,
+        applies: always,
+    },
+    Need {
+        name: "target wasm32-wasip1",
+        why: "a requestState sealed in WebAssembly under Node's WASI, unsealed natively",
+        suites: &[Suite::Portable],
+        present: || has_target(PORTABLE_TARGETS[2]),
+        install: Install::RustupTarget(PORTABLE_TARGETS[2]),
+        required: true,
+        applies: always,
+    },
+    Need {
+        name: "target wasm32-wasip2",
+        why: "mcp-types and mcp-state-seal build for WASI preview 2",
+        suites: &[Suite::Portable],
+        present: || has_target(PORTABLE_TARGETS[3]),
+        install: Install::RustupTarget(PORTABLE_TARGETS[3]),
+        required: true,
+        applies: always,
+    },
+    Need {
+        name: "clang",
+        why: "ring's C and assembly for the WebAssembly targets",
+        suites: &[Suite::Portable],
+        present: || program("clang").is_some(),
+        install: Install::Apt("clang"),
+        required: true,
+        applies: always,
+    },
+    Need {
+        name: "node",
+        why: "runs the wasm32-wasip1 sealing program (Node's built-in WASI)",
+        suites: &[Suite::Portable],
+        present: || program("node").is_some(),
+        install: Install::Apt("nodejs"),
+        required: true,
+        applies: always,
+    },
+    Need {
         name: "nightly toolchain",
-        why: "cargo fuzz builds with sanitizers on nightly (`cargo xtask fuzz --ci` skips without it)",
-        suites: &[Suite::Fuzz],
+        why: "cargo fuzz builds with sanitizers on nightly (`cargo xtask fuzz --ci` skips without it); `cargo xtask docs` documents as docs.rs does, on nightly",
+        suites: &[Suite::Fuzz, Suite::Portable],
         present: has_nightly,
         install: Install::RustupToolchain("nightly"),
         required: false,
@@ -306,7 +378,9 @@ impl Machine {
         mode == Mode::Install
             && match install {
                 Install::Apt(_) => self.root && self.apt,
-                Install::RustupComponent(_) | Install::RustupToolchain(_) => self.rustup,
+                Install::RustupComponent(_)
+                | Install::RustupToolchain(_)
+                | Install::RustupTarget(_) => self.rustup,
                 Install::Cargo(_) => true,
             }
     }
@@ -452,6 +526,7 @@ pub fn install_line(installs: &[Install], machine: Machine) -> String {
             Install::RustupToolchain(t) => {
                 lines.push(format!("rustup toolchain install {t} --profile minimal"));
             }
+            Install::RustupTarget(t) => lines.push(format!("rustup target add {t}")),
             Install::Cargo(c) => lines.push(format!("cargo install --locked {c}")),
             Install::Apt(_) => {}
         }
@@ -505,6 +580,11 @@ fn install(needs: &[&Need]) -> Result<(), String> {
                 command.args(["toolchain", "install", t, "--profile", "minimal"]);
                 command
             }
+            Install::RustupTarget(t) => {
+                let mut command = Command::new("rustup");
+                command.args(["target", "add", t]);
+                command
+            }
             Install::Cargo(c) => {
                 let mut command = Command::new("cargo");
                 command.args(["install", "--locked", "--quiet", c]);
@@ -546,6 +626,31 @@ fn succeeds(command: &mut Command) -> bool {
 /// The cargo that runs this process (rustup's proxy when run from a shell).
 fn cargo() -> Command {
     Command::new(env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+/// The minimum Rust version the workspace declares (`rust-version` in its `Cargo.toml`); a
+/// test keeps the two equal.
+pub const MSRV: &str = "1.88";
+
+/// The targets `cargo xtask portable` builds for: no `std` at all, then WebAssembly in a
+/// JavaScript host and under WASI (preview 1 and 2).
+pub const PORTABLE_TARGETS: [&str; 4] = [
+    "x86_64-unknown-none",
+    "wasm32-unknown-unknown",
+    "wasm32-wasip1",
+    "wasm32-wasip2",
+];
+
+fn has_target(target: &str) -> bool {
+    Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .stderr(Stdio::null())
+        .output()
+        .is_ok_and(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| l.trim() == target)
+        })
 }
 
 fn has_nightly() -> bool {
@@ -644,6 +749,16 @@ mod tests {
     }
 
     #[test]
+    fn the_msrv_toolchain_is_the_declared_rust_version() {
+        let manifest = std::fs::read_to_string(workspace_root().join("Cargo.toml")).unwrap();
+        let declared = manifest
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("rust-version = "))
+            .map(|v| v.trim_matches('"'));
+        assert_eq!(declared, Some(MSRV));
+    }
+
+    #[test]
     fn a_user_without_root_gets_one_sudo_line_for_every_package() {
         let redis = NEEDS.iter().find(|n| n.name == "redis-server").unwrap();
         let tmux = NEEDS.iter().find(|n| n.name == "tmux").unwrap();
@@ -718,6 +833,7 @@ mod tests {
                 Install::Apt(p) => p,
                 Install::RustupComponent(c) => c,
                 Install::RustupToolchain(t) => t,
+                Install::RustupTarget(t) => t,
                 Install::Cargo(c) => c,
             };
             assert!(

@@ -29,6 +29,8 @@
 //! assert_eq!(entry.name(), Some("pdf-processing"));
 //! ```
 
+use crate::prelude::*;
+
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;

@@ -27,7 +27,9 @@
 //! # Ok::<(), serde_json::Error>(())
 //! ```
 
-use std::collections::BTreeMap;
+use crate::prelude::*;
+
+use alloc::collections::BTreeMap;
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
