@@ -55,7 +55,12 @@ const EXEMPT: &[&str] = &[
     "mcp-guides",
 ];
 
-fn rank(name: &str) -> Option<usize> {
+/// The prefix every published package carries on crates.io (`keel-mcp-types`); the table
+/// names the crates without it.
+pub(crate) const PACKAGE_PREFIX: &str = "keel-";
+
+fn rank(package: &str) -> Option<usize> {
+    let name = package.strip_prefix(PACKAGE_PREFIX)?;
     LAYERS.iter().position(|(n, _)| *n == name)
 }
 
@@ -104,7 +109,13 @@ fn violations(metadata: &Value) -> Vec<String> {
             continue;
         }
         let Some(own) = rank(name) else {
-            problems.push(format!("crate `{name}` is not in the layer table; add it to xtask/src/layers.rs and DESIGN.md"));
+            if rank(&format!("{PACKAGE_PREFIX}{name}")).is_some() {
+                problems.push(format!(
+                    "crate `{name}` lacks the `{PACKAGE_PREFIX}` prefix every published package carries (name = \"{PACKAGE_PREFIX}{name}\")"
+                ));
+            } else {
+                problems.push(format!("crate `{name}` is not in the layer table; add it to xtask/src/layers.rs and docs/architecture.md"));
+            }
             continue;
         };
         let allowed = LAYERS[own].1;
@@ -155,14 +166,14 @@ mod tests {
     #[test]
     fn an_upward_edge_is_reported() {
         let metadata = json!({"packages": [
-            package("mcp-types", &[("serde", None)]),
-            package("mcp-state-seal", &[("mcp-server-core", None)]),
-            package("mcp-server-core", &[("mcp-types", None)]),
+            package("keel-mcp-types", &[("serde", None)]),
+            package("keel-mcp-state-seal", &[("keel-mcp-server-core", None)]),
+            package("keel-mcp-server-core", &[("keel-mcp-types", None)]),
         ]});
         assert_eq!(
             violations(&metadata),
             [
-                "`mcp-state-seal` depends on `mcp-server-core`, which is at or above it in the layer table"
+                "`keel-mcp-state-seal` depends on `keel-mcp-server-core`, which is at or above it in the layer table"
             ]
         );
     }
@@ -170,17 +181,30 @@ mod tests {
     #[test]
     fn a_third_party_crate_outside_the_row_is_reported_but_dev_dependencies_are_free() {
         let metadata = json!({"packages": [
-            package("mcp-types", &[("serde", None), ("tokio", None), ("boon", Some("dev"))]),
+            package("keel-mcp-types", &[("serde", None), ("tokio", None), ("boon", Some("dev"))]),
         ]});
         assert_eq!(
             violations(&metadata),
-            ["`mcp-types` depends on `tokio`; its layer allows only [\"serde\", \"serde_json\"]"]
+            [
+                "`keel-mcp-types` depends on `tokio`; its layer allows only [\"serde\", \"serde_json\"]"
+            ]
         );
     }
 
     #[test]
     fn an_unknown_workspace_crate_is_reported() {
-        let metadata = json!({"packages": [package("mcp-extra", &[])]});
+        let metadata = json!({"packages": [package("keel-mcp-extra", &[])]});
         assert_eq!(violations(&metadata).len(), 1);
+    }
+
+    #[test]
+    fn a_published_crate_without_the_prefix_is_reported() {
+        let metadata = json!({"packages": [package("mcp-types", &[("serde", None)])]});
+        assert_eq!(
+            violations(&metadata),
+            [
+                "crate `mcp-types` lacks the `keel-` prefix every published package carries (name = \"keel-mcp-types\")"
+            ]
+        );
     }
 }

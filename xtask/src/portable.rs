@@ -34,12 +34,18 @@ pub(crate) fn portable(args: &[String]) -> Result<(), String> {
         msrv()?;
     }
     let [none, js, wasip1, wasip2] = PORTABLE_TARGETS;
-    build(&["-p", "mcp-types", "--no-default-features", "--target", none])?;
+    build(&[
+        "-p",
+        "keel-mcp-types",
+        "--no-default-features",
+        "--target",
+        none,
+    ])?;
     for target in [js, wasip2] {
-        build(&["-p", "mcp-types", "--target", target])?;
+        build(&["-p", "keel-mcp-types", "--target", target])?;
     }
     for target in [wasip1, wasip2] {
-        build(&["-p", "mcp-state-seal", "--target", target])?;
+        build(&["-p", "keel-mcp-state-seal", "--target", target])?;
     }
     build(&[
         "-p",

@@ -1,5 +1,8 @@
 //! The Model Context Protocol client.
 //!
+//! Package `keel-mcp-client` on crates.io: `cargo add keel-mcp-client`,
+//! then `use mcp_client::…`.
+//!
 //! - [`Client`]: callbacks for elicitation, sampling and roots that serve both eras, era
 //!   detection ([`Mode::Auto`] probes with `server/discover` and falls back to `initialize`),
 //!   and the automatic multi-round-trip loop in `call_tool`, `get_prompt` and `read_resource`.

@@ -1,5 +1,8 @@
 //! The Model Context Protocol server engine: both protocol eras on one endpoint.
 //!
+//! Package `keel-mcp-server-core` on crates.io: `cargo add keel-mcp-server-core`,
+//! then `use mcp_server_core::…`.
+//!
 //! - [`Server`]: the low-level server, one async handler per method. `tools/call`,
 //!   `prompts/get` and `resources/read` may answer an `InputRequiredResult`; no other
 //!   handler can (a type error, not a runtime check).

@@ -2,6 +2,9 @@
 //! and `#[mcp::resolver]`. They only wire what `mcp-server-core` defines: parse the function,
 //! model its parameters, check them (every mistake, not just the first), then expand.
 //!
+//! Package `keel-mcp-server-macros` on crates.io: `cargo add keel-mcp-server-macros`,
+//! then `use mcp_server_macros::…`.
+//!
 //! Use them through the facade (`mcp`), which re-exports them; generated code refers to
 //! `::mcp`, or to the path given with `#[mcp(crate = path)]`.
 #![forbid(unsafe_code)]

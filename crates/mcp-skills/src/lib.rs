@@ -1,5 +1,8 @@
 //! Reading and checking skills (the `io.modelcontextprotocol/skills` extension, SEP-2640).
 //!
+//! Package `keel-mcp-skills` on crates.io: `cargo add keel-mcp-skills`,
+//! then `use mcp_skills::…`.
+//!
 //! The wire shape of a skill (its entry, its files with their digests) is `mcp-types`'; this
 //! crate is what both sides do with a skill's files: a server that builds entries from a
 //! directory and a client that verifies what it reads against an entry.

@@ -2,7 +2,7 @@
 //! replay it on another tool or with other arguments, replay it after it expired.
 //! Every attempt gets the same answer; only the server log learns why.
 //!
-//! `cargo run -p mcp-state-seal --example seal_demo`
+//! `cargo run -p keel-mcp-state-seal --example seal_demo`
 
 use std::time::{Duration, SystemTime};
 

@@ -1,5 +1,8 @@
 //! Sealing of the Model Context Protocol `requestState`.
 //!
+//! Package `keel-mcp-state-seal` on crates.io: `cargo add keel-mcp-state-seal`,
+//! then `use mcp_state_seal::…`.
+//!
 //! From protocol revision 2026-07-28 a server that needs more input answers
 //! `tools/call`, `prompts/get` or `resources/read` with
 //! `{"resultType":"input_required", …, "requestState":"…"}`, and the client echoes

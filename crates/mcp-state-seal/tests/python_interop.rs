@@ -4,7 +4,7 @@
 //!
 //! Set `MCP_INTEROP_PYTHON` to a Python with `mcp==2.3.0` installed, e.g.
 //! `python3 -m venv target/py && target/py/bin/pip install mcp==2.3.0`, then
-//! `MCP_INTEROP_PYTHON=target/py/bin/python cargo test -p mcp-state-seal --test python_interop`.
+//! `MCP_INTEROP_PYTHON=target/py/bin/python cargo test -p keel-mcp-state-seal --test python_interop`.
 //! Without it the tests are skipped, unless `MCP_REQUIRE_INTEROP=1`, which makes
 //! a missing interpreter a failure (for CI).
 

@@ -3,6 +3,9 @@
 //! ([`EventStore`](mcp_server_core::events::EventStore)) and [`RedisSeenStore`]
 //! ([`SeenStore`](mcp_state_seal::SeenStore), the replay guard), all from one [`RedisStores`].
 //!
+//! Package `keel-mcp-store-redis` on crates.io: `cargo add keel-mcp-store-redis`,
+//! then `use mcp_store_redis::…`.
+//!
 //! - **Keys** all start with the configured prefix (default `mcp`), and every key has a TTL:
 //!   tasks their protocol TTL (capped by [`RedisConfig::max_task_retention`]), seen-state ids
 //!   their state's expiry, SSE history the retention of its stream.

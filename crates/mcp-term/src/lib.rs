@@ -3,6 +3,9 @@
 //! reads them ([`browser`]), the answer sources ([`answers`]), the one entry point for every
 //! question ([`responder`]), the round loop ([`rounds`]), tool-argument coercion ([`args`]),
 //! `@name` config files ([`config`]) and what may reach the terminal ([`text`]).
+//!
+//! Package `keel-mcp-term` on crates.io (`cargo install keel-mcp-term`; the command is
+//! `mcp-term`).
 #![forbid(unsafe_code)]
 
 pub mod answers;

@@ -359,10 +359,10 @@ fn the_readme_shows_the_true_terminal_text() {
         .expect("the README has an mcp-term section")..];
     let command = section
         .lines()
-        .find(|l| l.starts_with("cargo run -q -p mcp-term -- "))
+        .find(|l| l.starts_with("cargo run -q -p keel-mcp-term -- "))
         .expect("the README shows the command");
     let args = command
-        .trim_start_matches("cargo run -q -p mcp-term -- ")
+        .trim_start_matches("cargo run -q -p keel-mcp-term -- ")
         .split(" -- ")
         .next()
         .unwrap();

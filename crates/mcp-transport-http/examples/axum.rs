@@ -1,6 +1,6 @@
 //! The MCP endpoint mounted inside an existing axum application, next to another route.
 //!
-//! `cargo run -p mcp-transport-http --example axum -- 127.0.0.1:8000`, then point any MCP
+//! `cargo run -p keel-mcp-transport-http --example axum -- 127.0.0.1:8000`, then point any MCP
 //! client at `http://127.0.0.1:8000/mcp` (and `curl http://127.0.0.1:8000/health`).
 
 use mcp_server_core::registry::{McpServer, ToolDef};

@@ -1,5 +1,8 @@
 //! The Model Context Protocol over Streamable HTTP, on hyper 1.
 //!
+//! Package `keel-mcp-transport-http` on crates.io: `cargo add keel-mcp-transport-http`,
+//! then `use mcp_transport_http::…`.
+//!
 //! - [`McpHttpService`]: the endpoint, as a hyper and `tower` service (mount it in axum with
 //!   `Router::route_service("/mcp", endpoint)`), or served by [`serve`] /
 //!   [`McpHttpService::serve_with_shutdown`]. Both eras on one endpoint: stateless 2026-07-28

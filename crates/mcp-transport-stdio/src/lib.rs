@@ -1,5 +1,8 @@
 //! The Model Context Protocol over stdio: one JSON message per line.
 //!
+//! Package `keel-mcp-transport-stdio` on crates.io: `cargo add keel-mcp-transport-stdio`,
+//! then `use mcp_transport_stdio::…`.
+//!
 //! - [`serve`] runs a server on the process's stdin and stdout (logs belong on stderr); an
 //!   `initialize` starts a 2025-11-25 session, requests carrying the 2026-07-28 envelope are
 //!   served statelessly, requests run concurrently, and EOF on stdin ends it cleanly after the

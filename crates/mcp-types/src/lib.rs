@@ -1,6 +1,9 @@
 //! Wire types of the Model Context Protocol (MCP), for both protocol eras:
 //! the stateless **2026-07-28** revision and the legacy **2025-11-25** one.
 //!
+//! Package `keel-mcp-types` on crates.io: `cargo add keel-mcp-types`,
+//! then `use mcp_types::…`.
+//!
 //! Every request, result and notification of both official JSON Schemas is a typed Rust value
 //! with serde. The types are a superset of the two revisions: a field that exists in only one
 //! revision is an `Option` that stays absent in the other. Unknown fields, unknown capability

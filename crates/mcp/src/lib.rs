@@ -1,5 +1,8 @@
 //! A Rust SDK for the Model Context Protocol.
 //!
+//! Package `keel-mcp` on crates.io: `cargo add keel-mcp`,
+//! then `use mcp::…`.
+//!
 //! One server speaks the stateless **2026-07-28** revision and the legacy **2025-11-25** one
 //! on the same endpoint. A tool asks its user a question with one annotated parameter: a
 //! 2026-07-28 client gets an `InputRequiredResult` whose `requestState` is sealed (nobody can

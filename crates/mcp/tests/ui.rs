@@ -1,6 +1,6 @@
 //! Compile-time behaviour of the macros: every supported form compiles (`ui/pass`), and every
 //! mistake is a readable error at the offending span (`ui/fail`, with `.stderr` snapshots).
-//! Regenerate the snapshots with `TRYBUILD=overwrite cargo test -p mcp --test ui` and review.
+//! Regenerate the snapshots with `TRYBUILD=overwrite cargo test -p keel-mcp --test ui` and review.
 
 #[test]
 fn ui() {
