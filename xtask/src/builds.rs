@@ -115,9 +115,9 @@ fn mcp_dependency(root: &Path, features: Option<&[&str]>) -> String {
     let path = root.join("crates").join("mcp");
     let path = path.display().to_string().replace('\\', "/");
     match features {
-        None => format!("mcp = {{ path = \"{path}\" }}"),
+        None => format!("mcp = {{ package = \"keel-mcp\", path = \"{path}\" }}"),
         Some(list) => format!(
-            "mcp = {{ path = \"{path}\", default-features = false, features = [{}] }}",
+            "mcp = {{ package = \"keel-mcp\", path = \"{path}\", default-features = false, features = [{}] }}",
             list.iter()
                 .map(|f| format!("\"{f}\""))
                 .collect::<Vec<_>>()

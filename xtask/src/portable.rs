@@ -49,7 +49,7 @@ pub(crate) fn portable(args: &[String]) -> Result<(), String> {
     }
     build(&[
         "-p",
-        "mcp-state-seal",
+        "keel-mcp-state-seal",
         "--features",
         "wasm-js",
         "--target",
