@@ -20,6 +20,7 @@
 mod cancel;
 mod context;
 pub mod events;
+mod extension;
 mod futures;
 pub mod gating;
 mod json_size;
@@ -44,6 +45,7 @@ pub mod trace;
 
 pub use cancel::CancellationToken;
 pub use context::RequestContext;
+pub use extension::{Extension, ExtensionIdError};
 pub use futures::{BoxFuture, HandlerResult};
 pub use limits::SessionLimits;
 pub use memory::MemoryConnection;

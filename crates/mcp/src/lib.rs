@@ -85,8 +85,8 @@ pub use mcp_server_core::registry::{
 pub use mcp_server_core::tasks;
 #[cfg(feature = "server")]
 pub use mcp_server_core::{
-    CacheHints, CancellationToken, ChangeNotifier, MemoryConnection, PeerError, RequestContext,
-    ResponseStream, Server, Service, Session, TransportContext,
+    CacheHints, CancellationToken, ChangeNotifier, Extension, ExtensionIdError, MemoryConnection,
+    PeerError, RequestContext, ResponseStream, Server, Service, Session, TransportContext,
 };
 #[cfg(feature = "server")]
 pub use mcp_types::mrtr::Outcome;
