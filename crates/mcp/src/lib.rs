@@ -74,10 +74,11 @@ pub use mcp_state_seal::RequestStateSecurity;
 
 #[cfg(feature = "server")]
 pub use mcp_server_core::registry::{
-    Accepted, BuildError, Context, ElicitModel, ElicitationResult, FromResolved, IntoPromptDef,
-    IntoPromptResult, IntoReadResult, IntoResourceDef, IntoToolDef, IntoToolResult, Json,
-    McpServer, PromptDef, Ready, Resolution, ResolvedValues, Resolver, ResolverInput, ResourceDef,
-    ResourceTemplateDef, SkillsLimits, ToolDef, ToolOutcome, ToolReply,
+    Accepted, AppDef, BuildError, Context, ElicitModel, ElicitationResult, FromResolved,
+    IntoPromptDef, IntoPromptResult, IntoReadResult, IntoResourceDef, IntoToolDef, IntoToolResult,
+    Json, McpServer, PromptDef, Ready, Resolution, ResolvedValues, Resolver, ResolverInput,
+    ResourceDef, ResourceTemplateDef, SkillsLimits, ToolDef, ToolOutcome, ToolReply, UiPermissions,
+    UiVisibility,
 };
 /// The Tasks extension on the server: [`TaskSupport`](tasks::TaskSupport), the
 /// [`TaskConfig`](tasks::TaskConfig) and the [`TaskStore`](tasks::TaskStore) trait.

@@ -47,6 +47,7 @@
 //! # Ok::<(), mcp_server_core::registry::BuildError>(())
 //! ```
 
+mod apps;
 #[doc(hidden)]
 pub mod derive;
 pub(crate) mod elicit;
@@ -100,8 +101,10 @@ use mcp_types::tools::{CallToolRequestParams, CallToolResult, ListToolsResult, T
 use mcp_types::{ErrorObject, JsonObject};
 use serde_json::Value;
 
+pub use apps::AppDef;
 pub use elicit::{ElicitModel, ElicitationResult, SchemaError, elicitation_schema};
 pub use error::BuildError;
+pub use mcp_types::ext::apps::{UiPermissions, Visibility as UiVisibility};
 pub use prompt::{Completer, IntoPromptResult, PromptDef};
 pub use resolve::{
     Accepted, FromResolved, Question, Ready, Resolution, ResolveError, Resolved, ResolvedValues,
@@ -184,6 +187,7 @@ pub struct McpServer {
     skills_dir: Option<std::path::PathBuf>,
     skills_limits: SkillsLimits,
     extensions: Vec<crate::Extension>,
+    apps: Vec<AppDef>,
 }
 
 impl fmt::Debug for McpServer {
@@ -225,6 +229,7 @@ impl McpServer {
             skills_dir: None,
             skills_limits: SkillsLimits::default(),
             extensions: Vec::new(),
+            apps: Vec::new(),
         }
     }
 
@@ -343,6 +348,16 @@ impl McpServer {
         self
     }
 
+    /// Registers an MCP App (`io.modelcontextprotocol/ui`): an HTML app served as its `ui://`
+    /// resource, for the tools linked to it with [`ToolDef::ui`]. The app, and the links, are
+    /// shown only to a client that declared the extension with the app MIME type; the server
+    /// advertises the extension to those clients only.
+    pub fn app(mut self, app: AppDef) -> Self {
+        self.apps.retain(|a| a.uri() != app.uri());
+        self.apps.push(app);
+        self
+    }
+
     /// Serves `extension` (see [`Extension`](crate::Extension)): its capability, its methods,
     /// its fields on the listed tools. Building checks that every tool and resource it binds
     /// is registered.
@@ -379,7 +394,13 @@ impl McpServer {
 
     /// Checks the definitions (resolver graphs, form schemas, names) and builds the low-level
     /// server.
-    pub fn build(self) -> Result<Server, BuildError> {
+    pub fn build(mut self) -> Result<Server, BuildError> {
+        if let Some((resources, extension)) =
+            apps::build(std::mem::take(&mut self.apps), &self.tools)?
+        {
+            self.resources.extend(resources);
+            self = self.extension(extension);
+        }
         self.check_extensions()?;
         let skills = match &self.skills_dir {
             Some(dir) => Some(Arc::new(skills::SkillCatalog::load(
