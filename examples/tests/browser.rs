@@ -3,7 +3,8 @@
 //! proxy on `localhost` (two origins); headless Chromium (Debian's, `/usr/bin/chromium`, or
 //! `$CHROMIUM`) driven by `playwright-core` loads the app under its CSP, lets it initialise,
 //! books a table through the host against our server, and saves a screenshot as
-//! `target/tmp/bistro-app.png`. `cargo xtask setup test` installs Chromium and npm.
+//! `target/tmp/bistro-app.png`. `cargo xtask setup test` installs Chromium and npm; `cargo
+//! xtask test` hands the test a Node 20 or newer in `MCP_NODE`.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -33,6 +34,12 @@ fn chromium() -> PathBuf {
         path.display()
     );
     path
+}
+
+/// The Node that runs playwright-core (20 or newer): `$MCP_NODE` (`cargo xtask test` sets it,
+/// installing one when the machine's is older), else `node`.
+fn node() -> PathBuf {
+    std::env::var_os("MCP_NODE").map_or_else(|| PathBuf::from("node"), PathBuf::from)
 }
 
 /// `npm ci` in `examples/apps/host` unless `node_modules` was made from this very lockfile.
@@ -83,7 +90,7 @@ async fn the_booking_app_books_a_table_through_a_host_in_chromium() {
 
     let output = tokio::time::timeout(
         Duration::from_secs(120),
-        Command::new("node")
+        Command::new(node())
             .current_dir(host_dir())
             .arg("drive.mjs")
             .arg(format!("http://127.0.0.1:{port}/host.html"))
