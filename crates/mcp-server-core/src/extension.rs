@@ -33,12 +33,14 @@ type Method = Arc<
 type Accepts = Arc<dyn Fn(&JsonObject) -> bool + Send + Sync>;
 
 /// A method an extension adds: its handler, whether its result is cacheable (gets `ttlMs` and
-/// `cacheScope` on 2026-07-28 when the handler set none), and the extension a client must
-/// declare to call it, if any.
+/// `cacheScope` on 2026-07-28 when the handler set none), the extension it belongs to (none
+/// for `Server::on_extension_request`), and that extension again when a client must declare it
+/// to call the method.
 #[derive(Clone)]
 pub(crate) struct ExtensionMethod {
     pub(crate) handler: Method,
     pub(crate) cacheable: bool,
+    pub(crate) owner: Option<Arc<Extension>>,
     pub(crate) requires: Option<Arc<Extension>>,
 }
 

@@ -162,12 +162,16 @@ impl Server {
     /// with the same identifier is replaced; a method another extension serves is taken over.
     pub fn with_extension(mut self, extension: Extension) -> Self {
         let (extension, methods) = self.extensions.add(extension);
+        // The methods of an extension this one replaces go with it.
+        self.extension_methods
+            .retain(|_, m| m.owner.as_ref().is_none_or(|o| o.id() != extension.id()));
         for (method, handler, cacheable) in methods {
             self.extension_methods.insert(
                 method,
                 ExtensionMethod {
                     handler,
                     cacheable,
+                    owner: Some(extension.clone()),
                     requires: extension.requires_declaration().then(|| extension.clone()),
                 },
             );
@@ -214,6 +218,7 @@ impl Server {
             ExtensionMethod {
                 handler,
                 cacheable,
+                owner: None,
                 requires: None,
             },
         );

@@ -351,3 +351,37 @@ fn building_refuses_bindings_to_what_is_not_registered_and_bad_identifiers() {
             .starts_with("`stamps` is not an extension identifier")
     );
 }
+
+#[tokio::test]
+async fn an_extension_replaced_by_one_with_its_identifier_takes_its_methods_along() {
+    let second = Extension::new(EXT)
+        .unwrap()
+        .request("stamps/other", |_ctx, _params| async {
+            Ok(serde_json::Map::new())
+        });
+    let service = mcp_server_core::Server::new("bistro")
+        .with_extension(stamps())
+        .with_extension(second)
+        .into_service();
+    let mut c = TestClient::new(&service);
+    let gone = raw(
+        &mut c,
+        "stamps/count",
+        modern_params(json!({}), &declaring()),
+    )
+    .await;
+    assert_eq!(
+        gone,
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found","data":"stamps/count"}}"#
+    );
+    let kept: Value = serde_json::from_str(
+        &raw(
+            &mut c,
+            "stamps/other",
+            modern_params(json!({}), &declaring()),
+        )
+        .await,
+    )
+    .unwrap();
+    assert_eq!(kept["result"]["resultType"], "complete");
+}
