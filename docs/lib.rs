@@ -20,6 +20,8 @@ guides! {
     ClientGuide => "client.md",
     Tasks => "tasks.md",
     Skills => "skills.md",
+    Extensions => "extensions.md",
+    Apps => "apps.md",
     Transports => "transports.md",
     Authorization => "authorization.md",
     LowLevelServer => "low-level-server.md",

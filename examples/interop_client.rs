@@ -10,7 +10,8 @@
 //! `--era 2026-07-28` pins the stateless revision (no probe); `--era 2025-11-25` runs the
 //! legacy `initialize` handshake. `--probe` connects in `Mode::Auto` instead (a
 //! `server/discover` probe, `initialize` on a legacy answer) and still requires `--era`'s
-//! version to be the one negotiated.
+//! version to be the one negotiated. `--apps` declares MCP Apps and adds a flow that reads the
+//! app of the server's `show_dashboard` tool (the Python twin serves it with the SDK's `Apps`).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::process::ExitCode;
@@ -412,6 +413,41 @@ const FLOWS: [&str; 10] = [
     "e. order (three rounds)",
 ];
 
+const APPS_FLOW: &str = "f. MCP Apps: the tool's app, read with its MIME type and _meta.ui";
+const DASHBOARD_URI: &str = "ui://interop/dashboard";
+const DASHBOARD_HTML: &str =
+    "<!doctype html><html><body><h1>Orders</h1><p>3 open orders</p></body></html>";
+
+/// `--apps`: the server's `show_dashboard` tool is linked to its app, which reads back as one.
+async fn apps(client: &Client) -> Result<(), Failure> {
+    let tools = client.list_all_tools().await.map_err(|e| e.to_string())?;
+    let tool = tools
+        .iter()
+        .find(|t| t.name == "show_dashboard")
+        .ok_or("show_dashboard is not listed")?;
+    let link = Client::tool_app(tool).ok_or("show_dashboard has no app")?;
+    expect(
+        "resourceUri",
+        link.resource_uri.as_deref(),
+        Some(DASHBOARD_URI),
+    )?;
+    expect("model visible", link.model_visible(), true)?;
+    let app = client
+        .read_app(DASHBOARD_URI)
+        .await
+        .map_err(|e| e.to_string())?;
+    expect("html", app.html.as_str(), DASHBOARD_HTML)?;
+    let csp = app.meta.csp.clone().unwrap_or_default();
+    expect(
+        "connectDomains",
+        csp.connect_domains,
+        Some(vec!["https://api.example.com".to_owned()]),
+    )?;
+    expect("prefersBorder", app.meta.prefers_border, Some(true))?;
+    let done = text(client.call_tool("show_dashboard", json!({})).await)?;
+    expect("text", done.as_str(), "Dashboard: 3 open orders.")
+}
+
 async fn flow(index: usize, client: &Client, script: &Shared, era: &str) -> Result<(), Failure> {
     match index {
         0 => delete_empty(client, script).await,
@@ -443,6 +479,7 @@ async fn connect(
     target: &Target,
     era: &str,
     probe: bool,
+    with_apps: bool,
     script: &Shared,
 ) -> Result<Client, ClientError> {
     let mode = if probe {
@@ -452,7 +489,7 @@ async fn connect(
     } else {
         Mode::Pinned(era.to_owned())
     };
-    let builder = builder(script).mode(mode);
+    let builder = builder(script).mode(mode).apps(with_apps);
     match target {
         Target::Url(url) => builder.connect_http(url).await,
         Target::Command(command) => {
@@ -463,10 +500,12 @@ async fn connect(
     }
 }
 
-/// The target, the era, and whether to find the era with a `server/discover` probe.
-fn parse_args() -> Result<(Target, String, bool), String> {
+/// The target, the era, whether to find the era with a `server/discover` probe, and whether to
+/// declare MCP Apps and run its flow.
+fn parse_args() -> Result<(Target, String, bool, bool), String> {
     let mut era = MODERN.to_owned();
     let mut probe = false;
+    let mut with_apps = false;
     let mut url = None;
     let mut command = Vec::new();
     let mut args = std::env::args().skip(1);
@@ -475,6 +514,7 @@ fn parse_args() -> Result<(Target, String, bool), String> {
             "--era" => era = args.next().ok_or("--era needs a version")?,
             "--url" => url = Some(args.next().ok_or("--url needs a URL")?),
             "--probe" => probe = true,
+            "--apps" => with_apps = true,
             "--" => {
                 command.extend(args.by_ref());
             }
@@ -489,22 +529,22 @@ fn parse_args() -> Result<(Target, String, bool), String> {
         (None, false) => Target::Command(command),
         _ => return Err("give exactly one of --url URL or -- COMMAND ARGS...".into()),
     };
-    Ok((target, era, probe))
+    Ok((target, era, probe, with_apps))
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let (target, era, probe) = match parse_args() {
+    let (target, era, probe, with_apps) = match parse_args() {
         Ok(parsed) => parsed,
         Err(message) => {
             eprintln!(
-                "{message}\nusage: interop-client [--era {MODERN}|{LEGACY}] [--probe] (--url URL | -- COMMAND ARGS...)"
+                "{message}\nusage: interop-client [--era {MODERN}|{LEGACY}] [--probe] [--apps] (--url URL | -- COMMAND ARGS...)"
             );
             return ExitCode::from(2);
         }
     };
     let script = Shared::default();
-    let client = match connect(&target, &era, probe, &script).await {
+    let client = match connect(&target, &era, probe, with_apps, &script).await {
         Ok(client) => client,
         Err(e) => {
             println!("FAIL  connect: {e}");
@@ -531,10 +571,24 @@ async fn main() -> ExitCode {
             }
         }
     }
+    let mut total = FLOWS.len();
+    if with_apps {
+        total += 1;
+        let outcome = tokio::time::timeout(Duration::from_secs(60), apps(&client))
+            .await
+            .unwrap_or_else(|_| Err("timed out after 60 s".into()));
+        match outcome {
+            Ok(()) => println!("ok    {APPS_FLOW}"),
+            Err(failure) => {
+                failures += 1;
+                println!("FAIL  {APPS_FLOW}: {failure}");
+            }
+        }
+    }
     client.close().await;
     println!(
         "rust client, era {era}: {} passed, {failures} failed",
-        FLOWS.len() - failures
+        total - failures
     );
     if failures == 0 {
         ExitCode::SUCCESS

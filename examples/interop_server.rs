@@ -12,6 +12,8 @@
 //!   state `provision-v1`); a 2025-11-25 session cannot carry an `InputRequiredResult`, so
 //!   there it asks the same question live.
 //! - `order()`: three questions, each depending on the answer before, so three rounds.
+//! - `show_dashboard()`: linked to the MCP App `ui://interop/dashboard`, whose HTML declares one
+//!   connect origin and asks for a border (shown only to clients that declare MCP Apps).
 //!
 //! Run it with `cargo run -p mcp-examples --example interop-server -- [--stdio | --http ADDR]`.
 
@@ -27,7 +29,9 @@ use mcp::types::sampling::{CreateMessageRequestParams, CreateMessageResult, Samp
 use mcp::types::tools::CallToolResult;
 use mcp::types::version::Era;
 use mcp::types::{JsonObject, Role};
-use mcp::{Context, ElicitationResult, McpServer, Outcome, Resolution, ToolDef, ToolOutcome};
+use mcp::{
+    AppDef, Context, ElicitationResult, McpServer, Outcome, Resolution, ToolDef, ToolOutcome,
+};
 use mcp_examples::files;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -235,6 +239,17 @@ async fn order(
     )
 }
 
+/// The dashboard app's URI and HTML, the same as the Python twin's.
+const DASHBOARD_URI: &str = "ui://interop/dashboard";
+const DASHBOARD_HTML: &str =
+    "<!doctype html><html><body><h1>Orders</h1><p>3 open orders</p></body></html>";
+
+/// Show the orders dashboard.
+#[mcp::tool(ui = "ui://interop/dashboard")]
+async fn show_dashboard() -> String {
+    "Dashboard: 3 open orders.".to_owned()
+}
+
 fn server() -> McpServer {
     let provision = ToolDef::new("provision")
         .description("Provision a database. Asks which region to put it in.")
@@ -246,6 +261,13 @@ fn server() -> McpServer {
         .tool(plan_trip)
         .tool(provision)
         .tool(order)
+        .tool(show_dashboard)
+        .app(
+            AppDef::new(DASHBOARD_URI, "dashboard")
+                .html(DASHBOARD_HTML)
+                .connect_domain("https://api.example.com")
+                .prefers_border(true),
+        )
         .prompt(mcp_examples::briefing::briefing)
         .resource(vault)
 }

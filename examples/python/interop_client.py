@@ -19,6 +19,7 @@ import anyio
 
 from mcp import Client
 from mcp.client import ClientRequestContext
+from mcp.client.extension import advertise
 from mcp.client.stdio import StdioServerParameters
 from mcp.types import (
     CallToolResult,
@@ -184,6 +185,32 @@ async def provision(client: Client, script: Script, era: str) -> None:
     expect("text", text, "Provisioned 'orders' in eu-west-1.")
 
 
+APPS = "io.modelcontextprotocol/ui"
+APP_MIME = "text/html;profile=mcp-app"
+DASHBOARD_URI = "ui://interop/dashboard"
+DASHBOARD_HTML = "<!doctype html><html><body><h1>Orders</h1><p>3 open orders</p></body></html>"
+
+
+async def apps(client: Client, script: Script, era: str) -> None:
+    # The client declared MCP Apps: the tool's link, the app with its MIME type and _meta.ui.
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    if "show_dashboard" not in tools:
+        raise Mismatch(f"show_dashboard is not listed: {sorted(tools)}")
+    expect("tool _meta", tools["show_dashboard"].meta, {"ui": {"resourceUri": DASHBOARD_URI}})
+    result = await client.read_resource(DASHBOARD_URI)
+    expect("contents", len(result.contents), 1)
+    contents = result.contents[0]
+    expect("uri", str(contents.uri), DASHBOARD_URI)
+    expect("mimeType", contents.mime_type, APP_MIME)
+    expect("text", getattr(contents, "text", None), DASHBOARD_HTML)
+    expect(
+        "contents _meta",
+        contents.meta,
+        {"ui": {"csp": {"connectDomains": ["https://api.example.com"]}, "prefersBorder": True}},
+    )
+    expect("text of the linked tool", tool_text(await client.call_tool("show_dashboard", {})), "Dashboard: 3 open orders.")
+
+
 ORDER_QUESTIONS = ["Your name?", "Ada, your favourite colour?", "How big, in green?"]
 ORDER_ANSWERS = [{"name": "Ada"}, {"color": "green"}, {"size": 3}]
 
@@ -229,6 +256,7 @@ FLOWS: list[tuple[str, Flow]] = [
     ("c. resource vault://{item}", vault),
     ("d. provision (hand-built state)", provision),
     ("e. order (three rounds)", order),
+    ("f. MCP Apps: the tool's app, read with its MIME type and _meta.ui", apps),
 ]
 
 
@@ -241,6 +269,7 @@ async def run(target: str | StdioServerParameters, era: str) -> int:
         elicitation_callback=script.elicit,
         sampling_callback=script.sample,
         list_roots_callback=script.list_roots,
+        extensions=[advertise(APPS, {"mimeTypes": [APP_MIME]})],
         read_timeout_seconds=30,
     ) as client:
         expect("negotiated version", client.protocol_version, era)

@@ -14,6 +14,8 @@ client gets InputRequiredResult rounds.
   "provision-v1"); a 2025-11-25 session cannot carry an InputRequiredResult, so there it asks
   the same question live.
 - order(): three questions, each depending on the answer before, so three rounds.
+- show_dashboard(): linked to the MCP App ui://interop/dashboard (the `Apps` extension), whose
+  HTML declares one connect origin and asks for a border.
 """
 
 import argparse
@@ -22,6 +24,7 @@ from typing import Annotated
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
+from mcp.server.apps import Apps, ResourceCsp
 from mcp.server.mcpserver import (
     AcceptedElicitation,
     CancelledElicitation,
@@ -46,7 +49,26 @@ from mcp.types import (
     TextContent,
 )
 
-mcp = MCPServer("interop")
+DASHBOARD_URI = "ui://interop/dashboard"
+DASHBOARD_HTML = "<!doctype html><html><body><h1>Orders</h1><p>3 open orders</p></body></html>"
+
+apps = Apps()
+
+
+@apps.tool(resource_uri=DASHBOARD_URI, description="Show the orders dashboard.")
+def show_dashboard() -> str:
+    return "Dashboard: 3 open orders."
+
+
+apps.add_html_resource(
+    DASHBOARD_URI,
+    DASHBOARD_HTML,
+    name="dashboard",
+    csp=ResourceCsp(connect_domains=["https://api.example.com"]),
+    prefers_border=True,
+)
+
+mcp = MCPServer("interop", extensions=[apps])
 
 
 def is_legacy(ctx: Context) -> bool:

@@ -3,6 +3,7 @@
 //! example programs, the README demo and the interop tests all reuse.
 
 pub mod bistro;
+pub mod bistro_app;
 pub mod briefing;
 pub mod builds;
 pub mod cli;

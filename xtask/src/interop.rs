@@ -183,6 +183,10 @@ impl Programs {
         if cell.probe {
             command.arg("--probe");
         }
+        // The Python twin serves an MCP App with the SDK's `Apps`; the TypeScript one has none.
+        if cell.side == Side::RustClient && cell.peer == Peer::Python {
+            command.arg("--apps");
+        }
         match url {
             Some(url) => {
                 command.args(["--url", url]);

@@ -166,9 +166,15 @@ fn test(extra: &[String]) -> Result<(), String> {
     // `--all-targets` builds the examples as test harnesses; the example tests run the
     // programs themselves, so build those first.
     run(cargo().args(["build", "-p", "mcp-examples", "--examples"]))?;
+    // The MCP Apps browser test runs playwright-core, which needs Node 20: the machine's, or
+    // the one the conformance task installs when the machine's is older (Debian 12 has 18).
+    let root = workspace_root();
+    let target = env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let node = conformance::ensure_node(&target.join("conformance-tools"), 20)?;
     run(cargo()
         .args(["test", "--workspace", "--all-targets"])
         .args(extra)
+        .env("MCP_NODE", &node)
         .env("MCP_INTEROP_PYTHON", &python)
         .env("MCP_REQUIRE_INTEROP", "1"))?;
     run(cargo().args(["test", "--workspace", "--doc"]).args(extra))

@@ -1,6 +1,7 @@
 //! The client: one connection, era negotiation, request/response correlation, the legacy
 //! back-channel, and the automatic multi-round-trip loop.
 
+mod apps;
 mod builder;
 mod calls;
 mod connection;
@@ -11,6 +12,7 @@ mod settings;
 pub(crate) mod skills;
 pub(crate) mod tasks;
 
+pub use apps::App;
 pub use builder::ClientBuilder;
 pub use calls::{CallOutcome, HasMetaMut, Session};
 pub(crate) use calls::{decode_outcome, tool_arguments};

@@ -90,6 +90,13 @@ pub enum ClientError {
         /// What did not match.
         reason: String,
     },
+    /// What `read_app` read is not an MCP App (`ui://`, `text/html;profile=mcp-app`).
+    NotAnApp {
+        /// The URI read.
+        uri: String,
+        /// Why it is not one.
+        reason: String,
+    },
 }
 
 impl fmt::Display for ClientError {
@@ -153,6 +160,9 @@ impl fmt::Display for ClientError {
             ClientError::Cancelled => f.write_str("the call was cancelled"),
             ClientError::SkillVerification { uri, reason } => {
                 write!(f, "skill file {uri} refused: {reason}")
+            }
+            ClientError::NotAnApp { uri, reason } => {
+                write!(f, "{uri} is not an MCP App: {reason}")
             }
         }
     }

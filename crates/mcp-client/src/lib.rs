@@ -29,7 +29,7 @@ pub use client::tasks::{
     MIN_POLL_INTERVAL,
 };
 pub use client::{
-    BACKOFF_CAP, BACKOFF_START, CallOptions, CallOutcome, Client, ClientBuilder,
+    App, BACKOFF_CAP, BACKOFF_START, CallOptions, CallOutcome, Client, ClientBuilder,
     DEFAULT_MAX_INPUT_REQUESTS, DEFAULT_MAX_ROUNDS, DEFAULT_MAX_SERVER_REQUESTS,
     DEFAULT_REQUEST_TIMEOUT, DISCOVER_TIMEOUT, HasMetaMut, LEGACY_VERSIONS, MODERN_VERSIONS, Mode,
     Negotiated, Session, TaskCall, TaskHandle, ToolLeg,

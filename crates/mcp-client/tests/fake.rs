@@ -595,3 +595,48 @@ async fn declared_capabilities_notifications_and_bad_arguments() {
         ]
     );
 }
+
+/// What a client declares on the wire with and without MCP Apps, in both eras: nothing more
+/// than before unless asked, and exactly the extension's settings when asked.
+#[tokio::test]
+async fn apps_are_declared_only_when_asked_in_both_eras() {
+    let script = |m: &Value| match m["method"].as_str() {
+        Some("initialize") => Some(json!({"result": {
+            "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+            "serverInfo": {"name": "s", "version": "1"}
+        }})),
+        Some("tools/list") => Some(json!({"result": {"tools": [], "resultType": "complete"}})),
+        _ => None,
+    };
+    let declared = json!({"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}});
+    for (apps, want) in [(false, json!({})), (true, declared)] {
+        // 2025-11-25: once, in initialize.
+        let (fake, sent) = Fake::new(script);
+        let client = Client::builder()
+            .mode(Mode::Legacy)
+            .apps(apps)
+            .connect(fake)
+            .await
+            .unwrap();
+        client.list_tools(None).await.unwrap();
+        let init = calls(&sent, "initialize");
+        assert_eq!(
+            init[0].1["params"]["capabilities"], want,
+            "legacy, apps: {apps}"
+        );
+        // 2026-07-28: on every request.
+        let (fake, sent) = Fake::new(script);
+        let client = Client::builder()
+            .mode(Mode::Pinned("2026-07-28".into()))
+            .apps(apps)
+            .connect(fake)
+            .await
+            .unwrap();
+        client.list_tools(None).await.unwrap();
+        let list = calls(&sent, "tools/list");
+        assert_eq!(
+            list[0].1["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"], want,
+            "modern, apps: {apps}"
+        );
+    }
+}

@@ -126,6 +126,14 @@ impl RequestContext {
         &self.client_capabilities
     }
 
+    /// The settings the client declared for extension `id` (on 2026-07-28 in this request's
+    /// capabilities, on 2025-11-25 in the session's), or `None` when it did not declare it.
+    /// Whether it counts as negotiated is the extension's call:
+    /// [`Extension::negotiated`](crate::Extension::negotiated).
+    pub fn extension(&self, id: &str) -> Option<&mcp_types::JsonObject> {
+        self.client_capabilities.extensions.as_ref()?.get(id)
+    }
+
     /// The client's self-reported identity, if it sent one. Never a security signal.
     pub fn client_info(&self) -> Option<&Implementation> {
         self.client_info.as_deref()

@@ -23,6 +23,7 @@
 mod cancel;
 mod context;
 pub mod events;
+mod extension;
 mod futures;
 pub mod gating;
 mod json_size;
@@ -47,6 +48,7 @@ pub mod trace;
 
 pub use cancel::CancellationToken;
 pub use context::RequestContext;
+pub use extension::{Extension, ExtensionIdError};
 pub use futures::{BoxFuture, HandlerResult};
 pub use limits::SessionLimits;
 pub use memory::MemoryConnection;

@@ -24,6 +24,7 @@ use mcp_types::resources::{
 use mcp_types::tools::{CallToolRequestParams, CallToolResult, ListToolsResult};
 
 use crate::context::RequestContext;
+use crate::extension::{Extension, ExtensionMethod, Extensions};
 use crate::futures::{BoxFuture, HandlerResult};
 use crate::limits::SessionLimits;
 use crate::stamp::CacheHints;
@@ -91,16 +92,8 @@ pub struct Server {
     pub(crate) update_filter: Option<UpdateFilter>,
     pub(crate) tasks: Option<crate::tasks::TaskEngine>,
     pub(crate) task_tools: std::collections::HashMap<String, crate::tasks::TaskSupport>,
-    pub(crate) extensions: std::collections::BTreeMap<String, JsonObject>,
+    pub(crate) extensions: Extensions,
     pub(crate) extension_methods: HashMap<String, ExtensionMethod>,
-}
-
-/// A method an extension adds: its handler, and whether its result is cacheable (gets
-/// `ttlMs` and `cacheScope` on 2026-07-28 when the handler set none).
-#[derive(Clone)]
-pub(crate) struct ExtensionMethod {
-    pub(crate) handler: Handler<JsonObject, JsonObject>,
-    pub(crate) cacheable: bool,
 }
 
 /// Decides whether a subscriber (by its principal) may learn that a resource changed.
@@ -149,7 +142,7 @@ impl Server {
             update_filter: None,
             tasks: None,
             task_tools: std::collections::HashMap::new(),
-            extensions: std::collections::BTreeMap::new(),
+            extensions: Extensions::default(),
             extension_methods: HashMap::new(),
         }
     }
@@ -157,9 +150,32 @@ impl Server {
     /// Advertises extension `id` with these settings under `capabilities.extensions`, in
     /// `server/discover` and in the 2025-11-25 `initialize` result alike (`{}` declares
     /// support with no optional features). Serve its methods with
-    /// [`on_extension_request`](Self::on_extension_request).
-    pub fn extension(mut self, id: impl Into<String>, settings: JsonObject) -> Self {
-        self.extensions.insert(id.into(), settings);
+    /// [`on_extension_request`](Self::on_extension_request), or build an [`Extension`] and
+    /// give it to [`with_extension`](Self::with_extension) to bind methods and fields to it.
+    pub fn extension(self, id: impl Into<String>, settings: JsonObject) -> Self {
+        self.with_extension(Extension::unchecked(id.into()).settings(settings))
+    }
+
+    /// Serves `extension`: advertises it (see
+    /// [`Extension::advertise_to_declaring_clients_only`]), routes its methods, and applies
+    /// its fields and hidings to `tools/list` and `resources/list` per client. An extension
+    /// with the same identifier is replaced; a method another extension serves is taken over.
+    pub fn with_extension(mut self, extension: Extension) -> Self {
+        let (extension, methods) = self.extensions.add(extension);
+        // The methods of an extension this one replaces go with it.
+        self.extension_methods
+            .retain(|_, m| m.owner.as_ref().is_none_or(|o| o.id() != extension.id()));
+        for (method, handler, cacheable) in methods {
+            self.extension_methods.insert(
+                method,
+                ExtensionMethod {
+                    handler,
+                    cacheable,
+                    owner: Some(extension.clone()),
+                    requires: extension.requires_declaration().then(|| extension.clone()),
+                },
+            );
+        }
         self
     }
 
@@ -197,8 +213,15 @@ impl Server {
         cacheable: bool,
         handler: Handler<JsonObject, JsonObject>,
     ) -> Self {
-        self.extension_methods
-            .insert(method, ExtensionMethod { handler, cacheable });
+        self.extension_methods.insert(
+            method,
+            ExtensionMethod {
+                handler,
+                cacheable,
+                owner: None,
+                requires: None,
+            },
+        );
         self
     }
 
@@ -323,7 +346,11 @@ impl Server {
     /// [`RequestContext::run_as_task`]). See [`crate::tasks`].
     pub fn tasks(mut self, config: crate::tasks::TaskConfig) -> Self {
         self.tasks = Some(crate::tasks::TaskEngine::new(config));
-        self
+        // 2025-11-25 has its own core tasks: the extension is advertised on 2026-07-28 only.
+        let tasks = Extension::unchecked(mcp_types::ext::tasks::EXTENSION_ID.to_owned())
+            .settings(mcp_types::ext::tasks::capability())
+            .modern_only();
+        self.with_extension(tasks)
     }
 
     /// Declares whether tool `name` runs as a task (default [`TaskSupport::Forbidden`]).
@@ -421,17 +448,7 @@ impl Server {
             completions: self.handlers.complete.is_some().then(JsonObject::new),
             logging: self.logging.then(JsonObject::new),
             extensions: {
-                let mut extensions: std::collections::BTreeMap<String, _> = self
-                    .extensions
-                    .iter()
-                    .map(|(id, settings)| (id.clone(), settings.clone()))
-                    .collect();
-                if self.tasks.is_some() {
-                    extensions.insert(
-                        mcp_types::ext::tasks::EXTENSION_ID.to_owned(),
-                        mcp_types::ext::tasks::capability(),
-                    );
-                }
+                let extensions = self.extensions.advertised(false);
                 (!extensions.is_empty()).then_some(extensions)
             },
             ..ServerCapabilities::default()

@@ -275,6 +275,11 @@ fn tool_parts(item: &Item, target: Target) -> Parts {
         };
         quote!(__def = __def.task(__mcp::TaskSupport::#variant);)
     });
+    let ui = item
+        .options
+        .ui
+        .as_ref()
+        .map(|u| quote!(__def = __def.ui(#u);));
     let hints = (!item.options.hints.is_empty()).then(|| {
         let set = item.options.hints.iter().map(|(hint, value)| {
             let field = format_ident!("{}_hint", hint);
@@ -318,7 +323,7 @@ fn tool_parts(item: &Item, target: Target) -> Parts {
             #title
             #(#icons)*
             #output
-            #task
+            #task #ui
             #hints
             #(#registrations)*
             for __r in __resolvers {

@@ -43,6 +43,8 @@ pub(crate) struct Options {
     pub(crate) output: Option<Type>,
     /// `task = "optional" | "required" | "forbidden"` on a tool.
     pub(crate) task: Option<LitStr>,
+    /// `ui = "ui://…"` on a tool: the MCP App it is linked to.
+    pub(crate) ui: Option<LitStr>,
     pub(crate) uri: Option<LitStr>,
     pub(crate) krate: Option<Path>,
 }

@@ -106,6 +106,7 @@ const TOOL_KEYS: &[&str] = &[
     "icon",
     "output",
     "task",
+    "ui",
     "crate",
 ];
 const PROMPT_KEYS: &[&str] = &["name", "title", "description", "icon", "crate"];
@@ -186,6 +187,16 @@ fn apply(kind: Kind, args: Vec<Arg>, options: &mut Options, errors: &mut Errors)
                 Some(s) => errors.push(
                     s.span(),
                     "`task` is one of \"optional\", \"required\" or \"forbidden\"",
+                ),
+                None => {}
+            },
+            "ui" => match string(errors) {
+                Some(s) if s.value().starts_with("ui://") && s.value().len() > "ui://".len() => {
+                    options.ui = Some(s)
+                }
+                Some(s) => errors.push(
+                    s.span(),
+                    "`ui` is the URI of an app registered with `McpServer::app`, as in `ui = \"ui://bistro/booking\"`",
                 ),
                 None => {}
             },

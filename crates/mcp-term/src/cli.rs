@@ -112,6 +112,9 @@ pub(crate) struct Opts {
     /// Do not declare the Tasks extension (a server then runs long tools inline).
     #[arg(long, global = true)]
     pub(crate) no_tasks: bool,
+    /// Declare MCP Apps (io.modelcontextprotocol/ui) and write the HTML app of a tool that has one into DIR, to open in a browser (`tools` then names each tool's app).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(crate) save_ui: Option<PathBuf>,
     /// Also trust the CA certificates in this PEM file for https:// servers (a private CA).
     #[arg(long, global = true, value_name = "PEM")]
     pub(crate) ca: Option<PathBuf>,

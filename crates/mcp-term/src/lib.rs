@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 pub mod answers;
+pub mod apps;
 pub mod args;
 pub mod auth;
 pub mod browser;

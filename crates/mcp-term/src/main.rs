@@ -205,6 +205,7 @@ async fn connect(
         .max_task_wait(Duration::from_secs(opts.task_wait.max(1)))
         .max_rounds(opts.max_rounds)
         .tasks(!opts.no_tasks)
+        .apps(opts.save_ui.is_some())
         .log_level(parse_level(&opts.log_level)?)
         .on_progress(|p| show_progress(&p))
         .on_log(|m| show_log(&m))
@@ -405,6 +406,7 @@ struct Session {
     stuck: tokio::sync::mpsc::UnboundedReceiver<Finished>,
     modern: bool,
     format: Format,
+    save_ui: Option<PathBuf>,
 }
 
 /// Connects to the target (or, for `resume`, the one the pending file names) and sets up the
@@ -474,6 +476,7 @@ async fn open(
         stuck,
         modern,
         format: opts.format,
+        save_ui: opts.save_ui.clone(),
     })
 }
 
@@ -584,6 +587,9 @@ async fn call(
         }
     };
     let arguments = args::build(base, &params, &tool.input_schema).map_err(usage)?;
+    if let Some(uri) = Client::tool_app(tool).and_then(|ui| ui.resource_uri) {
+        mcp_term::apps::announce(&s.client, &name, &uri, s.save_ui.as_deref()).await;
+    }
     let call = Call::Tool {
         name,
         arguments: Value::Object(arguments),

@@ -259,7 +259,11 @@ pub(crate) fn tools(tools: &[Tool], schema: bool, format: Format) {
                 .as_deref()
                 .map(|d| format!("  {}", text::sanitize(d)))
                 .unwrap_or_default();
-            println!("{}{desc}", text::sanitize_line(&t.name));
+            let app = mcp::client::Client::tool_app(t)
+                .and_then(|ui| ui.resource_uri)
+                .map(|uri| format!("  [app: {}]", text::sanitize_line(&uri)))
+                .unwrap_or_default();
+            println!("{}{desc}{app}", text::sanitize_line(&t.name));
             if schema {
                 let s = serde_json::to_string_pretty(&t.input_schema).unwrap_or_default();
                 for line in text::sanitize(&s).lines() {

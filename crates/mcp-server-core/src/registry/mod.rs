@@ -47,6 +47,7 @@
 //! # Ok::<(), mcp_server_core::registry::BuildError>(())
 //! ```
 
+mod apps;
 #[doc(hidden)]
 pub mod derive;
 pub(crate) mod elicit;
@@ -100,8 +101,10 @@ use mcp_types::tools::{CallToolRequestParams, CallToolResult, ListToolsResult, T
 use mcp_types::{ErrorObject, JsonObject};
 use serde_json::Value;
 
+pub use apps::AppDef;
 pub use elicit::{ElicitModel, ElicitationResult, SchemaError, elicitation_schema};
 pub use error::BuildError;
+pub use mcp_types::ext::apps::{UiPermissions, Visibility as UiVisibility};
 pub use prompt::{Completer, IntoPromptResult, PromptDef};
 pub use resolve::{
     Accepted, FromResolved, Question, Ready, Resolution, ResolveError, Resolved, ResolvedValues,
@@ -183,6 +186,8 @@ pub struct McpServer {
     tasks: Option<crate::tasks::TaskConfig>,
     skills_dir: Option<std::path::PathBuf>,
     skills_limits: SkillsLimits,
+    extensions: Vec<crate::Extension>,
+    apps: Vec<AppDef>,
 }
 
 impl fmt::Debug for McpServer {
@@ -223,6 +228,8 @@ impl McpServer {
             tasks: None,
             skills_dir: None,
             skills_limits: SkillsLimits::default(),
+            extensions: Vec::new(),
+            apps: Vec::new(),
         }
     }
 
@@ -341,9 +348,60 @@ impl McpServer {
         self
     }
 
+    /// Registers an MCP App (`io.modelcontextprotocol/ui`): an HTML app served as its `ui://`
+    /// resource, for the tools linked to it with [`ToolDef::ui`]. The app, and the links, are
+    /// shown only to a client that declared the extension with the app MIME type; the server
+    /// advertises the extension to those clients only.
+    pub fn app(mut self, app: AppDef) -> Self {
+        self.apps.retain(|a| a.uri() != app.uri());
+        self.apps.push(app);
+        self
+    }
+
+    /// Serves `extension` (see [`Extension`](crate::Extension)): its capability, its methods,
+    /// its fields on the listed tools. Building checks that every tool and resource it binds
+    /// is registered.
+    pub fn extension(mut self, extension: crate::Extension) -> Self {
+        self.extensions.retain(|e| e.id() != extension.id());
+        self.extensions.push(extension);
+        self
+    }
+
+    /// Checks that every tool and resource an extension binds is registered.
+    fn check_extensions(&self) -> Result<(), BuildError> {
+        for e in &self.extensions {
+            if let Some(tool) = e
+                .bound_tools()
+                .find(|t| !self.tools.iter().any(|d| d.name() == *t))
+            {
+                return Err(BuildError(format!(
+                    "the extension {} binds the tool '{tool}', which is not registered",
+                    e.id()
+                )));
+            }
+            if let Some(uri) = e
+                .bound_resources()
+                .find(|u| !self.resources.iter().any(|r| r.resource.uri == *u))
+            {
+                return Err(BuildError(format!(
+                    "the extension {} binds the resource '{uri}', which is not registered",
+                    e.id()
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Checks the definitions (resolver graphs, form schemas, names) and builds the low-level
     /// server.
-    pub fn build(self) -> Result<Server, BuildError> {
+    pub fn build(mut self) -> Result<Server, BuildError> {
+        if let Some((resources, extension)) =
+            apps::build(std::mem::take(&mut self.apps), &self.tools)?
+        {
+            self.resources.extend(resources);
+            self = self.extension(extension);
+        }
+        self.check_extensions()?;
         let skills = match &self.skills_dir {
             Some(dir) => Some(Arc::new(skills::SkillCatalog::load(
                 dir,
@@ -387,6 +445,9 @@ impl McpServer {
         for (name, support) in task_tools {
             server = server.tool_task_support(name, support);
         }
+        for extension in self.extensions {
+            server = server.with_extension(extension);
+        }
         let security = self
             .security
             .unwrap_or_else(RequestStateSecurity::ephemeral);
@@ -414,22 +475,23 @@ fn install_skills(server: Server, catalog: &Arc<skills::SkillCatalog>, page_size
     let list = catalog.clone();
     let get = catalog.clone();
     let directory = catalog.clone();
-    server
-        .extension(wire::EXTENSION_ID, skills::capability())
-        .on_cacheable_extension_request(wire::SKILLS_LIST, move |_ctx, params| {
+    let extension = crate::Extension::unchecked(wire::EXTENSION_ID.to_owned())
+        .settings(skills::capability())
+        .cacheable_request(wire::SKILLS_LIST, move |_ctx, params| {
             let result = list.list(&params, page_size).and_then(object);
             async move { result }
         })
-        .on_cacheable_extension_request(wire::SKILLS_GET, move |_ctx, params| {
+        .cacheable_request(wire::SKILLS_GET, move |_ctx, params| {
             let result = get.get(&params).and_then(object);
             async move { result }
         })
-        .on_cacheable_extension_request(wire::RESOURCES_DIRECTORY_READ, move |ctx, params| {
+        .cacheable_request(wire::RESOURCES_DIRECTORY_READ, move |ctx, params| {
             let result = directory
                 .directory(ctx.era(), &params, page_size)
                 .and_then(object);
             async move { result }
-        })
+        });
+    server.with_extension(extension)
 }
 
 struct BuiltTool {

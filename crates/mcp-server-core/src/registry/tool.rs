@@ -191,6 +191,7 @@ pub struct ToolDef {
     pub(crate) body: Option<ToolBody>,
     pub(crate) hand_built: bool,
     pub(crate) task: crate::tasks::TaskSupport,
+    pub(crate) ui: Option<mcp_types::ext::apps::UiToolMeta>,
 }
 
 impl fmt::Debug for ToolDef {
@@ -242,6 +243,7 @@ impl ToolDef {
             body: None,
             hand_built: false,
             task: crate::tasks::TaskSupport::Forbidden,
+            ui: None,
         }
     }
 

@@ -8,10 +8,11 @@ use mcp_types::common::{EmptyResult, RequestParams};
 use mcp_types::discover::DiscoverResult;
 use mcp_types::meta::{self, Meta};
 use mcp_types::methods::{self};
-use mcp_types::resources::ResourceUriParams;
+use mcp_types::resources::{ListResourcesResult, ResourceUriParams};
 use mcp_types::subscriptions::{
     SubscriptionFilter, SubscriptionsAcknowledgedParams, SubscriptionsListenRequestParams,
 };
+use mcp_types::tools::ListToolsResult;
 use mcp_types::version::Era;
 use mcp_types::{
     ClientRequest, ErrorCode, ErrorObject, JsonObject, JsonRpcRequest, RequestId,
@@ -34,10 +35,17 @@ use super::reply::*;
 use super::subscriptions::*;
 use super::{boundary::*, inner::*};
 
-pub(super) fn discover(inner: &Inner) -> Result<Box<RawValue>, ErrorObject> {
+pub(super) fn discover(inner: &Inner, ctx: &RequestContext) -> Result<Box<RawValue>, ErrorObject> {
+    let mut capabilities = inner.capabilities.clone();
+    if inner.server.extensions.advertisement_varies() {
+        inner
+            .server
+            .extensions
+            .filter_advertised(&mut capabilities.extensions, ctx.client_capabilities());
+    }
     let mut result = DiscoverResult {
         supported_versions: SUPPORTED_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
-        capabilities: inner.capabilities.clone(),
+        capabilities,
         instructions: inner.server.instructions.clone(),
         ..DiscoverResult::default()
     };
@@ -156,7 +164,7 @@ pub(super) async fn listen(
 /// caching hints on 2026-07-28; none of them on 2025-11-25).
 pub(super) async fn extension_request(
     inner: &Inner,
-    method: &crate::server::ExtensionMethod,
+    method: &crate::extension::ExtensionMethod,
     request: &JsonRpcRequest,
     ctx: RequestContext,
 ) -> Result<Box<RawValue>, ErrorObject> {
@@ -175,6 +183,11 @@ pub(super) async fn extension_request(
     };
     params.remove("_meta");
     let era = ctx.era;
+    if let Some(extension) = &method.requires
+        && !extension.negotiated(ctx.client_capabilities())
+    {
+        return Err(extension.not_declared(&request.method, era));
+    }
     let mut result = (method.handler)(ctx, params).await?;
     match era {
         Era::Modern => {
@@ -222,6 +235,24 @@ pub(super) async fn list<P: Default, R: Stamped + Serialize + Default>(
     finish(inner, era, result)
 }
 
+/// [`list`] with `bind` applied to the handler's page before it is stamped: the extensions'
+/// fields and hidings for this request's client.
+async fn list_with<P: Default, R: Stamped + Serialize + Default>(
+    inner: &Inner,
+    handler: Option<&Handler<P, R>>,
+    ctx: RequestContext,
+    params: Option<P>,
+    bind: impl FnOnce(&mut R),
+) -> Result<Box<RawValue>, ErrorObject> {
+    let era = ctx.era;
+    let mut result = match handler {
+        Some(handler) => handler(ctx, params.unwrap_or_default()).await?,
+        None => R::default(),
+    };
+    bind(&mut result);
+    finish(inner, era, result)
+}
+
 /// The future of one method's work.
 pub(super) type Executing<'a> = std::pin::Pin<
     Box<dyn std::future::Future<Output = Result<Box<RawValue>, ErrorObject>> + Send + 'a>,
@@ -238,6 +269,39 @@ pub(super) fn execute<'a>(
 ) -> Executing<'a> {
     let h = &inner.server.handlers;
     match typed {
+        ClientRequest::ListTools(p) if inner.server.extensions.bind_lists() => {
+            Box::pin(async move {
+                let caps = ctx.client_capabilities.clone();
+                list_with(
+                    inner,
+                    h.list_tools.as_ref(),
+                    ctx,
+                    p,
+                    |r: &mut ListToolsResult| {
+                        inner.server.extensions.apply_to_tools(&caps, &mut r.tools)
+                    },
+                )
+                .await
+            })
+        }
+        ClientRequest::ListResources(p) if inner.server.extensions.bind_lists() => {
+            Box::pin(async move {
+                let caps = ctx.client_capabilities.clone();
+                list_with(
+                    inner,
+                    h.list_resources.as_ref(),
+                    ctx,
+                    p,
+                    |r: &mut ListResourcesResult| {
+                        inner
+                            .server
+                            .extensions
+                            .apply_to_resources(&caps, &mut r.resources)
+                    },
+                )
+                .await
+            })
+        }
         ClientRequest::ListTools(p) => Box::pin(list(inner, h.list_tools.as_ref(), ctx, p)),
         ClientRequest::ListPrompts(p) => Box::pin(list(inner, h.list_prompts.as_ref(), ctx, p)),
         ClientRequest::ListResources(p) => Box::pin(list(inner, h.list_resources.as_ref(), ctx, p)),

@@ -73,9 +73,10 @@ impl Service {
     pub(crate) fn new(server: Server) -> Self {
         let capabilities = server.capabilities();
         // 2025-11-25 has no `extensions` capability and its own core tasks: only the
-        // extensions the server registered itself (which serve both eras) are advertised there.
+        // extensions that serve both eras are advertised there.
+        let legacy_extensions = server.extensions.advertised(true);
         let legacy_capabilities = ServerCapabilities {
-            extensions: (!server.extensions.is_empty()).then(|| server.extensions.clone()),
+            extensions: (!legacy_extensions.is_empty()).then_some(legacy_extensions),
             ..capabilities.clone()
         };
         Service {

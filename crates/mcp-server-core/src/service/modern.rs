@@ -88,7 +88,7 @@ pub(super) async fn serve_modern(
     }
     let ctx = modern_context(inner, request, meta.clone(), transport, sink, cancel);
     match typed {
-        ClientRequest::Discover(_) => Some(discover(inner)),
+        ClientRequest::Discover(_) => Some(discover(inner, &ctx)),
         ClientRequest::SubscriptionsListen(params) => {
             let principal = transport.principal.as_ref();
             Box::pin(listen(inner, &request.id, params, principal, sink, cancel)).await

@@ -212,6 +212,7 @@ impl Session {
         } else {
             ProtocolVersion::LATEST_LEGACY.as_str().to_owned()
         };
+        let declared = Arc::new(params.capabilities);
         let first = {
             let Ok(mut legacy) = self.state.legacy.lock() else {
                 return Err(ErrorObject::internal("session state is unavailable"));
@@ -219,7 +220,7 @@ impl Session {
             let first = legacy.is_none();
             *legacy = Some(LegacyState {
                 protocol_version: version.clone(),
-                capabilities: Arc::new(params.capabilities),
+                capabilities: declared.clone(),
                 client_info: Some(Arc::new(params.client_info)),
                 // Debug logs often hold internals: nothing below info until `logging/setLevel`.
                 log_level: Some(LoggingLevel::Info),
@@ -231,9 +232,16 @@ impl Session {
         }
         let inner = &self.state.inner;
         tracing::debug!(%version, "legacy session initialized");
+        let mut capabilities = inner.legacy_capabilities.clone();
+        if inner.server.extensions.advertisement_varies() {
+            inner
+                .server
+                .extensions
+                .filter_advertised(&mut capabilities.extensions, &declared);
+        }
         to_raw(&InitializeResult {
             protocol_version: version,
-            capabilities: inner.legacy_capabilities.clone(),
+            capabilities,
             server_info: (*inner.server.info).clone(),
             instructions: inner.server.instructions.clone(),
             meta: None,

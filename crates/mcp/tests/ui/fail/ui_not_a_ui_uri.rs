@@ -1,0 +1,6 @@
+#[mcp::tool(ui = "https://bistro.example/booking")]
+async fn book_table(date: String) -> String {
+    date
+}
+
+fn main() {}
