@@ -47,7 +47,14 @@ const LAYERS: &[(&str, Option<&[&str]>)] = &[
 ];
 
 /// Crates of the workspace that are not part of the layering (tooling, examples, benches).
-const EXEMPT: &[&str] = &["xtask", "xtask-setup", "mcp-examples", "mcp-guides"];
+const EXEMPT: &[&str] = &[
+    "xtask",
+    "xtask-setup",
+    "mcp-examples",
+    "mcp-guides",
+    // Test support (a misbehaving network), never published.
+    "mcp-faults",
+];
 
 fn rank(name: &str) -> Option<usize> {
     LAYERS.iter().position(|(n, _)| *n == name)
