@@ -28,10 +28,11 @@ pub use client::tasks::{
 pub use client::{
     BACKOFF_CAP, BACKOFF_START, CallOptions, CallOutcome, Client, ClientBuilder,
     DEFAULT_MAX_INPUT_REQUESTS, DEFAULT_MAX_ROUNDS, DEFAULT_MAX_SERVER_REQUESTS,
-    DEFAULT_REQUEST_TIMEOUT, DISCOVER_TIMEOUT, HasMetaMut, LEGACY_VERSIONS, MODERN_VERSIONS, Mode,
-    Negotiated, Session, TaskCall, TaskHandle, ToolLeg,
+    DEFAULT_MAX_TOTAL_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, DISCOVER_TIMEOUT, HasMetaMut,
+    LEGACY_VERSIONS, MAX_RESENDS, MAX_RETRY_AFTER, MODERN_VERSIONS, Mode, Negotiated,
+    RESEND_BACKOFF_CAP, RESEND_BACKOFF_START, Session, TaskCall, TaskHandle, ToolLeg,
 };
 pub use error::ClientError;
 #[cfg(feature = "memory")]
 pub use memory::MemoryTransport;
-pub use transport::{BoxFuture, Transport};
+pub use transport::{BoxFuture, Delivery, LocalFailure, Transport};

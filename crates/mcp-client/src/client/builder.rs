@@ -39,6 +39,7 @@ pub struct ClientBuilder {
     pub(super) info: Implementation,
     pub(super) mode: Mode,
     pub(super) request_timeout: Duration,
+    pub(super) max_total_timeout: Option<Duration>,
     pub(super) discover_timeout: Duration,
     pub(super) max_rounds: u32,
     pub(super) log_level: Option<LoggingLevel>,
@@ -60,6 +61,7 @@ impl Default for ClientBuilder {
             info: Implementation::new("mcp-rs-client", env!("CARGO_PKG_VERSION")),
             mode: Mode::Auto,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_total_timeout: None,
             discover_timeout: DISCOVER_TIMEOUT,
             max_rounds: DEFAULT_MAX_ROUNDS,
             log_level: None,
@@ -187,9 +189,21 @@ impl ClientBuilder {
         self
     }
 
-    /// How long each request waits for its answer (default 60 s).
+    /// How long each request waits for its answer (default 60 s). Each progress notification
+    /// the request receives starts the wait again, up to
+    /// [`max_total_timeout`](Self::max_total_timeout); past it the call fails with
+    /// [`ClientError::Timeout`] and the request is cancelled.
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
+        self
+    }
+
+    /// The longest each request waits in all, however much progress it reports (default
+    /// [`DEFAULT_MAX_TOTAL_TIMEOUT`], one hour, or the request timeout when that is longer);
+    /// past it the call fails with [`ClientError::TotalTimeout`] and the request is
+    /// cancelled.
+    pub fn max_total_timeout(mut self, limit: Duration) -> Self {
+        self.max_total_timeout = Some(limit);
         self
     }
 
@@ -268,6 +282,12 @@ impl ClientBuilder {
             capabilities,
             info: Arc::new(self.info),
             request_timeout: self.request_timeout,
+            max_total_timeout: self
+                .max_total_timeout
+                .unwrap_or(DEFAULT_MAX_TOTAL_TIMEOUT.max(self.request_timeout)),
+            progress_waiters: Mutex::new(HashMap::new()),
+            next_progress: AtomicI64::new(0),
+            repeatable_tools: Mutex::new(HashMap::new()),
             max_rounds: self.max_rounds,
             log_level: self.log_level,
             max_server_requests: self.max_server_requests,

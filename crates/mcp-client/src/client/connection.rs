@@ -20,7 +20,7 @@ use mcp_types::{
     ServerRequest,
 };
 use serde_json::value::RawValue;
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 
 use crate::callbacks::{Callbacks, RequestInfo};
 use crate::transport::Transport;
@@ -37,6 +37,14 @@ pub(crate) struct Inner {
     pub(crate) capabilities: ClientCapabilities,
     pub(crate) info: Arc<Implementation>,
     pub(crate) request_timeout: Duration,
+    /// The longest a request waits in all, progress or not.
+    pub(crate) max_total_timeout: Duration,
+    /// The progress tokens of requests waiting now, each woken by its progress.
+    pub(crate) progress_waiters: Mutex<HashMap<RequestId, Arc<Notify>>>,
+    pub(crate) next_progress: AtomicI64,
+    /// Which tools `tools/list` said are safe to call twice (`readOnlyHint` or
+    /// `idempotentHint`); at most [`MAX_KNOWN_TOOLS`] are remembered.
+    pub(crate) repeatable_tools: Mutex<HashMap<String, bool>>,
     pub(crate) max_rounds: u32,
     pub(crate) log_level: Option<LoggingLevel>,
     pub(crate) max_server_requests: usize,
@@ -160,6 +168,15 @@ impl Inner {
         };
         match &notification {
             ServerNotification::Progress(p) => {
+                // Progress proves the request is alive: its timeout starts again.
+                let waiter = self
+                    .progress_waiters
+                    .lock()
+                    .ok()
+                    .and_then(|w| w.get(&p.progress_token).cloned());
+                if let Some(waiter) = waiter {
+                    waiter.notify_one();
+                }
                 if let Some(handler) = &self.callbacks.progress {
                     handler(p.clone());
                 }

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Request, Uri};
-use mcp_client::{BoxFuture, Transport};
+use mcp_client::{BoxFuture, LocalFailure, Transport};
 use mcp_types::{JsonRpcMessage, RequestId};
 use tokio::sync::mpsc;
 
@@ -188,7 +188,7 @@ impl Transport for HttpTransport {
         self.link.state.error.lock().ok().and_then(|e| e.clone())
     }
 
-    fn local_failure(&self, id: &RequestId) -> Option<String> {
+    fn local_failure(&self, id: &RequestId) -> Option<LocalFailure> {
         let mut failures = self.link.state.failures.lock().ok()?;
         let at = failures.iter().position(|(failed, _)| failed == id)?;
         failures.remove(at).map(|(_, why)| why)
@@ -269,6 +269,7 @@ mod tests {
             transport
                 .local_failure(&RequestId::Number(count - 1))
                 .unwrap()
+                .why
                 .starts_with("HTTP request failed")
         );
         assert_eq!(transport.local_failure(&RequestId::Number(0)), None);
