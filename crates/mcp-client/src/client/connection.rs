@@ -235,6 +235,10 @@ impl Inner {
     }
 }
 
+/// How long the client tries to write the cancellation of a request its caller stopped
+/// waiting for.
+const CANCEL_SEND_LIMIT: Duration = Duration::from_secs(2);
+
 /// Cancels a request on the server if its caller stops waiting (dropped future or timeout).
 pub(crate) struct Inflight<'a> {
     pub(crate) inner: &'a Arc<Inner>,
@@ -261,10 +265,12 @@ impl Drop for Inflight<'_> {
         };
         if let Ok(n) = ClientNotification::Cancelled(params).to_notification() {
             let transport = self.inner.transport.clone();
-            // Best effort, off the dropping path.
+            // Best effort, off the dropping path, and bounded: a peer that stops reading
+            // does not keep it (and the transport's writer) forever.
             if let Ok(handle) = tokio::runtime::Handle::try_current() {
                 handle.spawn(async move {
-                    let _ = transport.send(JsonRpcMessage::Notification(n)).await;
+                    let sent = transport.send(JsonRpcMessage::Notification(n));
+                    let _ = tokio::time::timeout(CANCEL_SEND_LIMIT, sent).await;
                 });
             }
         }
