@@ -28,7 +28,7 @@ async fn connect(harness: &Harness, mode: Mode, timeout: Duration) -> Client {
         .await
         .unwrap();
     // The client learns which tools are safe to call twice from their annotations.
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 4);
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 5);
     client
 }
 
@@ -189,7 +189,7 @@ async fn a_request_that_changes_nothing_is_sent_again_and_completes() {
                     .list_tools(None)
                     .await
                     .unwrap_or_else(|e| panic!("{mode:?} {fault:?}: {e}"));
-                assert_eq!(tools.tools.len(), 4);
+                assert_eq!(tools.tools.len(), 5);
                 assert_eq!(
                     harness.proxy.count("tools/list"),
                     before + 2,
@@ -252,7 +252,7 @@ async fn a_lost_legacy_session_is_started_again_once_and_the_list_sent_again() {
             client.list_tools(None),
             client.call_tool("lookup", json!({"key": "x"}))
         );
-        assert_eq!(a.unwrap().tools.len(), 4);
+        assert_eq!(a.unwrap().tools.len(), 5);
         assert_eq!(b.unwrap().content[0].as_text(), Some("value of x"));
         assert_eq!(harness.proxy.count("initialize"), 2);
         assert_eq!(
@@ -388,6 +388,104 @@ async fn progress_starts_the_timeout_again_under_a_total_limit() {
                 }
             );
         }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_times_out_or_is_dropped_is_cancelled_on_the_server() {
+    within(Duration::from_secs(20), async {
+        for mode in ERAS {
+            let harness = Harness::start().await;
+            let client = connect(&harness, mode.clone(), Duration::from_millis(300)).await;
+            // A timeout: notifications/cancelled on 2025-11-25, the stream closed on 2026-07-28.
+            let error = client.call_tool("hang", json!({})).await.unwrap_err();
+            assert_eq!(
+                error,
+                ClientError::Timeout {
+                    method: "tools/call".into(),
+                    after: Duration::from_millis(300)
+                }
+            );
+            assert!(
+                harness
+                    .counters
+                    .wait_cancelled("hang", 1, Duration::from_secs(3))
+                    .await,
+                "{mode:?}: the handler never saw the timeout's cancellation"
+            );
+            // A dropped future.
+            let patient = Client::builder()
+                .mode(mode.clone())
+                .connect(HttpTransport::new(&harness.url()).unwrap())
+                .await
+                .unwrap();
+            let dropped = tokio::time::timeout(
+                Duration::from_millis(300),
+                patient.call_tool("hang", json!({})),
+            )
+            .await;
+            assert!(dropped.is_err());
+            assert!(
+                harness
+                    .counters
+                    .wait_cancelled("hang", 2, Duration::from_secs(3))
+                    .await,
+                "{mode:?}: the handler never saw the drop's cancellation"
+            );
+            let cancels = harness.proxy.count("notifications/cancelled");
+            assert_eq!(
+                cancels,
+                if mode == Mode::Legacy { 2 } else { 0 },
+                "{mode:?}: HTTP 2026-07-28 cancels by closing the stream"
+            );
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_the_client_started_is_cancelled_when_its_call_is_dropped_unless_told_not_to() {
+    within(Duration::from_secs(20), async {
+        let harness = Harness::start().await;
+        let client = Client::builder()
+            .tasks(true)
+            .connect(HttpTransport::new(&harness.url()).unwrap())
+            .await
+            .unwrap();
+        let dropped = tokio::time::timeout(
+            Duration::from_millis(500),
+            client.call_tool("hang_task", json!({})),
+        )
+        .await;
+        assert!(dropped.is_err());
+        assert!(
+            harness
+                .counters
+                .wait_cancelled("hang_task", 1, Duration::from_secs(5))
+                .await,
+            "the task never saw tasks/cancel"
+        );
+        assert_eq!(harness.proxy.count("tasks/cancel"), 1);
+        // Told to leave it running, the client sends no tasks/cancel.
+        let keep = CallOptions {
+            leave_task_running: true,
+            ..CallOptions::default()
+        };
+        let dropped = tokio::time::timeout(
+            Duration::from_millis(500),
+            client.call_tool_with("hang_task", json!({}), keep),
+        )
+        .await;
+        assert!(dropped.is_err());
+        assert!(
+            !harness
+                .counters
+                .wait_cancelled("hang_task", 2, Duration::from_secs(1))
+                .await
+        );
+        assert_eq!(harness.counters.executed("hang_task"), 2);
+        assert_eq!(harness.proxy.count("tasks/cancel"), 1);
     })
     .await;
 }

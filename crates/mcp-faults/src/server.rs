@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use mcp_server_core::Service;
 use mcp_server_core::registry::{McpServer, ToolDef};
+use mcp_server_core::tasks::TaskSupport;
 use mcp_transport_http::McpHttpService;
 use mcp_types::JsonObject;
 use mcp_types::tools::ToolAnnotations;
@@ -80,6 +81,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// | `lookup` | `readOnlyHint` | counts, then the same progress as `charge`; answers `value of {key}` |
 /// | `set` | `idempotentHint` | counts; answers `set {key}` |
 /// | `hang` | `readOnlyHint` | waits for its cancellation (at most [`HANG_LIMIT`]) and counts it |
+/// | `hang_task` | `readOnlyHint`, a task when the client declares the extension | the same, as a task |
 ///
 /// `charge` answers `charged #{n}`, `n` its count so far.
 #[derive(Clone, Default)]
@@ -143,32 +145,58 @@ impl TestServer {
                     format!("set {key}")
                 }
             });
-        let counters = self.counters.clone();
-        let hang = ToolDef::new("hang")
-            .description("Waits until cancelled.")
-            .annotations(ToolAnnotations {
-                read_only_hint: Some(true),
-                ..ToolAnnotations::default()
-            })
-            .handler(move |ctx, _args: JsonObject| {
-                let counters = counters.clone();
-                async move {
-                    counters.ran("hang");
-                    let cancelled =
-                        tokio::time::timeout(HANG_LIMIT, ctx.cancellation().cancelled()).await;
-                    if cancelled.is_ok() {
-                        counters.saw_cancel("hang");
-                    }
-                    "never cancelled".to_owned()
-                }
-            });
+        let hang = hang_tool("hang", &self.counters);
         McpServer::new("Faults")
             .tool(charge)
             .tool(lookup)
             .tool(set)
             .tool(hang)
+            .tool(hang_tool("hang_task", &self.counters).task(TaskSupport::Optional))
             .into_service()
             .expect("the test server builds")
+    }
+}
+
+/// A tool that waits for its cancellation, counting its runs and the cancellations it saw.
+fn hang_tool(name: &'static str, counters: &Arc<Counters>) -> ToolDef {
+    let counters = counters.clone();
+    ToolDef::new(name)
+        .description("Waits until cancelled.")
+        .annotations(ToolAnnotations {
+            read_only_hint: Some(true),
+            ..ToolAnnotations::default()
+        })
+        .handler(move |ctx, _args: JsonObject| {
+            let counters = counters.clone();
+            async move {
+                counters.ran(name);
+                // The server may stop a cancelled handler by dropping it, or let it see its
+                // token: either counts once.
+                let mut unfinished = Unfinished {
+                    counters: counters.clone(),
+                    name,
+                };
+                let cancelled =
+                    tokio::time::timeout(HANG_LIMIT, ctx.cancellation().cancelled()).await;
+                if cancelled.is_err() {
+                    unfinished.name = "";
+                }
+                "never cancelled".to_owned()
+            }
+        })
+}
+
+/// Counts a cancellation of tool `name` when dropped (an empty name: the tool ended on its own).
+struct Unfinished {
+    counters: Arc<Counters>,
+    name: &'static str,
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if !self.name.is_empty() {
+            self.counters.saw_cancel(self.name);
+        }
     }
 }
 

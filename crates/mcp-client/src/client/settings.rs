@@ -79,6 +79,10 @@ pub struct CallOptions {
     /// The longest each of this call's requests waits in all, progress or not, instead of
     /// the client's [`max_total_timeout`](crate::ClientBuilder::max_total_timeout).
     pub max_total_timeout: Option<Duration>,
+    /// When the server makes this call a task (feature of
+    /// [`ClientBuilder::tasks`](crate::ClientBuilder::tasks)), leave the task running if the
+    /// call is dropped or gives up waiting, instead of sending `tasks/cancel`.
+    pub leave_task_running: bool,
 }
 
 impl CallOptions {

@@ -290,7 +290,7 @@ impl Client {
         options: &CallOptions,
     ) -> Result<Box<RawValue>, ClientError> {
         let handle = self.task_handle(method, answer, options)?;
-        let mut guard = CancelOnDrop(Some(handle.clone()));
+        let mut guard = CancelOnDrop((!options.leave_task_running).then(|| handle.clone()));
         let ended = handle.wait().await;
         // A wait that gave up leaves the task to be cancelled: nobody follows it any more.
         if !matches!(
