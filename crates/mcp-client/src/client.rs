@@ -2,6 +2,7 @@
 //! back-channel, and the automatic multi-round-trip loop.
 
 mod builder;
+mod caching;
 mod calls;
 mod connection;
 mod dispatch;
@@ -13,6 +14,7 @@ pub(crate) mod skills;
 pub(crate) mod tasks;
 
 pub use builder::ClientBuilder;
+pub(crate) use caching::cache_params;
 pub use calls::{CallOutcome, HasMetaMut, Session};
 pub(crate) use calls::{decode_outcome, tool_arguments};
 pub(crate) use connection::{Inflight, Inner, read_loop};

@@ -4,11 +4,13 @@
 //!   detection ([`Mode::Auto`] probes with `server/discover` and falls back to `initialize`),
 //!   and the automatic multi-round-trip loop in `call_tool`, `get_prompt` and `read_resource`.
 //! - [`Session`]: one leg at a time, for applications that drive the loop themselves.
+//! - [`cache`]: the response cache that honours the server's `ttlMs` and `cacheScope`.
 //! - [`Transport`]: what any transport implements; `MemoryTransport` (feature
 //!   `memory`) connects to an in-process server.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod cache;
 mod callbacks;
 mod client;
 mod error;
@@ -18,6 +20,7 @@ mod memory;
 pub mod oauth;
 mod transport;
 
+pub use cache::{CacheMode, CacheStore, MemoryCache};
 pub use callbacks::RequestInfo;
 /// The poll limits of the client's task loop.
 pub use client::skills::{LoadedSkill, MAX_SKILL_PAGES, SkillFileContent};

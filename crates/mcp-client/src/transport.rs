@@ -75,6 +75,13 @@ pub trait Transport: Send + Sync + 'static {
         None
     }
 
+    /// The authorization this connection's requests carry, as an opaque digest (never the
+    /// credential itself), or `None` without one: the client's response cache files a
+    /// `private` result under it and serves it to no other.
+    fn principal(&self) -> Option<String> {
+        None
+    }
+
     /// Closes the connection (stdio: close stdin, then stop the child).
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})

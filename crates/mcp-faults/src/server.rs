@@ -6,9 +6,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_server_core::Service;
 use mcp_server_core::registry::{McpServer, ToolDef};
 use mcp_server_core::tasks::TaskSupport;
+use mcp_server_core::{CacheHints, Service};
 use mcp_transport_http::McpHttpService;
 use mcp_types::JsonObject;
 use mcp_types::tools::ToolAnnotations;
@@ -87,12 +87,20 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[derive(Clone, Default)]
 pub struct TestServer {
     counters: Arc<Counters>,
+    cache: Option<CacheHints>,
 }
 
 impl TestServer {
     /// A server with fresh counters.
     pub fn new() -> TestServer {
         TestServer::default()
+    }
+
+    /// Puts these caching hints (`ttlMs`, `cacheScope`) on its 2026-07-28 lists and reads
+    /// (default `ttlMs: 0`, private).
+    pub fn cache_hints(mut self, hints: CacheHints) -> TestServer {
+        self.cache = Some(hints);
+        self
     }
 
     /// The counters every instance of this server shares.
@@ -152,8 +160,10 @@ impl TestServer {
             .tool(set)
             .tool(hang)
             .tool(hang_tool("hang_task", &self.counters).task(TaskSupport::Optional))
-            .into_service()
+            .build()
             .expect("the test server builds")
+            .cache_hints(self.cache.unwrap_or_default())
+            .into_service()
     }
 }
 

@@ -48,6 +48,7 @@ pub struct ClientBuilder {
     pub(super) max_input_requests: usize,
     pub(super) tasks: bool,
     pub(super) max_task_wait: Duration,
+    pub(super) cache: Option<Arc<dyn crate::cache::CacheStore>>,
 }
 
 impl Default for ClientBuilder {
@@ -70,6 +71,7 @@ impl Default for ClientBuilder {
             max_input_requests: DEFAULT_MAX_INPUT_REQUESTS,
             tasks: false,
             max_task_wait: tasks::DEFAULT_MAX_TASK_WAIT,
+            cache: Some(Arc::new(crate::cache::MemoryCache::default())),
         }
     }
 }
@@ -236,6 +238,27 @@ impl ClientBuilder {
         self
     }
 
+    /// Keeps cacheable results in `store` instead of a [`MemoryCache`](crate::MemoryCache) of
+    /// its own (the default): a store shared by several clients shares `public` results
+    /// between them; `private` ones serve only the authorization they were fetched with
+    /// ([`Transport::principal`]).
+    pub fn cache(mut self, store: Arc<dyn crate::cache::CacheStore>) -> Self {
+        self.cache = Some(store);
+        self
+    }
+
+    /// Keeps no results: every request goes to the server.
+    pub fn no_cache(mut self) -> Self {
+        self.cache = None;
+        self
+    }
+
+    /// Sees the method of each request answered from the cache instead of the server.
+    pub fn on_cache_hit(mut self, handler: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.callbacks.cache_hit = Some(Arc::new(handler));
+        self
+    }
+
     /// Declares capabilities beyond what the registered callbacks imply: for an application
     /// that answers input requests itself, one leg at a time ([`Client::session`]). Each
     /// capability a callback declares wins over the same one given here.
@@ -288,6 +311,7 @@ impl ClientBuilder {
             progress_waiters: Mutex::new(HashMap::new()),
             next_progress: AtomicI64::new(0),
             repeatable_tools: Mutex::new(HashMap::new()),
+            cache: self.cache,
             max_rounds: self.max_rounds,
             log_level: self.log_level,
             max_server_requests: self.max_server_requests,
@@ -298,7 +322,10 @@ impl ClientBuilder {
             closed: Mutex::new(None),
         });
         tokio::spawn(read_loop(inner.clone()));
-        let client = Client { inner };
+        let client = Client {
+            inner,
+            cache_mode: crate::cache::CacheMode::Use,
+        };
         client.negotiate(self.mode, self.discover_timeout).await?;
         Ok(client)
     }

@@ -45,6 +45,8 @@ pub(crate) struct Inner {
     /// Which tools `tools/list` said are safe to call twice (`readOnlyHint` or
     /// `idempotentHint`); at most [`MAX_KNOWN_TOOLS`] are remembered.
     pub(crate) repeatable_tools: Mutex<HashMap<String, bool>>,
+    /// Where cacheable results are kept; `None` when caching is off.
+    pub(crate) cache: Option<Arc<dyn crate::cache::CacheStore>>,
     pub(crate) max_rounds: u32,
     pub(crate) log_level: Option<LoggingLevel>,
     pub(crate) max_server_requests: usize,
@@ -166,6 +168,7 @@ impl Inner {
             Ok(notification) => notification,
             Err(e) => return tracing::debug!(error = %e, "unknown notification ignored"),
         };
+        self.invalidate(&notification);
         match &notification {
             ServerNotification::Progress(p) => {
                 // Progress proves the request is alive: its timeout starts again.

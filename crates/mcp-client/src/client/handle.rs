@@ -70,6 +70,8 @@ use super::*;
 #[derive(Clone)]
 pub struct Client {
     pub(crate) inner: Arc<Inner>,
+    /// How this handle's requests use the response cache.
+    pub(crate) cache_mode: crate::cache::CacheMode,
 }
 
 impl std::fmt::Debug for Client {
@@ -104,6 +106,17 @@ impl Client {
     /// The capabilities this client declares (derived from its callbacks).
     pub fn capabilities(&self) -> &ClientCapabilities {
         &self.inner.capabilities
+    }
+
+    /// This client (the same connection) with its requests using the response cache as
+    /// `mode` says: [`CacheMode::Refresh`](crate::CacheMode::Refresh) to ask the server
+    /// whatever the cache holds, [`CacheMode::Bypass`](crate::CacheMode::Bypass) to neither
+    /// read nor fill it.
+    pub fn with_cache_mode(&self, mode: crate::cache::CacheMode) -> Client {
+        Client {
+            inner: self.inner.clone(),
+            cache_mode: mode,
+        }
     }
 
     /// The raw session: single requests, and the manual multi-round-trip loop.
@@ -153,8 +166,36 @@ impl Client {
         }
     }
 
-    /// [`request`](Self::request) under `wait`.
+    /// [`request`](Self::request) under `wait`, answered from the response cache when it
+    /// holds a fresh result, which the answer then refreshes.
     pub(crate) async fn request_within(
+        &self,
+        method: &str,
+        params: Option<Box<RawValue>>,
+        wait: Wait,
+    ) -> Result<Box<RawValue>, ClientError> {
+        let key = cache_params(method, params.as_deref());
+        if let Some(key) = &key
+            && let Some(hit) = self.cached(method, key)
+        {
+            return Ok(hit);
+        }
+        let answer = self.request_sent(method, params, wait).await;
+        match (&key, &answer) {
+            (Some(key), Ok(answer)) => self.keep(method, key, answer),
+            // An invalid cursor makes every page of that list suspect.
+            (Some(key), Err(ClientError::Server(e)))
+                if e.code == ErrorCode::INVALID_PARAMS && key.starts_with(r#"{"cursor":""#) =>
+            {
+                self.forget_list(method);
+            }
+            _ => {}
+        }
+        answer
+    }
+
+    /// Sends the request, again when the connection failed it and it is safe to repeat.
+    async fn request_sent(
         &self,
         method: &str,
         mut params: Option<Box<RawValue>>,

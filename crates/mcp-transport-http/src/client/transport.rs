@@ -194,6 +194,20 @@ impl Transport for HttpTransport {
         failures.remove(at).map(|(_, why)| why)
     }
 
+    fn principal(&self) -> Option<String> {
+        // The credential this transport presents: the OAuth token, else an Authorization
+        // header it was given. Only its digest leaves here.
+        let credential = self.link.auth.token().or_else(|| {
+            self.link
+                .extra_headers
+                .get(hyper::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        })?;
+        let digest = ring::digest::digest(&ring::digest::SHA256, credential.as_bytes());
+        Some(digest.as_ref().iter().map(|b| format!("{b:02x}")).collect())
+    }
+
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             if let Ok(mut f) = self.link.state.in_flight.lock() {
