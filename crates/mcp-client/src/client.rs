@@ -20,12 +20,12 @@ pub(crate) use calls::{decode_outcome, tool_arguments};
 pub(crate) use connection::{Inflight, Inner, read_loop};
 pub(crate) use dispatch::Refusal;
 pub use handle::Client;
-pub(crate) use resend::{Failed, ProgressWaiter, Wait, progressed, resend_pause};
+pub(crate) use resend::{Failed, ProgressWaiter, Wait, progressed, resend_pause, timed_out};
 pub use settings::{
-    BACKOFF_CAP, BACKOFF_START, CallOptions, DEFAULT_MAX_INPUT_REQUESTS, DEFAULT_MAX_ROUNDS,
-    DEFAULT_MAX_SERVER_REQUESTS, DEFAULT_MAX_TOTAL_TIMEOUT, DEFAULT_REQUEST_TIMEOUT,
-    DISCOVER_TIMEOUT, MAX_RESENDS, MAX_RETRY_AFTER, Mode, Negotiated, RESEND_BACKOFF_CAP,
-    RESEND_BACKOFF_START,
+    BACKOFF_CAP, BACKOFF_START, CallOptions, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_INPUT_REQUESTS,
+    DEFAULT_MAX_ROUNDS, DEFAULT_MAX_SERVER_REQUESTS, DEFAULT_MAX_TOTAL_TIMEOUT,
+    DEFAULT_REQUEST_TIMEOUT, DISCOVER_TIMEOUT, MAX_RESENDS, MAX_RETRY_AFTER, Mode, Negotiated,
+    RESEND_BACKOFF_CAP, RESEND_BACKOFF_START,
 };
 pub use tasks::{TaskCall, TaskHandle, ToolLeg};
 

@@ -489,3 +489,99 @@ async fn a_task_the_client_started_is_cancelled_when_its_call_is_dropped_unless_
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hundreds_of_calls_share_one_connection_and_the_in_flight_bound_queues_them() {
+    within(Duration::from_secs(30), async {
+        // Over one in-memory pipe (stdio-like) and over HTTP, both eras.
+        let server = mcp_faults::TestServer::new();
+        let service = server.service();
+        let bounded = Client::builder()
+            .max_in_flight(8)
+            .connect(mcp_client::MemoryTransport::new(&service))
+            .await
+            .unwrap();
+        let calls = (0..300).map(|i| {
+            let client = bounded.clone();
+            async move {
+                client
+                    .call_tool(
+                        "lookup",
+                        json!({"key": i.to_string(), "steps": 1, "step_ms": 5}),
+                    )
+                    .await
+            }
+        });
+        let results = futures_join_all(calls).await;
+        for (i, result) in results.into_iter().enumerate() {
+            assert_eq!(
+                result.unwrap().content[0].as_text(),
+                Some(format!("value of {i}").as_str())
+            );
+        }
+        assert_eq!(server.counters().executed("lookup"), 300);
+        assert_eq!(
+            server.counters().max_running("lookup"),
+            8,
+            "queued, never more than the bound"
+        );
+
+        for mode in ERAS {
+            let harness = Harness::start().await;
+            let client = Client::builder()
+                .mode(mode.clone())
+                .max_in_flight(16)
+                .connect(HttpTransport::new(&harness.url()).unwrap())
+                .await
+                .unwrap();
+            let calls = (0..200).map(|i| {
+                let client = client.clone();
+                async move {
+                    client
+                        .call_tool(
+                            "lookup",
+                            json!({"key": i.to_string(), "steps": 1, "step_ms": 5}),
+                        )
+                        .await
+                }
+            });
+            let failed = futures_join_all(calls)
+                .await
+                .into_iter()
+                .filter(|r| r.is_err())
+                .count();
+            assert_eq!(failed, 0, "{mode:?}");
+            assert_eq!(harness.counters.executed("lookup"), 200, "{mode:?}");
+            assert!(harness.counters.max_running("lookup") <= 16, "{mode:?}");
+        }
+    })
+    .await;
+}
+
+/// Runs every future at once on this task, in order of their results.
+async fn futures_join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+    let futures: Vec<_> = futures.into_iter().collect();
+    let mut results: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    let mut pinned: Vec<_> = futures.into_iter().map(Box::pin).collect();
+    let mut left = pinned.len();
+    std::future::poll_fn(|cx| {
+        for (i, future) in pinned.iter_mut().enumerate() {
+            if results[i].is_none()
+                && let std::task::Poll::Ready(output) = future.as_mut().poll(cx)
+            {
+                results[i] = Some(output);
+                left -= 1;
+            }
+        }
+        if left == 0 {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+    results
+        .into_iter()
+        .map(|r| r.expect("every future finished"))
+        .collect()
+}

@@ -23,6 +23,8 @@ pub const HANG_LIMIT: Duration = Duration::from_secs(30);
 pub struct Counters {
     executed: Mutex<HashMap<String, usize>>,
     cancelled: Mutex<HashMap<String, usize>>,
+    /// Runs going on now, and the most at once, by tool.
+    running: Mutex<HashMap<String, (usize, usize)>>,
     changed: Notify,
 }
 
@@ -35,6 +37,11 @@ impl Counters {
     /// How many times a running `tool` saw its request cancelled.
     pub fn cancelled(&self, tool: &str) -> usize {
         lock(&self.cancelled).get(tool).copied().unwrap_or(0)
+    }
+
+    /// The most runs of `tool` there were at once.
+    pub fn max_running(&self, tool: &str) -> usize {
+        lock(&self.running).get(tool).map_or(0, |r| r.1)
     }
 
     /// Waits until `tool` saw `count` cancellations, or `within` passed; whether it did.
@@ -61,9 +68,35 @@ impl Counters {
         count
     }
 
+    /// Counts a run of `tool` as going on until the returned guard drops.
+    fn start(self: &Arc<Self>, tool: &'static str) -> Running {
+        let mut running = lock(&self.running);
+        let (now, most) = running.entry(tool.to_owned()).or_default();
+        *now += 1;
+        *most = (*most).max(*now);
+        Running {
+            counters: self.clone(),
+            tool,
+        }
+    }
+
     fn saw_cancel(&self, tool: &str) {
         *lock(&self.cancelled).entry(tool.to_owned()).or_default() += 1;
         self.changed.notify_waiters();
+    }
+}
+
+/// A run of a tool going on.
+struct Running {
+    counters: Arc<Counters>,
+    tool: &'static str,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some((now, _)) = lock(&self.counters.running).get_mut(self.tool) {
+            *now -= 1;
+        }
     }
 }
 
@@ -132,6 +165,7 @@ impl TestServer {
                 let counters = counters.clone();
                 async move {
                     counters.ran("lookup");
+                    let _running = counters.start("lookup");
                     steps(&ctx, &args).await;
                     let key = args.get("key").and_then(|k| k.as_str()).unwrap_or("");
                     format!("value of {key}")

@@ -49,6 +49,7 @@ pub struct ClientBuilder {
     pub(super) tasks: bool,
     pub(super) max_task_wait: Duration,
     pub(super) cache: Option<Arc<dyn crate::cache::CacheStore>>,
+    pub(super) max_in_flight: usize,
 }
 
 impl Default for ClientBuilder {
@@ -72,6 +73,7 @@ impl Default for ClientBuilder {
             tasks: false,
             max_task_wait: tasks::DEFAULT_MAX_TASK_WAIT,
             cache: Some(Arc::new(crate::cache::MemoryCache::default())),
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         }
     }
 }
@@ -247,6 +249,15 @@ impl ClientBuilder {
         self
     }
 
+    /// How many requests this client has on the wire at once (default
+    /// [`DEFAULT_MAX_IN_FLIGHT`], at least 1). More wait their turn in the order they came, each
+    /// within its own timeout: a burst of calls queues instead of failing or flooding the
+    /// server.
+    pub fn max_in_flight(mut self, max: usize) -> Self {
+        self.max_in_flight = max.max(1);
+        self
+    }
+
     /// Keeps no results: every request goes to the server.
     pub fn no_cache(mut self) -> Self {
         self.cache = None;
@@ -312,6 +323,7 @@ impl ClientBuilder {
             next_progress: AtomicI64::new(0),
             repeatable_tools: Mutex::new(HashMap::new()),
             cache: self.cache,
+            in_flight: Arc::new(tokio::sync::Semaphore::new(self.max_in_flight)),
             max_rounds: self.max_rounds,
             log_level: self.log_level,
             max_server_requests: self.max_server_requests,

@@ -45,6 +45,9 @@ pub(crate) struct Inner {
     /// Which tools `tools/list` said are safe to call twice (`readOnlyHint` or
     /// `idempotentHint`); at most [`MAX_KNOWN_TOOLS`] are remembered.
     pub(crate) repeatable_tools: Mutex<HashMap<String, bool>>,
+    /// One permit per request on the wire ([`DEFAULT_MAX_IN_FLIGHT`]); the rest queue, in
+    /// order.
+    pub(crate) in_flight: Arc<tokio::sync::Semaphore>,
     /// Where cacheable results are kept; `None` when caching is off.
     pub(crate) cache: Option<Arc<dyn crate::cache::CacheStore>>,
     pub(crate) max_rounds: u32,

@@ -280,6 +280,24 @@ impl Client {
         deadline: Instant,
     ) -> Result<Box<RawValue>, Failed> {
         let inner = &self.inner;
+        // A place on the wire, in turn; the wait counts against the request's limits.
+        let queued_until = (Instant::now() + wait.idle).min(deadline);
+        let _permit = match tokio::time::timeout_at(queued_until, inner.in_flight.acquire()).await {
+            Ok(Ok(permit)) => permit,
+            Ok(Err(_)) => {
+                return Err(Failed::Client(ClientError::Transport(
+                    "the client is closed".into(),
+                )));
+            }
+            Err(_) => {
+                return Err(Failed::Client(timed_out(
+                    method,
+                    wait,
+                    queued_until,
+                    deadline,
+                )));
+            }
+        };
         let id = RequestId::Number(inner.next_id.fetch_add(1, Ordering::Relaxed) + 1);
         let (tx, mut rx) = oneshot::channel();
         if let Ok(mut pending) = inner.pending.lock() {
@@ -300,19 +318,7 @@ impl Client {
             params,
             extra: JsonObject::new(),
         };
-        let expired = |at: Instant| {
-            Failed::Client(if at >= deadline {
-                ClientError::TotalTimeout {
-                    method: method.to_owned(),
-                    after: wait.total,
-                }
-            } else {
-                ClientError::Timeout {
-                    method: method.to_owned(),
-                    after: wait.idle,
-                }
-            })
-        };
+        let expired = |at: Instant| Failed::Client(timed_out(method, wait, at, deadline));
         // Writing is bounded too: a peer that stops reading cannot hold the caller.
         let send_until = (Instant::now() + wait.idle).min(deadline);
         let sent = inner.transport.send(JsonRpcMessage::Request(request));

@@ -81,6 +81,22 @@ pub(crate) async fn progressed(waiter: Option<&ProgressWaiter<'_>>) {
     }
 }
 
+/// The error of a request whose wait ended at `at`: its total time when that was the
+/// deadline, else its timeout.
+pub(crate) fn timed_out(method: &str, wait: &Wait, at: Instant, deadline: Instant) -> ClientError {
+    if at >= deadline {
+        ClientError::TotalTimeout {
+            method: method.to_owned(),
+            after: wait.total,
+        }
+    } else {
+        ClientError::Timeout {
+            method: method.to_owned(),
+            after: wait.idle,
+        }
+    }
+}
+
 /// The wait before sending `method` again after `failure`, or the error the caller gets.
 pub(crate) fn resend_pause(
     method: &str,

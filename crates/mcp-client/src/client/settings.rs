@@ -40,6 +40,9 @@ pub const MAX_RESENDS: u32 = 3;
 pub const RESEND_BACKOFF_START: Duration = Duration::from_millis(100);
 /// The longest wait between re-sends the client picks itself.
 pub const RESEND_BACKOFF_CAP: Duration = Duration::from_secs(2);
+/// How many requests one client has on the wire at once unless configured; more wait their
+/// turn, first come first served.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
 /// The longest `Retry-After` the client waits for; a longer one fails the request.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 /// How long the `server/discover` probe waits before assuming a legacy server.
