@@ -30,6 +30,11 @@ use crate::oauth::{Attempts, Retry};
 
 /// Sends `message` on `link`: see the module's stages.
 pub(super) async fn send(link: &Link, message: JsonRpcMessage) -> Result<(), String> {
+    // While a lost 2025-11-25 session is being replaced, a message waits for the new one
+    // rather than go out with none.
+    if link.state.initialize.lock().is_ok_and(|i| i.is_some()) {
+        drop(link.state.recovering.lock().await);
+    }
     let session = link.state.session_id.lock().ok().and_then(|s| s.clone());
     // A cancellation on 2026-07-28 HTTP is dropping the request's stream.
     if let JsonRpcMessage::Notification(n) = &message
