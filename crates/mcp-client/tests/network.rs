@@ -486,6 +486,16 @@ async fn a_task_the_client_started_is_cancelled_when_its_call_is_dropped_unless_
         );
         assert_eq!(harness.counters.executed("hang_task"), 2);
         assert_eq!(harness.proxy.count("tasks/cancel"), 1);
+        // A deadline for the task's whole wait, per call: the typed error names it, and the
+        // task the client gave up on is cancelled.
+        let capped = CallOptions { max_task_wait: Some(Duration::from_millis(400)), ..CallOptions::default() };
+        let error = client.call_tool_with("hang_task", json!({}), capped).await.unwrap_err();
+        assert!(
+            matches!(&error, ClientError::TaskTimeout { after, .. } if *after == Duration::from_millis(400)),
+            "{error}"
+        );
+        assert!(harness.counters.wait_cancelled("hang_task", 2, Duration::from_secs(5)).await);
+        assert_eq!(harness.proxy.count("tasks/cancel"), 2);
     })
     .await;
 }

@@ -86,6 +86,11 @@ pub struct CallOptions {
     /// [`ClientBuilder::tasks`](crate::ClientBuilder::tasks)), leave the task running if the
     /// call is dropped or gives up waiting, instead of sending `tasks/cancel`.
     pub leave_task_running: bool,
+    /// When the server makes this call a task, the longest the call follows it, instead of
+    /// the client's [`max_task_wait`](crate::ClientBuilder::max_task_wait) (the task's TTL
+    /// still bounds it when shorter); past it the call fails with
+    /// [`ClientError::TaskTimeout`](crate::ClientError::TaskTimeout).
+    pub max_task_wait: Option<Duration>,
 }
 
 impl CallOptions {
