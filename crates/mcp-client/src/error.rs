@@ -31,8 +31,8 @@ pub enum ClientError {
     },
     /// The connection failed the request and the client did not send it again, because it
     /// is not known to be safe to repeat (only lists, `resources/read`, `prompts/get` and
-    /// `tools/call` of a tool annotated `readOnlyHint` or `idempotentHint` are), or because
-    /// its re-sends ran out.
+    /// `tools/call` of a tool annotated `readOnlyHint` or `idempotentHint` are). A request
+    /// safe to repeat whose re-sends ran out fails with [`ClientError::Transport`] instead.
     Interrupted {
         /// The method.
         method: String,

@@ -110,10 +110,18 @@ pub(crate) fn resend_pause(
         Delivery::NotProcessed => false,
         Delivery::Unknown => true,
     };
-    let stop = |why: String| ClientError::Interrupted {
-        method: method.to_owned(),
-        may_have_run,
-        why,
+    // Whether a request safe to repeat ran does not matter to its caller: when the client
+    // gives up on it, the connection failed. For any other, it is the question.
+    let stop = |why: String| {
+        if repeatable {
+            ClientError::Transport(why)
+        } else {
+            ClientError::Interrupted {
+                method: method.to_owned(),
+                may_have_run,
+                why,
+            }
+        }
     };
     if !repeatable {
         return Err(stop(format!(
@@ -228,11 +236,9 @@ mod tests {
         );
         assert_eq!(
             resend_pause("tools/list", unknown.clone(), true, MAX_RESENDS, later),
-            Err(ClientError::Interrupted {
-                method: "tools/list".into(),
-                may_have_run: true,
-                why: "the connection broke; the client gave up after sending it 4 times".into(),
-            })
+            Err(ClientError::Transport(
+                "the connection broke; the client gave up after sending it 4 times".into()
+            ))
         );
         let busy = failure(Delivery::NotProcessed, Some(Duration::from_secs(2)));
         assert_eq!(
@@ -241,16 +247,20 @@ mod tests {
         );
         let soon = Instant::now() + Duration::from_secs(1);
         assert!(matches!(
-            resend_pause("tools/list", busy, true, 0, soon),
+            resend_pause("tools/call", busy.clone(), false, 0, soon),
             Err(ClientError::Interrupted {
                 may_have_run: false,
                 ..
             })
         ));
+        assert!(matches!(
+            resend_pause("tools/list", busy, true, 0, soon),
+            Err(ClientError::Transport(why)) if why.ends_with("no time was left to send it again")
+        ));
         let too_long = failure(Delivery::NotProcessed, Some(MAX_RETRY_AFTER * 2));
         assert!(matches!(
             resend_pause("tools/list", too_long, true, 0, later),
-            Err(ClientError::Interrupted { may_have_run: false, why, .. }) if why.contains("asked to wait 60 s")
+            Err(ClientError::Transport(why)) if why.contains("asked to wait 60 s")
         ));
         assert_eq!(
             resend_pause(

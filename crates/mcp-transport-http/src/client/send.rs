@@ -265,10 +265,12 @@ async fn post(
                 if let Ok(mut err) = state.error.lock() {
                     *err = Some(why.clone());
                 }
-                let delivery = if e.is_connect() {
-                    Delivery::NotProcessed
-                } else {
-                    Delivery::Unknown
+                let delivery = match (e.is_connect(), refused_for_now(&e)) {
+                    // Nothing listens, yet: a server restarting. Sending again may reach it.
+                    (true, true) => Delivery::NotProcessed,
+                    // A certificate refused, a name that does not resolve: it would again.
+                    (true, false) => Delivery::Final,
+                    (false, _) => Delivery::Unknown,
                 };
                 return Err(LocalFailure {
                     why,
@@ -303,6 +305,28 @@ async fn post(
             Retry::Deliver => return Ok(response),
         }
     }
+}
+
+/// Whether a connection failed in a way that may pass (refused, reset, timed out: a server
+/// restarting or overloaded), rather than one that will not (a TLS certificate refused, an
+/// unknown host).
+fn refused_for_now(error: &(dyn std::error::Error + 'static)) -> bool {
+    use std::io::ErrorKind;
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                ErrorKind::ConnectionRefused
+                    | ErrorKind::ConnectionReset
+                    | ErrorKind::ConnectionAborted
+                    | ErrorKind::TimedOut
+                    | ErrorKind::NotConnected
+            );
+        }
+        cause = e.source();
+    }
+    false
 }
 
 /// Why a request sent in session `lost`, which the server no longer knows, failed, once a
