@@ -125,3 +125,75 @@ async fn a_stalled_answer_ends_at_the_timeout() {
     .await
     .expect("the test ran past its deadline");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_fault_of_the_network_leaves_a_lookup_answered_and_a_charge_sent_once() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        for era in ERAS {
+            let legacy = era == "2025-11-25";
+            let harness = Harness::start().await;
+            let mut faults = vec![
+                Fault::ResetBeforeForward,
+                Fault::DropMidStream { events: 0 },
+                Fault::Status {
+                    code: 502,
+                    retry_after: None,
+                },
+                Fault::TruncateBody { bytes: 10 },
+                Fault::Delay(Duration::from_millis(100)),
+            ];
+            if legacy {
+                faults.push(Fault::SessionNotFound);
+            }
+            for fault in faults {
+                let lookups = harness.proxy.count_tool("lookup");
+                harness.fault(Rule::tool("lookup", fault.clone()));
+                let out = term(&harness, era, &["call", "lookup", "key=k"]).await;
+                assert_eq!(out.code, 0, "{era} {fault:?}: {}", out.stderr);
+                assert!(
+                    out.stdout.contains("value of k"),
+                    "{era} {fault:?}: {}",
+                    out.stdout
+                );
+                let sent = if fault == Fault::Delay(Duration::from_millis(100)) {
+                    1
+                } else {
+                    2
+                };
+                assert_eq!(
+                    harness.proxy.count_tool("lookup"),
+                    lookups + sent,
+                    "{era} {fault:?}"
+                );
+
+                let charges = harness.proxy.count_tool("charge");
+                harness.fault(Rule::tool("charge", fault.clone()));
+                let out = term(&harness, era, &["call", "charge"]).await;
+                assert_eq!(
+                    harness.proxy.count_tool("charge"),
+                    charges + 1,
+                    "{era} {fault:?}: sent twice"
+                );
+                let expected = match &fault {
+                    Fault::Delay(_) => None,
+                    Fault::SessionNotFound => Some("not_run"),
+                    _ => Some("interrupted"),
+                };
+                match expected {
+                    None => assert_eq!(out.code, 0, "{era} {fault:?}: {}", out.stderr),
+                    Some(kind) => {
+                        assert_eq!(out.code, 4, "{era} {fault:?}: {}", out.stderr);
+                        assert_eq!(
+                            out.error()["error"]["kind"],
+                            kind,
+                            "{era} {fault:?}: {}",
+                            out.stderr
+                        );
+                    }
+                }
+            }
+        }
+    })
+    .await
+    .expect("the test ran past its deadline");
+}
