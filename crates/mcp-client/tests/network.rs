@@ -254,17 +254,11 @@ async fn a_lost_legacy_session_is_started_again_once_and_the_list_sent_again() {
         );
         assert_eq!(a.unwrap().tools.len(), 5);
         assert_eq!(b.unwrap().content[0].as_text(), Some("value of x"));
-        assert_eq!(harness.proxy.count("initialize"), 2);
-        assert_eq!(
-            harness.proxy.count("tools/list"),
-            3,
-            "the first, then once more after the 404"
-        );
-        assert_eq!(
-            harness.proxy.count_tool("lookup"),
-            2,
-            "once more after the 404"
-        );
+        assert_eq!(harness.proxy.count("initialize"), 2, "one new session");
+        // Each request that met the 404 was sent once more; one that left while the new
+        // session was being started waited for it and went once. At least one met it.
+        let after = harness.proxy.count("tools/list") - 1 + harness.proxy.count_tool("lookup");
+        assert!((3..=4).contains(&after), "{after} sends after the restart");
         // A side-effecting call that met the 404 did not run, and says so.
         harness.restart().await;
         let error = client.call_tool("charge", json!({})).await.unwrap_err();
