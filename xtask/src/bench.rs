@@ -1,5 +1,7 @@
 //! `cargo xtask bench`: our echo server side by side with rmcp's, a hand-written hyper floor,
-//! and the Python SDK's (issue #11; method and targets in `docs/performance.md`).
+//! and the Python SDK's (issue #11; method and targets in `docs/performance.md`); and the
+//! client side, our client against rmcp's, each keeping calls in flight to our stdio server
+//! (`bench/client-load`, issue #30).
 //!
 //! The servers and the load generator live in the separate Cargo workspace `bench/` (excluded
 //! from the main one, so CI never builds rmcp). This command builds it in release mode, then
@@ -23,6 +25,8 @@ use super::{python_env, run, workspace_root};
 const CONNS: [u64; 3] = [1, 16, 64];
 /// The connection count of the multi-round flow (and of the plain call it is compared with).
 const FLOW_CONNS: u64 = 16;
+/// The calls one client keeps in flight over one stdio pipe in the client-side figures.
+const CLIENT_CALLS: u64 = 64;
 
 struct Options {
     quick: bool,
@@ -166,6 +170,8 @@ struct Run {
     http: Value,
     stdio: Value,
     sessions: Value,
+    /// The client side (issue #30): this implementation's client against our stdio server.
+    client: Value,
 }
 
 /// Runs `cargo xtask bench`.
@@ -240,6 +246,9 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
                 ];
                 measured.sessions = loadgen(&bin, &options, &args, sessions)?;
             }
+            if matches!(implementation.name, "ours" | "rmcp") {
+                measured.client = client_load(&bin, &options, implementation.name)?;
+            }
             results.insert(implementation.name, measured);
         }
         rounds.push(results);
@@ -262,7 +271,7 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
                 .map(|(name, run)| {
                     (
                         name.to_string(),
-                        json!({"http": run.http, "stdio": run.stdio, "sessions": run.sessions}),
+                        json!({"http": run.http, "stdio": run.stdio, "sessions": run.sessions, "client": run.client}),
                     )
                 })
                 .collect::<serde_json::Map<_, _>>()
@@ -312,6 +321,31 @@ fn loadgen(
         ));
     }
     serde_json::from_slice(&output.stdout).map_err(|e| format!("loadgen printed no JSON: {e}"))
+}
+
+/// The client-side figures of `client` (`ours` or `rmcp`): that client, in its own process,
+/// keeps [`CLIENT_CALLS`] calls of `echo` in flight over one stdio pipe to our server.
+fn client_load(bin: &Path, options: &Options, client: &str) -> Result<Value, String> {
+    let mut command = Command::new(bin.join("client-load"));
+    command
+        .current_dir(workspace_root())
+        .args(["--client", client])
+        .args(["--concurrency", &CLIENT_CALLS.to_string()])
+        .args(["--secs", &options.secs.to_string()])
+        .args(["--warmup", &options.warmup.to_string()])
+        .arg("--")
+        .arg(bin.join("our-echo"))
+        .arg("--stdio");
+    let output = command
+        .output()
+        .map_err(|e| format!("could not start {command:?}: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{command:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    serde_json::from_slice(&output.stdout).map_err(|e| format!("client-load printed no JSON: {e}"))
 }
 
 /// The processor as `/proc/cpuinfo` names it, with its cache size: CPU time per call moves
@@ -415,6 +449,18 @@ fn rows() -> Vec<Row> {
         ),
         cells: vec![getter(|r| r.http["flow"]["rps"].as_f64())],
         format: whole,
+    });
+    rows.push(Row {
+        label: format!(
+            "client calls/s, {CLIENT_CALLS} in flight over one stdio pipe to our server (the client's SDK)"
+        ),
+        cells: vec![getter(|r| r.client["calls_per_sec"].as_f64())],
+        format: whole,
+    });
+    rows.push(Row {
+        label: "client CPU µs per call (the client process alone)".into(),
+        cells: vec![getter(|r| r.client["client_cpu_us_per_call"].as_f64())],
+        format: one_decimal,
     });
     rows.push(Row {
         label: "server CPU µs per flow".into(),
@@ -641,6 +687,26 @@ fn targets() -> Vec<Target> {
         difference: true,
     });
     list.push(ratio(
+        format!("client calls/s ({CLIENT_CALLS} in flight, stdio) ≥ 1× rmcp's client"),
+        ("ours", getter(|r| r.client["calls_per_sec"].as_f64())),
+        ("rmcp", getter(|r| r.client["calls_per_sec"].as_f64())),
+        false,
+        1.0,
+    ));
+    list.push(ratio(
+        "client CPU per call ≤ 1× rmcp's client".into(),
+        (
+            "ours",
+            getter(|r| r.client["client_cpu_us_per_call"].as_f64()),
+        ),
+        (
+            "rmcp",
+            getter(|r| r.client["client_cpu_us_per_call"].as_f64()),
+        ),
+        true,
+        1.0,
+    ));
+    list.push(ratio(
         "memory per idle legacy session ≤ 0.5× rmcp".into(),
         ("ours", getter(|r| r.sessions["kb_per_session"].as_f64())),
         ("rmcp", getter(|r| r.sessions["kb_per_session"].as_f64())),
@@ -775,6 +841,7 @@ mod tests {
             http: json!({"levels": [{"conns": 1, "cpu_us_per_req": cpu}], "idle_rss_kb": rss_kb}),
             stdio: Value::Null,
             sessions: Value::Null,
+            client: Value::Null,
         };
         let round: BTreeMap<&'static str, Run> =
             [("ours", run(10.0, 5120.0)), ("floor", run(8.0, 3584.0))]
@@ -789,6 +856,24 @@ mod tests {
         // Idle RSS is a difference in MiB: 5 − 3.5.
         let rss = all.iter().find(|t| t.difference).unwrap();
         assert_eq!(round_ratio(rss, &round), Some(1.5));
+        // The client figures compare the two clients, each against our server.
+        let client = |calls: f64| Run {
+            client: json!({"calls_per_sec": calls, "client_cpu_us_per_call": 100.0 / calls}),
+            ..Run::default()
+        };
+        let round: BTreeMap<&'static str, Run> = [("ours", client(200.0)), ("rmcp", client(100.0))]
+            .into_iter()
+            .collect();
+        let calls = all
+            .iter()
+            .find(|t| t.label.starts_with("client calls/s"))
+            .unwrap();
+        assert_eq!(round_ratio(calls, &round), Some(2.0));
+        let cpu = all
+            .iter()
+            .find(|t| t.label.starts_with("client CPU"))
+            .unwrap();
+        assert_eq!(round_ratio(cpu, &round), Some(0.5));
     }
 
     #[test]

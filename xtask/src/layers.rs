@@ -53,6 +53,8 @@ const EXEMPT: &[&str] = &[
     "wasm-seal",
     "mcp-examples",
     "mcp-guides",
+    // Test support (a misbehaving network), never published.
+    "mcp-faults",
 ];
 
 /// The prefix every published package carries on crates.io (`keel-mcp-types`); the table

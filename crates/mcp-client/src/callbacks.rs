@@ -48,6 +48,7 @@ pub(crate) type RootsFn = Arc<
 pub(crate) type ProgressFn = Arc<dyn Fn(ProgressParams) + Send + Sync>;
 pub(crate) type LogFn = Arc<dyn Fn(LoggingMessageParams) + Send + Sync>;
 pub(crate) type NotificationFn = Arc<dyn Fn(&ServerNotification) + Send + Sync>;
+pub(crate) type CacheHitFn = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// The callbacks a client was built with.
 #[derive(Clone, Default)]
@@ -62,6 +63,7 @@ pub(crate) struct Callbacks {
     pub(crate) log: Option<LogFn>,
     pub(crate) notification: Option<NotificationFn>,
     pub(crate) task_status: Option<crate::client::tasks::TaskStatusFn>,
+    pub(crate) cache_hit: Option<CacheHitFn>,
 }
 
 impl Callbacks {

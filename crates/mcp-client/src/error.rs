@@ -10,12 +10,38 @@ use mcp_types::ErrorObject;
 pub enum ClientError {
     /// The transport failed or the connection is gone.
     Transport(String),
-    /// The server did not answer in time; the request was cancelled.
+    /// The server did not answer in time, nor report progress, within the request timeout
+    /// ([`ClientBuilder::request_timeout`](crate::ClientBuilder::request_timeout) or
+    /// [`CallOptions::timeout`](crate::CallOptions::timeout)); the request was cancelled.
     Timeout {
         /// The method.
         method: String,
-        /// How long the client waited.
+        /// How long the client waited since the request, or its last progress notification.
         after: Duration,
+    },
+    /// The request kept reporting progress but had not been answered when its maximum total
+    /// time ran out ([`ClientBuilder::max_total_timeout`](crate::ClientBuilder::max_total_timeout)
+    /// or [`CallOptions::max_total_timeout`](crate::CallOptions::max_total_timeout)); the
+    /// request was cancelled.
+    TotalTimeout {
+        /// The method.
+        method: String,
+        /// The maximum total time.
+        after: Duration,
+    },
+    /// The connection failed the request and the client did not send it again, because it
+    /// is not known to be safe to repeat (only lists, `resources/read`, `prompts/get` and
+    /// `tools/call` of a tool annotated `readOnlyHint` or `idempotentHint` are). A request
+    /// safe to repeat whose re-sends ran out fails with [`ClientError::Transport`] instead.
+    Interrupted {
+        /// The method.
+        method: String,
+        /// Whether the server may have run it: `false` when it certainly did not (the server
+        /// lost the session before reading it, or refused it with `503`), so sending it again
+        /// is up to the caller.
+        may_have_run: bool,
+        /// What failed.
+        why: String,
     },
     /// A task had not ended when the client stopped following it (its TTL or
     /// [`ClientBuilder::max_task_wait`](crate::ClientBuilder::max_task_wait), whichever is
@@ -110,6 +136,24 @@ impl fmt::Display for ClientError {
                     after.as_millis()
                 )
             }
+            ClientError::TotalTimeout { method, after } => write!(
+                f,
+                "the server had not answered '{method}' when its maximum total time of {} ms ran out (progress resets only the request timeout)",
+                after.as_millis()
+            ),
+            ClientError::Interrupted {
+                method,
+                may_have_run: true,
+                why,
+            } => write!(
+                f,
+                "'{method}' was interrupted: {why}; it may or may not have run on the server"
+            ),
+            ClientError::Interrupted {
+                method,
+                may_have_run: false,
+                why,
+            } => write!(f, "'{method}' did not run: {why}"),
             ClientError::TaskTimeout { task_id, after } => write!(
                 f,
                 "task '{task_id}' had not ended after {} ms of following it, so it was cancelled (the task's TTL or the client's task wait, whichever is shorter)",

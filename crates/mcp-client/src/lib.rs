@@ -7,11 +7,13 @@
 //!   detection ([`Mode::Auto`] probes with `server/discover` and falls back to `initialize`),
 //!   and the automatic multi-round-trip loop in `call_tool`, `get_prompt` and `read_resource`.
 //! - [`Session`]: one leg at a time, for applications that drive the loop themselves.
+//! - [`cache`]: the response cache that honours the server's `ttlMs` and `cacheScope`.
 //! - [`Transport`]: what any transport implements; `MemoryTransport` (feature
 //!   `memory`) connects to an in-process server.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod cache;
 mod callbacks;
 mod client;
 mod error;
@@ -21,6 +23,7 @@ mod memory;
 pub mod oauth;
 mod transport;
 
+pub use cache::{CacheMode, CacheStore, MemoryCache};
 pub use callbacks::RequestInfo;
 /// The poll limits of the client's task loop.
 pub use client::skills::{LoadedSkill, MAX_SKILL_PAGES, SkillFileContent};
@@ -30,11 +33,13 @@ pub use client::tasks::{
 };
 pub use client::{
     App, BACKOFF_CAP, BACKOFF_START, CallOptions, CallOutcome, Client, ClientBuilder,
-    DEFAULT_MAX_INPUT_REQUESTS, DEFAULT_MAX_ROUNDS, DEFAULT_MAX_SERVER_REQUESTS,
-    DEFAULT_REQUEST_TIMEOUT, DISCOVER_TIMEOUT, HasMetaMut, LEGACY_VERSIONS, MODERN_VERSIONS, Mode,
-    Negotiated, Session, TaskCall, TaskHandle, ToolLeg,
+    DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_INPUT_REQUESTS, DEFAULT_MAX_ROUNDS,
+    DEFAULT_MAX_SERVER_REQUESTS, DEFAULT_MAX_TOTAL_TIMEOUT, DEFAULT_REQUEST_TIMEOUT,
+    DISCOVER_TIMEOUT, HasMetaMut, LEGACY_VERSIONS, MAX_RESENDS, MAX_RETRY_AFTER, MODERN_VERSIONS,
+    Mode, Negotiated, RESEND_BACKOFF_CAP, RESEND_BACKOFF_START, Session, TaskCall, TaskHandle,
+    ToolLeg,
 };
 pub use error::ClientError;
 #[cfg(feature = "memory")]
 pub use memory::MemoryTransport;
-pub use transport::{BoxFuture, Transport};
+pub use transport::{BoxFuture, Delivery, LocalFailure, Transport};

@@ -38,7 +38,17 @@ pub(crate) fn client_fail(e: ClientError) -> Fail {
             fail(code::AUTH, "auth", e.to_string())
         }
         ClientError::Transport(_) => fail(code::TRANSPORT, "transport", e.to_string()),
-        ClientError::Timeout { .. } => fail(code::TRANSPORT, "timeout", e.to_string()),
+        ClientError::Timeout { .. } | ClientError::TotalTimeout { .. } => {
+            fail(code::TRANSPORT, "timeout", e.to_string())
+        }
+        // Whether a call the connection failed may have run: a script retries only `not_run`.
+        ClientError::Interrupted {
+            may_have_run: true, ..
+        } => fail(code::TRANSPORT, "interrupted", e.to_string()),
+        ClientError::Interrupted {
+            may_have_run: false,
+            ..
+        } => fail(code::TRANSPORT, "not_run", e.to_string()),
         ClientError::TaskTimeout { task_id, after } => fail(
             code::TRANSPORT,
             "timeout",

@@ -309,6 +309,7 @@ impl Driver {
                 request_state: state.take(),
                 progress: true,
                 timeout: self.timeout,
+                ..CallOptions::default()
             };
             let result = match self.leg(call, options).await {
                 Ok(Leg::Done(v)) => return Finished::Done(v),

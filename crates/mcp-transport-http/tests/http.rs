@@ -822,9 +822,14 @@ async fn a_server_that_is_not_there_is_a_transport_error_not_a_server_error() {
         .connect(transport)
         .await
         .unwrap();
+    // The list is safe to repeat: the client tried a few times before giving up.
     match client.list_tools(None).await.unwrap_err() {
         mcp_client::ClientError::Transport(why) => {
-            assert!(why.starts_with("HTTP request failed: "), "{why}")
+            assert!(why.starts_with("HTTP request failed: "), "{why}");
+            assert!(
+                why.ends_with("; the client gave up after sending it 4 times"),
+                "{why}"
+            );
         }
         other => panic!("expected a transport error, got {other:?}"),
     }

@@ -1,10 +1,10 @@
 //! A 2025-11-25 client whose session the server lost (404 on its `Mcp-Session-Id`: the session
 //! expired, or its instance restarted) starts a new session, reports the request that met the
-//! 404 as lost, and goes on on the new session.
+//! 404 as not run (it is not safe to repeat), and goes on on the new session.
 
 use std::time::Duration;
 
-use mcp_client::{Client, Mode};
+use mcp_client::{Client, ClientError, Mode};
 use mcp_server_core::registry::{McpServer, ToolDef};
 use mcp_transport_http::{HttpTransport, McpHttpService};
 use mcp_types::JsonObject;
@@ -62,17 +62,22 @@ async fn a_lost_session_is_replaced_and_the_request_that_met_the_404_is_reported
     let (_keep, never) = tokio::sync::oneshot::channel();
     let _second_instance = serve(listener, never);
 
+    // `echo` carries no readOnlyHint or idempotentHint: the client does not send it again,
+    // and says it did not run.
     let lost = client
         .call_tool("echo", serde_json::json!({"text": "two"}))
         .await
-        .unwrap_err()
-        .to_string();
-    assert!(
-        lost.contains(
-            "the server lost this client's session (404 Session not found): this request was \
-             not processed; a new session was started, send it again"
-        ),
-        "{lost}"
+        .unwrap_err();
+    assert_eq!(
+        lost,
+        ClientError::Interrupted {
+            method: "tools/call".into(),
+            may_have_run: false,
+            why: "the server lost this client's session (404 Session not found) before \
+                  processing this request; a new session was started; the client did not \
+                  send it again, as it is not known to be safe to repeat"
+                .into(),
+        }
     );
     // The same client goes on, on the new session.
     let again = client

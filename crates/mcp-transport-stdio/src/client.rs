@@ -3,7 +3,9 @@
 //! than [`StdioOptions::max_line`] and lines that are not UTF-8 are refused one by one; the
 //! stream goes on.
 
+use std::collections::VecDeque;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,6 +24,12 @@ pub const GRACE_PERIOD: Duration = Duration::from_secs(2);
 pub const DEFAULT_CLIENT_MAX_LINE: usize = 16 * 1024 * 1024;
 /// The longest stderr line forwarded to `tracing`; longer ones are cut to it.
 const MAX_STDERR_LINE: usize = 16 * 1024;
+/// How many of the server's last stderr lines the error of a dead server quotes.
+pub const STDERR_TAIL_LINES: usize = 5;
+/// How many characters of each of those lines are quoted.
+const STDERR_TAIL_CHARS: usize = 200;
+/// How long a dead server's exit status and last stderr lines are waited for.
+const EXIT_WAIT: Duration = Duration::from_millis(500);
 
 /// How a [`StdioTransport`] treats what its child writes.
 #[derive(Debug, Clone)]
@@ -75,6 +83,10 @@ pub struct StdioTransport {
     incoming: tokio::sync::Mutex<mpsc::UnboundedReceiver<JsonRpcMessage>>,
     child: tokio::sync::Mutex<Option<Child>>,
     ended: Arc<Mutex<Option<String>>>,
+    /// The server's last stderr lines (sanitized, cut), for the error of a dead server.
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    /// The server's stderr reached its end (or there is none).
+    stderr_done: Arc<AtomicBool>,
 }
 
 impl StdioTransport {
@@ -153,7 +165,10 @@ impl StdioTransport {
                 }
             }
         });
+        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
+        let stderr_done = Arc::new(AtomicBool::new(stderr.is_none()));
         if let Some(stderr) = stderr {
+            let (tail, done) = (stderr_tail.clone(), stderr_done.clone());
             tokio::spawn(async move {
                 let mut reader = BufReader::new(stderr);
                 let mut bytes = Vec::new();
@@ -162,6 +177,12 @@ impl StdioTransport {
                         Ok(Line::Full) => {
                             let line = sanitize(&bytes);
                             tracing::info!(target: "mcp_transport_stdio::server", "{line}");
+                            if let Ok(mut tail) = tail.lock() {
+                                if tail.len() == STDERR_TAIL_LINES {
+                                    tail.pop_front();
+                                }
+                                tail.push_back(line.chars().take(STDERR_TAIL_CHARS).collect());
+                            }
                         }
                         Ok(Line::TooLong(n)) => {
                             tracing::info!(target: "mcp_transport_stdio::server", "(a stderr line of {n} bytes, over the {MAX_STDERR_LINE}-byte limit, was dropped)");
@@ -169,6 +190,7 @@ impl StdioTransport {
                         Ok(Line::Eof) | Err(_) => break,
                     }
                 }
+                done.store(true, Ordering::Release);
             });
         }
         Ok(StdioTransport {
@@ -176,16 +198,43 @@ impl StdioTransport {
             incoming: tokio::sync::Mutex::new(rx),
             child: tokio::sync::Mutex::new(Some(child)),
             ended,
+            stderr_tail,
+            stderr_done,
         })
     }
 
+    /// Notes the server's exit status and its last stderr lines once it has exited, waiting
+    /// a moment for both (its stdout or stdin closed: it is exiting).
     async fn record_exit(&self) {
-        let mut child = self.child.lock().await;
-        if let Some(c) = child.as_mut()
-            && let Ok(Some(status)) = c.try_wait()
-            && let Ok(mut ended) = self.ended.lock()
-        {
-            *ended = Some(format!("the server process exited with {status}"));
+        let started = tokio::time::Instant::now();
+        loop {
+            let status = {
+                let mut child = self.child.lock().await;
+                child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+            };
+            let stderr_done = self.stderr_done.load(Ordering::Acquire);
+            if let Some(status) = status
+                && (stderr_done || started.elapsed() >= EXIT_WAIT)
+            {
+                let tail: Vec<String> = self
+                    .stderr_tail
+                    .lock()
+                    .map(|t| t.iter().cloned().collect())
+                    .unwrap_or_default();
+                let mut why = format!("the server process exited with {status}");
+                if !tail.is_empty() {
+                    why.push_str("; its last lines on stderr: ");
+                    why.push_str(&tail.join(" / "));
+                }
+                if let Ok(mut ended) = self.ended.lock() {
+                    *ended = Some(why);
+                }
+                return;
+            }
+            if started.elapsed() >= EXIT_WAIT {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 }
@@ -220,13 +269,7 @@ impl Transport for StdioTransport {
             let message = self.incoming.lock().await.recv().await;
             if message.is_none() {
                 // stdout closed: wait a moment for the exit status, so the error can name it.
-                for _ in 0..20 {
-                    self.record_exit().await;
-                    if self.ended.lock().map(|e| e.is_some()).unwrap_or(true) {
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
+                self.record_exit().await;
             }
             message
         })

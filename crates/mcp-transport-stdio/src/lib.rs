@@ -17,7 +17,9 @@ mod client;
 mod lines;
 mod server;
 
-pub use client::{DEFAULT_CLIENT_MAX_LINE, GRACE_PERIOD, StdioOptions, StdioTransport};
+pub use client::{
+    DEFAULT_CLIENT_MAX_LINE, GRACE_PERIOD, STDERR_TAIL_LINES, StdioOptions, StdioTransport,
+};
 pub use server::{
     DEFAULT_MAX_LINE, DEFAULT_OUTPUT_QUEUE, EOF_GRACE, StdioLimits, serve, serve_io, serve_io_with,
 };

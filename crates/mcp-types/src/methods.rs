@@ -128,6 +128,10 @@ pub struct MethodSpec {
     pub input_required: bool,
     /// Its 2026-07-28 result carries `ttlMs` and `cacheScope`.
     pub cacheable: bool,
+    /// Sending it twice changes nothing on the server: a client may send it again after the
+    /// connection failed it (`tools/call` is not, though a tool's `readOnlyHint` or
+    /// `idempotentHint` may make one call so).
+    pub repeatable: bool,
     /// The parameter the HTTP transport's `Mcp-Name` header repeats, if any.
     pub name_param: Option<&'static str>,
     /// Its place in the Tasks extension.
@@ -149,6 +153,7 @@ const fn row(
         modern,
         input_required: false,
         cacheable: false,
+        repeatable: false,
         name_param: None,
         task: TaskRole::None,
     }
@@ -161,6 +166,10 @@ impl MethodSpec {
     }
     const fn cacheable(mut self) -> Self {
         self.cacheable = true;
+        self
+    }
+    const fn repeatable(mut self) -> Self {
+        self.repeatable = true;
         self
     }
     const fn named_by(mut self, param: &'static str) -> Self {
@@ -182,22 +191,32 @@ use Kind::{Notification as N, Request as R};
 /// JSON-RPC requests at all: they only travel inside `inputRequests` (see
 /// [`INPUT_REQUEST_METHODS`]).
 pub const METHODS: &[MethodSpec] = &[
-    row(SERVER_DISCOVER, R, C2S, false, true).cacheable(),
+    row(SERVER_DISCOVER, R, C2S, false, true)
+        .cacheable()
+        .repeatable(),
     row(INITIALIZE, R, C2S, true, false),
-    row(PING, R, C2S, true, false),
-    row(TOOLS_LIST, R, C2S, true, true).cacheable(),
+    row(PING, R, C2S, true, false).repeatable(),
+    row(TOOLS_LIST, R, C2S, true, true).cacheable().repeatable(),
     row(TOOLS_CALL, R, C2S, true, true)
         .input_required()
         .named_by("name"),
-    row(PROMPTS_LIST, R, C2S, true, true).cacheable(),
+    row(PROMPTS_LIST, R, C2S, true, true)
+        .cacheable()
+        .repeatable(),
     row(PROMPTS_GET, R, C2S, true, true)
         .input_required()
+        .repeatable()
         .named_by("name"),
-    row(RESOURCES_LIST, R, C2S, true, true).cacheable(),
-    row(RESOURCES_TEMPLATES_LIST, R, C2S, true, true).cacheable(),
+    row(RESOURCES_LIST, R, C2S, true, true)
+        .cacheable()
+        .repeatable(),
+    row(RESOURCES_TEMPLATES_LIST, R, C2S, true, true)
+        .cacheable()
+        .repeatable(),
     row(RESOURCES_READ, R, C2S, true, true)
         .input_required()
         .cacheable()
+        .repeatable()
         .named_by("uri"),
     row(RESOURCES_SUBSCRIBE, R, C2S, true, false),
     row(RESOURCES_UNSUBSCRIBE, R, C2S, true, false),
@@ -206,6 +225,7 @@ pub const METHODS: &[MethodSpec] = &[
     row(SUBSCRIPTIONS_LISTEN, R, C2S, false, true),
     row(TASKS_GET, R, C2S, true, false)
         .task(TaskRole::Served)
+        .repeatable()
         .named_by("taskId"),
     row(TASKS_UPDATE, R, C2S, false, false)
         .task(TaskRole::Served)
@@ -289,6 +309,12 @@ pub fn may_return_input_required(method: &str) -> bool {
 /// Whether a 2026-07-28 result of `method` carries the caching hints.
 pub fn is_cacheable(method: &str) -> bool {
     request(method).is_some_and(|m| m.cacheable)
+}
+
+/// Whether sending the client request `method` twice changes nothing on the server (see
+/// [`MethodSpec::repeatable`]).
+pub fn is_repeatable(method: &str) -> bool {
+    request(method).is_some_and(|m| m.repeatable)
 }
 
 /// The parameter of `method` that the `Mcp-Name` header repeats (`name`, `uri`, `taskId`).

@@ -39,6 +39,7 @@ pub struct ClientBuilder {
     pub(super) info: Implementation,
     pub(super) mode: Mode,
     pub(super) request_timeout: Duration,
+    pub(super) max_total_timeout: Option<Duration>,
     pub(super) discover_timeout: Duration,
     pub(super) max_rounds: u32,
     pub(super) log_level: Option<LoggingLevel>,
@@ -47,6 +48,8 @@ pub struct ClientBuilder {
     pub(super) max_input_requests: usize,
     pub(super) tasks: bool,
     pub(super) max_task_wait: Duration,
+    pub(super) cache: Option<Arc<dyn crate::cache::CacheStore>>,
+    pub(super) max_in_flight: usize,
 }
 
 impl Default for ClientBuilder {
@@ -60,6 +63,7 @@ impl Default for ClientBuilder {
             info: Implementation::new("mcp-rs-client", env!("CARGO_PKG_VERSION")),
             mode: Mode::Auto,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_total_timeout: None,
             discover_timeout: DISCOVER_TIMEOUT,
             max_rounds: DEFAULT_MAX_ROUNDS,
             log_level: None,
@@ -68,6 +72,8 @@ impl Default for ClientBuilder {
             max_input_requests: DEFAULT_MAX_INPUT_REQUESTS,
             tasks: false,
             max_task_wait: tasks::DEFAULT_MAX_TASK_WAIT,
+            cache: Some(Arc::new(crate::cache::MemoryCache::default())),
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         }
     }
 }
@@ -187,9 +193,21 @@ impl ClientBuilder {
         self
     }
 
-    /// How long each request waits for its answer (default 60 s).
+    /// How long each request waits for its answer (default 60 s). Each progress notification
+    /// the request receives starts the wait again, up to
+    /// [`max_total_timeout`](Self::max_total_timeout); past it the call fails with
+    /// [`ClientError::Timeout`] and the request is cancelled.
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
+        self
+    }
+
+    /// The longest each request waits in all, however much progress it reports (default
+    /// [`DEFAULT_MAX_TOTAL_TIMEOUT`], one hour, or the request timeout when that is longer);
+    /// past it the call fails with [`ClientError::TotalTimeout`] and the request is
+    /// cancelled.
+    pub fn max_total_timeout(mut self, limit: Duration) -> Self {
+        self.max_total_timeout = Some(limit);
         self
     }
 
@@ -219,6 +237,36 @@ impl ClientBuilder {
     /// How many retries one call may take in the automatic loop (default 10).
     pub fn max_rounds(mut self, max_rounds: u32) -> Self {
         self.max_rounds = max_rounds;
+        self
+    }
+
+    /// Keeps cacheable results in `store` instead of a [`MemoryCache`](crate::MemoryCache) of
+    /// its own (the default): a store shared by several clients shares `public` results
+    /// between them; `private` ones serve only the authorization they were fetched with
+    /// ([`Transport::principal`]).
+    pub fn cache(mut self, store: Arc<dyn crate::cache::CacheStore>) -> Self {
+        self.cache = Some(store);
+        self
+    }
+
+    /// How many requests this client has on the wire at once (default
+    /// [`DEFAULT_MAX_IN_FLIGHT`], at least 1). More wait their turn in the order they came, each
+    /// within its own timeout: a burst of calls queues instead of failing or flooding the
+    /// server.
+    pub fn max_in_flight(mut self, max: usize) -> Self {
+        self.max_in_flight = max.max(1);
+        self
+    }
+
+    /// Keeps no results: every request goes to the server.
+    pub fn no_cache(mut self) -> Self {
+        self.cache = None;
+        self
+    }
+
+    /// Sees the method of each request answered from the cache instead of the server.
+    pub fn on_cache_hit(mut self, handler: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.callbacks.cache_hit = Some(Arc::new(handler));
         self
     }
 
@@ -268,6 +316,14 @@ impl ClientBuilder {
             capabilities,
             info: Arc::new(self.info),
             request_timeout: self.request_timeout,
+            max_total_timeout: self
+                .max_total_timeout
+                .unwrap_or(DEFAULT_MAX_TOTAL_TIMEOUT.max(self.request_timeout)),
+            progress_waiters: Mutex::new(HashMap::new()),
+            next_progress: AtomicI64::new(0),
+            repeatable_tools: Mutex::new(HashMap::new()),
+            cache: self.cache,
+            in_flight: Arc::new(tokio::sync::Semaphore::new(self.max_in_flight)),
             max_rounds: self.max_rounds,
             log_level: self.log_level,
             max_server_requests: self.max_server_requests,
@@ -278,7 +334,10 @@ impl ClientBuilder {
             closed: Mutex::new(None),
         });
         tokio::spawn(read_loop(inner.clone()));
-        let client = Client { inner };
+        let client = Client {
+            inner,
+            cache_mode: crate::cache::CacheMode::Use,
+        };
         client.negotiate(self.mode, self.discover_timeout).await?;
         Ok(client)
     }

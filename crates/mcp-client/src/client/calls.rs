@@ -34,7 +34,9 @@ impl Client {
             meta: self.meta(None),
             extra: JsonObject::new(),
         };
-        self.typed(methods::TOOLS_LIST, &params, None).await
+        let page: ListToolsResult = self.typed(methods::TOOLS_LIST, &params, None).await?;
+        self.learn_tools(&page.tools);
+        Ok(page)
     }
 
     /// Every tool, following cursors.
@@ -213,13 +215,14 @@ impl Client {
     where
         P: Serialize + HasMetaMut,
     {
-        let progress = options
-            .progress
-            .then(|| RequestId::Number(self.inner.next_id.load(Ordering::Relaxed) + 1));
-        params.set_meta(self.meta(progress));
+        let progress = options.progress.then(|| {
+            RequestId::Number(self.inner.next_progress.fetch_add(1, Ordering::Relaxed) + 1)
+        });
+        params.set_meta(self.meta(progress.clone()));
         let raw = mcp_types::jsonrpc::to_raw(&*params)
             .map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
-        self.request(method, Some(raw), options.timeout).await
+        let wait = self.wait(options.timeout, options.max_total_timeout, progress);
+        self.request_within(method, Some(raw), wait).await
     }
 
     /// Sends one leg of a call that may answer `input_required`.

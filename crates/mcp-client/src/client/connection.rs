@@ -20,7 +20,7 @@ use mcp_types::{
     ServerRequest,
 };
 use serde_json::value::RawValue;
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 
 use crate::callbacks::{Callbacks, RequestInfo};
 use crate::transport::Transport;
@@ -37,6 +37,19 @@ pub(crate) struct Inner {
     pub(crate) capabilities: ClientCapabilities,
     pub(crate) info: Arc<Implementation>,
     pub(crate) request_timeout: Duration,
+    /// The longest a request waits in all, progress or not.
+    pub(crate) max_total_timeout: Duration,
+    /// The progress tokens of requests waiting now, each woken by its progress.
+    pub(crate) progress_waiters: Mutex<HashMap<RequestId, Arc<Notify>>>,
+    pub(crate) next_progress: AtomicI64,
+    /// Which tools `tools/list` said are safe to call twice (`readOnlyHint` or
+    /// `idempotentHint`); at most [`MAX_KNOWN_TOOLS`] are remembered.
+    pub(crate) repeatable_tools: Mutex<HashMap<String, bool>>,
+    /// One permit per request on the wire ([`DEFAULT_MAX_IN_FLIGHT`]); the rest queue, in
+    /// order.
+    pub(crate) in_flight: Arc<tokio::sync::Semaphore>,
+    /// Where cacheable results are kept; `None` when caching is off.
+    pub(crate) cache: Option<Arc<dyn crate::cache::CacheStore>>,
     pub(crate) max_rounds: u32,
     pub(crate) log_level: Option<LoggingLevel>,
     pub(crate) max_server_requests: usize,
@@ -158,8 +171,18 @@ impl Inner {
             Ok(notification) => notification,
             Err(e) => return tracing::debug!(error = %e, "unknown notification ignored"),
         };
+        self.invalidate(&notification);
         match &notification {
             ServerNotification::Progress(p) => {
+                // Progress proves the request is alive: its timeout starts again.
+                let waiter = self
+                    .progress_waiters
+                    .lock()
+                    .ok()
+                    .and_then(|w| w.get(&p.progress_token).cloned());
+                if let Some(waiter) = waiter {
+                    waiter.notify_one();
+                }
                 if let Some(handler) = &self.callbacks.progress {
                     handler(p.clone());
                 }
@@ -218,6 +241,10 @@ impl Inner {
     }
 }
 
+/// How long the client tries to write the cancellation of a request its caller stopped
+/// waiting for.
+const CANCEL_SEND_LIMIT: Duration = Duration::from_secs(2);
+
 /// Cancels a request on the server if its caller stops waiting (dropped future or timeout).
 pub(crate) struct Inflight<'a> {
     pub(crate) inner: &'a Arc<Inner>,
@@ -244,10 +271,12 @@ impl Drop for Inflight<'_> {
         };
         if let Ok(n) = ClientNotification::Cancelled(params).to_notification() {
             let transport = self.inner.transport.clone();
-            // Best effort, off the dropping path.
+            // Best effort, off the dropping path, and bounded: a peer that stops reading
+            // does not keep it (and the transport's writer) forever.
             if let Ok(handle) = tokio::runtime::Handle::try_current() {
                 handle.spawn(async move {
-                    let _ = transport.send(JsonRpcMessage::Notification(n)).await;
+                    let sent = transport.send(JsonRpcMessage::Notification(n));
+                    let _ = tokio::time::timeout(CANCEL_SEND_LIMIT, sent).await;
                 });
             }
         }

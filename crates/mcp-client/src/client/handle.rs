@@ -18,6 +18,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 use crate::error::ClientError;
 
@@ -69,6 +70,8 @@ use super::*;
 #[derive(Clone)]
 pub struct Client {
     pub(crate) inner: Arc<Inner>,
+    /// How this handle's requests use the response cache.
+    pub(crate) cache_mode: crate::cache::CacheMode,
 }
 
 impl std::fmt::Debug for Client {
@@ -105,6 +108,17 @@ impl Client {
         &self.inner.capabilities
     }
 
+    /// This client (the same connection) with its requests using the response cache as
+    /// `mode` says: [`CacheMode::Refresh`](crate::CacheMode::Refresh) to ask the server
+    /// whatever the cache holds, [`CacheMode::Bypass`](crate::CacheMode::Bypass) to neither
+    /// read nor fill it.
+    pub fn with_cache_mode(&self, mode: crate::cache::CacheMode) -> Client {
+        Client {
+            inner: self.inner.clone(),
+            cache_mode: mode,
+        }
+    }
+
     /// The raw session: single requests, and the manual multi-round-trip loop.
     pub fn session(&self) -> Session<'_> {
         Session { client: self }
@@ -117,6 +131,13 @@ impl Client {
 
     /// Sends one request and waits for its answer.
     ///
+    /// The request waits `timeout` (else the client's request timeout) for its answer, each
+    /// progress notification starting the wait again, and the client's maximum total time in
+    /// all. A request that changes nothing on the server (a list, `resources/read`,
+    /// `prompts/get`, a `tools/call` of a tool annotated `readOnlyHint` or `idempotentHint`)
+    /// is sent again when the connection failed it; any other fails with
+    /// [`ClientError::Interrupted`].
+    ///
     /// On 2026-07-28, a server that answers `-32022` (unsupported protocol version) naming a
     /// version this client also speaks gets the request once more, with that version in the
     /// envelope (and the connection switches to it).
@@ -126,24 +147,99 @@ impl Client {
         params: Option<Box<RawValue>>,
         timeout: Option<Duration>,
     ) -> Result<Box<RawValue>, ClientError> {
-        let again = params.clone();
-        match self.request_once(method, params, timeout).await {
-            Err(ClientError::Server(error))
-                if error.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION =>
+        let wait = self.wait(timeout, None, None);
+        self.request_within(method, params, wait).await
+    }
+
+    /// The limits a request waits under: the call's, else the client's.
+    pub(crate) fn wait(
+        &self,
+        timeout: Option<Duration>,
+        total: Option<Duration>,
+        progress: Option<RequestId>,
+    ) -> Wait {
+        let idle = timeout.unwrap_or(self.inner.request_timeout);
+        Wait {
+            idle,
+            total: total.unwrap_or(self.inner.max_total_timeout.max(idle)),
+            progress,
+        }
+    }
+
+    /// [`request`](Self::request) under `wait`, answered from the response cache when it
+    /// holds a fresh result, which the answer then refreshes.
+    pub(crate) async fn request_within(
+        &self,
+        method: &str,
+        params: Option<Box<RawValue>>,
+        wait: Wait,
+    ) -> Result<Box<RawValue>, ClientError> {
+        let key = cache_params(method, params.as_deref());
+        if let Some(key) = &key
+            && let Some(hit) = self.cached(method, key)
+        {
+            return Ok(hit);
+        }
+        let answer = self.request_sent(method, params, wait).await;
+        match (&key, &answer) {
+            (Some(key), Ok(answer)) => self.keep(method, key, answer),
+            // An invalid cursor makes every page of that list suspect.
+            (Some(key), Err(ClientError::Server(e)))
+                if e.code == ErrorCode::INVALID_PARAMS && key.starts_with(r#"{"cursor":""#) =>
             {
-                match self.retry_version(&error, again.as_deref()) {
-                    Some((version, params)) => {
-                        if let Ok(mut n) = self.inner.negotiated.lock()
-                            && let Some(n) = n.as_mut()
-                        {
-                            n.protocol_version = version;
-                        }
-                        self.request_once(method, Some(params), timeout).await
-                    }
-                    None => Err(ClientError::Server(error)),
-                }
+                self.forget_list(method);
             }
-            other => other,
+            _ => {}
+        }
+        answer
+    }
+
+    /// Sends the request, again when the connection failed it and it is safe to repeat.
+    async fn request_sent(
+        &self,
+        method: &str,
+        mut params: Option<Box<RawValue>>,
+        wait: Wait,
+    ) -> Result<Box<RawValue>, ClientError> {
+        let deadline = Instant::now() + wait.total;
+        let repeatable = self.repeatable(method, params.as_deref());
+        let mut version_retried = false;
+        let mut resends = 0u32;
+        loop {
+            let failure = match self
+                .request_once(method, params.clone(), &wait, deadline)
+                .await
+            {
+                Ok(answer) => return Ok(answer),
+                Err(Failed::Client(ClientError::Server(error)))
+                    if error.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+                        && !version_retried =>
+                {
+                    version_retried = true;
+                    let Some((version, again)) = self.retry_version(&error, params.as_deref())
+                    else {
+                        return Err(ClientError::Server(error));
+                    };
+                    if let Ok(mut n) = self.inner.negotiated.lock()
+                        && let Some(n) = n.as_mut()
+                    {
+                        n.protocol_version = version;
+                    }
+                    params = Some(again);
+                    continue;
+                }
+                Err(Failed::Client(error)) => return Err(error),
+                Err(Failed::Local(failure)) => failure,
+            };
+            let pause = resend_pause(method, failure, repeatable, resends, deadline)?;
+            resends += 1;
+            tracing::debug!(
+                method,
+                resends,
+                ?pause,
+                "sending a request again after the connection failed it"
+            );
+            tokio::time::sleep(pause).await;
         }
     }
 
@@ -174,15 +270,36 @@ impl Client {
         Some(((*version).to_owned(), params))
     }
 
+    /// Sends the request once and waits for its answer: within `wait.idle` of the request or
+    /// its last progress notification, and before `deadline`.
     pub(crate) async fn request_once(
         &self,
         method: &str,
         params: Option<Box<RawValue>>,
-        timeout: Option<Duration>,
-    ) -> Result<Box<RawValue>, ClientError> {
+        wait: &Wait,
+        deadline: Instant,
+    ) -> Result<Box<RawValue>, Failed> {
         let inner = &self.inner;
+        // A place on the wire, in turn; the wait counts against the request's limits.
+        let queued_until = (Instant::now() + wait.idle).min(deadline);
+        let _permit = match tokio::time::timeout_at(queued_until, inner.in_flight.acquire()).await {
+            Ok(Ok(permit)) => permit,
+            Ok(Err(_)) => {
+                return Err(Failed::Client(ClientError::Transport(
+                    "the client is closed".into(),
+                )));
+            }
+            Err(_) => {
+                return Err(Failed::Client(timed_out(
+                    method,
+                    wait,
+                    queued_until,
+                    deadline,
+                )));
+            }
+        };
         let id = RequestId::Number(inner.next_id.fetch_add(1, Ordering::Relaxed) + 1);
-        let (tx, rx) = oneshot::channel();
+        let (tx, mut rx) = oneshot::channel();
         if let Ok(mut pending) = inner.pending.lock() {
             pending.insert(id.clone(), tx);
         }
@@ -190,6 +307,10 @@ impl Client {
             inner,
             id: Some(id.clone()),
         };
+        let progress = wait
+            .progress
+            .as_ref()
+            .map(|token| ProgressWaiter::register(inner, token));
         let request_id = id.clone();
         let request = JsonRpcRequest {
             id,
@@ -197,32 +318,33 @@ impl Client {
             params,
             extra: JsonObject::new(),
         };
-        inner
-            .transport
-            .send(JsonRpcMessage::Request(request))
-            .await
-            .map_err(ClientError::Transport)?;
-        let after = timeout.unwrap_or(inner.request_timeout);
-        let answer = match tokio::time::timeout(after, rx).await {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(_)) => {
-                inflight.done();
-                let reason = inner.closed.lock().ok().and_then(|c| c.clone());
-                return Err(ClientError::Transport(reason.unwrap_or_else(|| {
-                    "the connection closed before the server answered".into()
-                })));
-            }
-            Err(_) => {
-                return Err(ClientError::Timeout {
-                    method: method.to_owned(),
-                    after,
-                });
+        let expired = |at: Instant| Failed::Client(timed_out(method, wait, at, deadline));
+        // Writing is bounded too: a peer that stops reading cannot hold the caller.
+        let send_until = (Instant::now() + wait.idle).min(deadline);
+        let sent = inner.transport.send(JsonRpcMessage::Request(request));
+        match tokio::time::timeout_at(send_until, sent).await {
+            Ok(Ok(())) => {}
+            Ok(Err(why)) => return Err(Failed::Client(ClientError::Transport(why))),
+            Err(_) => return Err(expired(send_until)),
+        }
+        let answer = loop {
+            let idle_until = (Instant::now() + wait.idle).min(deadline);
+            tokio::select! {
+                answer = &mut rx => break answer,
+                () = progressed(progress.as_ref()) => continue,
+                () = tokio::time::sleep_until(idle_until) => return Err(expired(idle_until)),
             }
         };
         inflight.done();
+        let Ok(answer) = answer else {
+            let reason = inner.closed.lock().ok().and_then(|c| c.clone());
+            return Err(Failed::Client(ClientError::Transport(
+                reason.unwrap_or_else(|| "the connection closed before the server answered".into()),
+            )));
+        };
         answer.map_err(|error| match inner.transport.local_failure(&request_id) {
-            Some(why) => ClientError::Transport(why),
-            None => ClientError::Server(error),
+            Some(failure) => Failed::Local(failure),
+            None => Failed::Client(ClientError::Server(error)),
         })
     }
 

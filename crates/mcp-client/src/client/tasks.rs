@@ -86,6 +86,8 @@ pub struct TaskHandle {
     created: Arc<Task>,
     answered: Arc<Mutex<BTreeSet<String>>>,
     timeout: Option<Duration>,
+    /// The longest [`wait`](Self::wait) follows the task, instead of the client's.
+    max_wait: Option<Duration>,
 }
 
 impl std::fmt::Debug for TaskHandle {
@@ -110,6 +112,7 @@ impl TaskHandle {
             created: Arc::new(created.task),
             answered: Arc::new(Mutex::new(BTreeSet::new())),
             timeout,
+            max_wait: None,
         }
     }
 
@@ -185,7 +188,7 @@ impl TaskHandle {
     /// has passed (review W18: a server may name no TTL and answer `working` forever).
     pub async fn wait(&self) -> Result<CallToolResult, ClientError> {
         let started = tokio::time::Instant::now();
-        let limit = self.client.inner.max_task_wait;
+        let limit = self.max_wait.unwrap_or(self.client.inner.max_task_wait);
         let backstop = Some(
             self.created
                 .ttl_ms
@@ -290,7 +293,7 @@ impl Client {
         options: &CallOptions,
     ) -> Result<Box<RawValue>, ClientError> {
         let handle = self.task_handle(method, answer, options)?;
-        let mut guard = CancelOnDrop(Some(handle.clone()));
+        let mut guard = CancelOnDrop((!options.leave_task_running).then(|| handle.clone()));
         let ended = handle.wait().await;
         // A wait that gave up leaves the task to be cancelled: nobody follows it any more.
         if !matches!(
@@ -322,7 +325,9 @@ impl Client {
         }
         let created: CreateTaskResult = serde_json::from_str(answer.get())
             .map_err(|e| ClientError::InvalidResponse(format!("the CreateTaskResult: {e}")))?;
-        Ok(TaskHandle::new(self.clone(), created, options.timeout))
+        let mut handle = TaskHandle::new(self.clone(), created, options.timeout);
+        handle.max_wait = options.max_task_wait;
+        Ok(handle)
     }
 
     /// Calls a tool and, when the server makes it a task, hands back the [`TaskHandle`]

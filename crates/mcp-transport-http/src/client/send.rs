@@ -13,6 +13,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderName, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
+use mcp_client::{Delivery, LocalFailure};
 use mcp_types::methods;
 use mcp_types::{
     ErrorCode, ErrorObject, JsonRpcError, JsonRpcMessage, JsonRpcNotification, RequestId,
@@ -29,6 +30,11 @@ use crate::oauth::{Attempts, Retry};
 
 /// Sends `message` on `link`: see the module's stages.
 pub(super) async fn send(link: &Link, message: JsonRpcMessage) -> Result<(), String> {
+    // While a lost 2025-11-25 session is being replaced, a message waits for the new one
+    // rather than go out with none.
+    if link.state.initialize.lock().is_ok_and(|i| i.is_some()) {
+        drop(link.state.recovering.lock().await);
+    }
     let session = link.state.session_id.lock().ok().and_then(|s| s.clone());
     // A cancellation on 2026-07-28 HTTP is dropping the request's stream.
     if let JsonRpcMessage::Notification(n) = &message
@@ -164,21 +170,22 @@ impl Exchange {
             state: link.state.clone(),
             id: id.clone(),
         };
-        let fail = |why: String| fail(&link, id.as_ref(), why);
+        let fail = |failure: LocalFailure| fail(&link, id.as_ref(), failure);
         let response = match post(&link, &base_headers, &payload).await {
             Ok(response) => response,
-            Err(why) => return fail(why),
+            Err(failure) => return fail(failure),
         };
         let status = response.status();
         // The server no longer knows the session (it expired, or its instance
         // restarted): start a new one, as the spec asks, and report this request
-        // lost rather than guess whether to send it again.
+        // not processed; the client decides whether to send it again.
         if status == StatusCode::NOT_FOUND
             && method != methods::INITIALIZE
             && let Some(lost) = sent_session.as_deref()
         {
             return fail(session_lost(&link, lost).await);
         }
+        let retry_after = retry_after(response.headers());
         if method == methods::INITIALIZE
             && let Some(session) = response
                 .headers()
@@ -198,19 +205,20 @@ impl Exchange {
         let read = if content_type.starts_with("text/event-stream") {
             follow_sse(&link, body, &method, id.as_ref()).await
         } else {
-            read_json(&link, body, status, &method).await
+            read_json(&link, body, (status, retry_after), &method, id.as_ref()).await
         };
-        if let Err(why) = read {
-            fail(why);
+        if let Err(failure) = read {
+            fail(failure);
         }
     }
 }
 
 /// Answers the request `id` with an error made up here (and remembers why, for
 /// `local_failure`), or logs a refused message that has no id.
-fn fail(link: &Link, id: Option<&RequestId>, why: String) {
+fn fail(link: &Link, id: Option<&RequestId>, failure: LocalFailure) {
+    let why = failure.why.clone();
     if let Some(id) = id {
-        link.state.record_failure(id, &why);
+        link.state.record_failure(id, failure);
         let error = ErrorObject::new(ErrorCode(-32000), why);
         let _ = link.tx.send(JsonRpcMessage::Error(JsonRpcError::new(
             Some(id.clone()),
@@ -223,12 +231,13 @@ fn fail(link: &Link, id: Option<&RequestId>, why: String) {
 
 /// POSTs `payload` with `base_headers` and the current token, again after an authorization
 /// the server asked for (401, 403 `insufficient_scope`, a DPoP nonce): the response to handle,
-/// or why there is none.
+/// or why there is none (a connection that could not be opened: not processed; one that broke
+/// once the request was on its way: it may have run).
 async fn post(
     link: &Link,
     base_headers: &[(HeaderName, HeaderValue)],
     payload: &Bytes,
-) -> Result<Response<Incoming>, String> {
+) -> Result<Response<Incoming>, LocalFailure> {
     let Link {
         url,
         client,
@@ -244,7 +253,7 @@ async fn post(
         }
         let mut request = request
             .body(Full::new(payload.clone()))
-            .map_err(|e| format!("could not build the request: {e}"))?;
+            .map_err(|e| LocalFailure::fatal(format!("could not build the request: {e}")))?;
         let token = auth.token();
         for (name, value) in auth.headers(token.as_deref(), "POST", &url.to_string()) {
             request.headers_mut().insert(name, value);
@@ -256,7 +265,18 @@ async fn post(
                 if let Ok(mut err) = state.error.lock() {
                     *err = Some(why.clone());
                 }
-                return Err(why);
+                let delivery = match (e.is_connect(), refused_for_now(&e)) {
+                    // Nothing listens, yet: a server restarting. Sending again may reach it.
+                    (true, true) => Delivery::NotProcessed,
+                    // A certificate refused, a name that does not resolve: it would again.
+                    (true, false) => Delivery::Final,
+                    (false, _) => Delivery::Unknown,
+                };
+                return Err(LocalFailure {
+                    why,
+                    delivery,
+                    retry_after: None,
+                });
             }
         };
         let challenge = response
@@ -281,15 +301,37 @@ async fn post(
             .await
         {
             Retry::Again => continue,
-            Retry::Fail(why) => return Err(why),
+            Retry::Fail(why) => return Err(LocalFailure::fatal(why)),
             Retry::Deliver => return Ok(response),
         }
     }
 }
 
+/// Whether a connection failed in a way that may pass (refused, reset, timed out: a server
+/// restarting or overloaded), rather than one that will not (a TLS certificate refused, an
+/// unknown host).
+fn refused_for_now(error: &(dyn std::error::Error + 'static)) -> bool {
+    use std::io::ErrorKind;
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                ErrorKind::ConnectionRefused
+                    | ErrorKind::ConnectionReset
+                    | ErrorKind::ConnectionAborted
+                    | ErrorKind::TimedOut
+                    | ErrorKind::NotConnected
+            );
+        }
+        cause = e.source();
+    }
+    false
+}
+
 /// Why a request sent in session `lost`, which the server no longer knows, failed, once a
-/// new session was started in its place (or could not be).
-async fn session_lost(link: &Link, lost: &str) -> String {
+/// new session was started in its place (or could not be): the server did not process it.
+async fn session_lost(link: &Link, lost: &str) -> LocalFailure {
     let recovered = recover_session(
         &link.client,
         &link.url,
@@ -300,27 +342,44 @@ async fn session_lost(link: &Link, lost: &str) -> String {
     )
     .await;
     match recovered {
-        Ok(()) => "the server lost this client's session (404 Session not found): \
-                   this request was not processed; a new session was started, \
-                   send it again"
-            .to_owned(),
-        Err(e) => format!(
+        Ok(()) => LocalFailure {
+            why: "the server lost this client's session (404 Session not found) before \
+                  processing this request; a new session was started"
+                .to_owned(),
+            delivery: Delivery::NotProcessed,
+            retry_after: None,
+        },
+        Err(e) => LocalFailure::fatal(format!(
             "the server lost this client's session (404 Session not found) \
              and a new session could not be started: {e}"
-        ),
+        )),
     }
 }
 
+/// The wait a `Retry-After` header asks for, in seconds (an HTTP date is not honoured: the
+/// client's own backoff applies).
+fn retry_after(headers: &hyper::HeaderMap) -> Option<std::time::Duration> {
+    let seconds: u64 = headers
+        .get(header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(std::time::Duration::from_secs(seconds))
+}
+
 /// Reads an SSE answer, delivering its messages. A 2025-11-25 server may close the stream
-/// before answering (SSE polling): it is resumed with GET and `Last-Event-ID` after the delay
-/// it asked for, up to [`MAX_RESUMPTIONS`] times. Fails when the stream was abandoned
-/// unanswered.
+/// before answering (SSE polling, or a proxy that dropped it): it is resumed with GET and
+/// `Last-Event-ID` after the delay it asked for, up to [`MAX_RESUMPTIONS`] times. Fails when
+/// the stream was abandoned, or ended unanswered and could not be resumed (the request may
+/// have run).
 async fn follow_sse(
     link: &Link,
     body: Incoming,
     method: &str,
     id: Option<&RequestId>,
-) -> Result<(), String> {
+) -> Result<(), LocalFailure> {
     let Link {
         url,
         client,
@@ -355,6 +414,26 @@ async fn follow_sse(
         };
         let resumed = match client.request(request).await {
             Ok(r) if r.status() == StatusCode::OK => r,
+            Ok(r) if r.status() == StatusCode::NOT_FOUND => {
+                // The server lost the session while the request ran: the next requests
+                // need a new one; whether this one ran, nobody can tell.
+                let recovered =
+                    recover_session(client, url, state, extra_headers, auth, &session).await;
+                let why = match recovered {
+                    Ok(()) => "the server lost this client's session while the request ran \
+                               (404 on resuming its stream); a new session was started"
+                        .to_owned(),
+                    Err(e) => format!(
+                        "the server lost this client's session while the request ran \
+                         (404 on resuming its stream), and a new session could not be started: {e}"
+                    ),
+                };
+                return Err(LocalFailure {
+                    why,
+                    delivery: Delivery::Unknown,
+                    retry_after: None,
+                });
+            }
             Ok(r) => {
                 tracing::warn!(status = %r.status(), "the server refused to resume an SSE stream");
                 break;
@@ -373,48 +452,81 @@ async fn follow_sse(
         };
     }
     match (end.answered, end.abandoned) {
-        (false, Some(why)) => Err(why),
-        _ => Ok(()),
+        (true, _) => Ok(()),
+        (false, Some(why)) => Err(LocalFailure::fatal(why)),
+        (false, None) if id.is_none() => Ok(()),
+        (false, None) => Err(LocalFailure {
+            why: "the answer's event stream ended before the answer".to_owned(),
+            delivery: Delivery::Unknown,
+            retry_after: None,
+        }),
+    }
+}
+
+/// What an answer with `status` that carries no MCP answer says of its request: a success or
+/// a gateway's error may hide a request that ran; `429` and `503` refuse it before it runs;
+/// anything else would fail again.
+fn delivery(status: StatusCode) -> Delivery {
+    match status.as_u16() {
+        200..=299 | 502 | 504 => Delivery::Unknown,
+        429 | 503 => Delivery::NotProcessed,
+        _ => Delivery::Final,
     }
 }
 
 /// Reads a JSON answer (within the message size limit) and delivers it; an empty or `202`
-/// answer delivers nothing, and fails only when its status is not a success.
+/// answer delivers nothing, and fails only when its status is not a success. An error status
+/// whose body does not answer request `id` (a gateway's page, a JSON-RPC error without the
+/// id) fails the request, saying whether it may have run and how long the server asked to
+/// wait (`Retry-After`).
 async fn read_json(
     link: &Link,
     body: Incoming,
-    status: StatusCode,
+    (status, retry_after): (StatusCode, Option<std::time::Duration>),
     method: &str,
-) -> Result<(), String> {
+    id: Option<&RequestId>,
+) -> Result<(), LocalFailure> {
     let limit = link.state.limits.max_message;
+    let refused = |why: String| LocalFailure {
+        why,
+        delivery: delivery(status),
+        retry_after,
+    };
     let bytes = match http_body_util::Limited::new(body, limit).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            return Err(format!(
+            return Err(LocalFailure::fatal(format!(
                 "the server's answer is larger than the {limit}-byte limit \
                  (HttpTransport::max_message_size)"
-            ));
+            )));
         }
-        Err(e) => return Err(format!("reading the response failed: {e}")),
+        Err(e) => {
+            return Err(LocalFailure {
+                why: format!("reading the response failed: {e}"),
+                delivery: Delivery::Unknown,
+                retry_after: None,
+            });
+        }
     };
     if status == StatusCode::ACCEPTED || bytes.is_empty() {
         if status.is_success() {
             return Ok(());
         }
-        return Err(format!("HTTP {status}"));
+        return Err(refused(format!("HTTP {status}")));
     }
+    let snippet = || {
+        String::from_utf8_lossy(&bytes)
+            .chars()
+            .take(200)
+            .collect::<String>()
+    };
     match JsonRpcMessage::from_slice(&bytes) {
-        Ok(message) => {
+        Ok(message) if status.is_success() || id.is_none() || message.id() == id => {
             deliver(&link.state, &link.tx, method, message);
             Ok(())
         }
-        Err(_) => Err(format!(
-            "HTTP {status}: {}",
-            String::from_utf8_lossy(&bytes)
-                .chars()
-                .take(200)
-                .collect::<String>()
-        )),
+        Ok(JsonRpcMessage::Error(e)) => Err(refused(format!("HTTP {status}: {}", e.error.message))),
+        _ => Err(refused(format!("HTTP {status}: {}", snippet()))),
     }
 }
 

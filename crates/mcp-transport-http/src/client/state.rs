@@ -9,6 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use hyper::Uri;
 use hyper::header::HeaderMap;
+use mcp_client::LocalFailure;
 use mcp_types::{JsonRpcMessage, RequestId};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
@@ -25,7 +26,7 @@ pub(super) struct State {
     pub(super) error: Mutex<Option<String>>,
     /// Requests answered with an error made up here (never reached the server, or its reply
     /// was not MCP), and why: the newest [`MAX_FAILURES`], for callers that ask.
-    pub(super) failures: Mutex<VecDeque<(RequestId, String)>>,
+    pub(super) failures: Mutex<VecDeque<(RequestId, LocalFailure)>>,
     /// The standalone GET stream of a 2025-11-25 session (server-initiated messages).
     pub(super) listener: Mutex<Option<AbortHandle>>,
     pub(super) limits: Limits,
@@ -54,12 +55,12 @@ impl State {
 
     /// Remembers why a request failed here; the oldest reason goes when the list is full (its
     /// caller has long stopped waiting).
-    pub(super) fn record_failure(&self, id: &RequestId, why: &str) {
+    pub(super) fn record_failure(&self, id: &RequestId, failure: LocalFailure) {
         if let Ok(mut failures) = self.failures.lock() {
             if failures.len() >= MAX_FAILURES {
                 failures.pop_front();
             }
-            failures.push_back((id.clone(), why.to_owned()));
+            failures.push_back((id.clone(), failure));
         }
     }
 }

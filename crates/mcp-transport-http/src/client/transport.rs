@@ -8,7 +8,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Request, Uri};
-use mcp_client::{BoxFuture, Transport};
+use mcp_client::{BoxFuture, LocalFailure, Transport};
 use mcp_types::{JsonRpcMessage, RequestId};
 use tokio::sync::mpsc;
 
@@ -188,10 +188,24 @@ impl Transport for HttpTransport {
         self.link.state.error.lock().ok().and_then(|e| e.clone())
     }
 
-    fn local_failure(&self, id: &RequestId) -> Option<String> {
+    fn local_failure(&self, id: &RequestId) -> Option<LocalFailure> {
         let mut failures = self.link.state.failures.lock().ok()?;
         let at = failures.iter().position(|(failed, _)| failed == id)?;
         failures.remove(at).map(|(_, why)| why)
+    }
+
+    fn principal(&self) -> Option<String> {
+        // The credential this transport presents: the OAuth token, else an Authorization
+        // header it was given. Only its digest leaves here.
+        let credential = self.link.auth.token().or_else(|| {
+            self.link
+                .extra_headers
+                .get(hyper::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        })?;
+        let digest = ring::digest::digest(&ring::digest::SHA256, credential.as_bytes());
+        Some(digest.as_ref().iter().map(|b| format!("{b:02x}")).collect())
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {
@@ -269,6 +283,7 @@ mod tests {
             transport
                 .local_failure(&RequestId::Number(count - 1))
                 .unwrap()
+                .why
                 .starts_with("HTTP request failed")
         );
         assert_eq!(transport.local_failure(&RequestId::Number(0)), None);

@@ -1,0 +1,199 @@
+//! `mcp-term` against a network that misbehaves (`mcp-faults`), in both eras: a read-only
+//! call the connection failed is sent again and printed, a side-effecting one is never sent
+//! twice and exits 4 saying whether it may have run, and a stalled answer ends at `--timeout`.
+
+use std::time::{Duration, Instant};
+
+use mcp_faults::{Fault, Harness, Rule};
+use serde_json::Value;
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Out {
+    /// The JSON error line a failing run ends stderr with.
+    fn error(&self) -> Value {
+        let last = self.stderr.lines().last().unwrap_or("");
+        serde_json::from_str(last)
+            .unwrap_or_else(|e| panic!("the last stderr line is not JSON ({e}): {}", self.stderr))
+    }
+}
+
+/// Runs `mcp-term` (off the runtime's threads, bounded) against the harness.
+async fn term(harness: &Harness, era: &str, args: &[&str]) -> Out {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-term"));
+    command
+        .args(args)
+        .args(["--era", era, "--timeout", "3", &harness.url()])
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(Duration::from_secs(15), command.output())
+        .await
+        .expect("mcp-term ended in time")
+        .expect("mcp-term runs");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+const ERAS: [&str; 2] = ["2025-11-25", "2026-07-28"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_call_is_sent_again_and_a_charge_never_is() {
+    tokio::time::timeout(Duration::from_secs(40), async {
+        for era in ERAS {
+            let harness = Harness::start().await;
+            harness.fault(Rule::tool("lookup", Fault::ResetAfterForward));
+            let out = term(&harness, era, &["call", "lookup", "key=k"]).await;
+            assert_eq!(out.code, 0, "{era}: {}", out.stderr);
+            assert!(out.stdout.contains("value of k"), "{era}: {}", out.stdout);
+            assert_eq!(harness.proxy.count_tool("lookup"), 2, "{era}");
+
+            for (fault, kind, ran) in [
+                (Fault::ResetAfterForward, "interrupted", 1),
+                (
+                    Fault::Status {
+                        code: 503,
+                        retry_after: None,
+                    },
+                    "not_run",
+                    0,
+                ),
+            ] {
+                let before = harness.proxy.count_tool("charge");
+                let executed = harness.counters.executed("charge");
+                harness.fault(Rule::tool("charge", fault.clone()));
+                let out = term(&harness, era, &["call", "charge"]).await;
+                assert_eq!(out.code, 4, "{era} {fault:?}: {}", out.stderr);
+                assert_eq!(
+                    out.error()["error"]["kind"],
+                    kind,
+                    "{era} {fault:?}: {}",
+                    out.stderr
+                );
+                assert_eq!(
+                    harness.proxy.count_tool("charge"),
+                    before + 1,
+                    "{era} {fault:?}: sent twice"
+                );
+                assert_eq!(
+                    harness.counters.executed("charge"),
+                    executed + ran,
+                    "{era} {fault:?}"
+                );
+            }
+        }
+    })
+    .await
+    .expect("the test ran past its deadline");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_answer_ends_at_the_timeout() {
+    tokio::time::timeout(Duration::from_secs(20), async {
+        for era in ERAS {
+            let harness = Harness::start().await;
+            // mcp-term asks for progress: the answer is an event stream, stalled after its first event.
+            harness.fault(Rule::tool("lookup", Fault::Stall { events: 1 }));
+            let started = Instant::now();
+            let out = term(
+                &harness,
+                era,
+                &["call", "lookup", "key=k", "steps:=3", "step_ms:=10"],
+            )
+            .await;
+            assert_eq!(out.code, 4, "{era}: {}", out.stderr);
+            assert_eq!(
+                out.error()["error"]["kind"],
+                "timeout",
+                "{era}: {}",
+                out.stderr
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(8),
+                "{era}: {:?}",
+                started.elapsed()
+            );
+            assert_eq!(out.stdout, "");
+        }
+    })
+    .await
+    .expect("the test ran past its deadline");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_fault_of_the_network_leaves_a_lookup_answered_and_a_charge_sent_once() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        for era in ERAS {
+            let legacy = era == "2025-11-25";
+            let harness = Harness::start().await;
+            let mut faults = vec![
+                Fault::ResetBeforeForward,
+                Fault::DropMidStream { events: 0 },
+                Fault::Status {
+                    code: 502,
+                    retry_after: None,
+                },
+                Fault::TruncateBody { bytes: 10 },
+                Fault::Delay(Duration::from_millis(100)),
+            ];
+            if legacy {
+                faults.push(Fault::SessionNotFound);
+            }
+            for fault in faults {
+                let lookups = harness.proxy.count_tool("lookup");
+                harness.fault(Rule::tool("lookup", fault.clone()));
+                let out = term(&harness, era, &["call", "lookup", "key=k"]).await;
+                assert_eq!(out.code, 0, "{era} {fault:?}: {}", out.stderr);
+                assert!(
+                    out.stdout.contains("value of k"),
+                    "{era} {fault:?}: {}",
+                    out.stdout
+                );
+                let sent = if fault == Fault::Delay(Duration::from_millis(100)) {
+                    1
+                } else {
+                    2
+                };
+                assert_eq!(
+                    harness.proxy.count_tool("lookup"),
+                    lookups + sent,
+                    "{era} {fault:?}"
+                );
+
+                let charges = harness.proxy.count_tool("charge");
+                harness.fault(Rule::tool("charge", fault.clone()));
+                let out = term(&harness, era, &["call", "charge"]).await;
+                assert_eq!(
+                    harness.proxy.count_tool("charge"),
+                    charges + 1,
+                    "{era} {fault:?}: sent twice"
+                );
+                let expected = match &fault {
+                    Fault::Delay(_) => None,
+                    Fault::SessionNotFound => Some("not_run"),
+                    _ => Some("interrupted"),
+                };
+                match expected {
+                    None => assert_eq!(out.code, 0, "{era} {fault:?}: {}", out.stderr),
+                    Some(kind) => {
+                        assert_eq!(out.code, 4, "{era} {fault:?}: {}", out.stderr);
+                        assert_eq!(
+                            out.error()["error"]["kind"],
+                            kind,
+                            "{era} {fault:?}: {}",
+                            out.stderr
+                        );
+                    }
+                }
+            }
+        }
+    })
+    .await
+    .expect("the test ran past its deadline");
+}
