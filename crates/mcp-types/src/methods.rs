@@ -311,8 +311,8 @@ pub fn is_cacheable(method: &str) -> bool {
     request(method).is_some_and(|m| m.cacheable)
 }
 
-/// Whether sending the client request `method` twice changes nothing on the server (see
-/// [`MethodSpec::repeatable`]).
+/// Whether sending the client request `method` twice changes nothing on the server (the
+/// `repeatable` column of [`MethodSpec`]).
 pub fn is_repeatable(method: &str) -> bool {
     request(method).is_some_and(|m| m.repeatable)
 }
