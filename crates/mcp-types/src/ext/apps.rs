@@ -7,6 +7,8 @@
 //! extension with the MIME types it renders: `{"mimeTypes": ["text/html;profile=mcp-app"]}`
 //! ([`client_settings`]).
 
+use crate::prelude::*;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
