@@ -4,6 +4,9 @@
 //! errors, task failures, HTTP bodies, result blocks, round traces and pending reasons. And a
 //! URL it asks to open is read as a browser reads it, and never opened without a person.
 
+mod out;
+
+use out::Out;
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
@@ -17,20 +20,7 @@ const ESC: &str = "\u{1b}]52;c;aGk=\u{7}\u{1b}]0;pwned\u{7}\u{1b}[2J";
 /// The same in C1 form, a right-to-left override and a line separator.
 const C1: &str = "\u{9d}0;pwned\u{9c}\u{9b}2J\u{202e}\u{2028}";
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 impl Out {
-    /// The one JSON error line every failing run ends stderr with.
-    fn error(&self) -> Value {
-        let last = self.stderr.lines().last().unwrap_or("");
-        serde_json::from_str(last)
-            .unwrap_or_else(|e| panic!("the last stderr line is not JSON ({e}): {}", self.stderr))
-    }
-
     /// Nothing a terminal would act on, in either stream.
     fn assert_clean(&self) {
         for (name, text) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {

@@ -2,6 +2,9 @@
 //! here) and through OAuth against a scripted authorization server on a local port, both as
 //! separate processes.
 
+mod out;
+
+use out::Out;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -13,20 +16,6 @@ use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, SanType};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Out {
-    fn error(&self) -> Value {
-        let last = self.stderr.lines().last().unwrap_or("");
-        serde_json::from_str(last)
-            .unwrap_or_else(|e| panic!("the last stderr line is not JSON ({e}): {}", self.stderr))
-    }
-}
 
 async fn term(args: &[&str]) -> Out {
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-term"))

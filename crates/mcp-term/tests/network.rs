@@ -2,25 +2,12 @@
 //! call the connection failed is sent again and printed, a side-effecting one is never sent
 //! twice and exits 4 saying whether it may have run, and a stalled answer ends at `--timeout`.
 
+mod out;
+
+use out::Out;
 use std::time::{Duration, Instant};
 
 use mcp_faults::{Fault, Harness, Rule};
-use serde_json::Value;
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Out {
-    /// The JSON error line a failing run ends stderr with.
-    fn error(&self) -> Value {
-        let last = self.stderr.lines().last().unwrap_or("");
-        serde_json::from_str(last)
-            .unwrap_or_else(|e| panic!("the last stderr line is not JSON ({e}): {}", self.stderr))
-    }
-}
 
 /// Runs `mcp-term` (off the runtime's threads, bounded) against the harness.
 async fn term(harness: &Harness, era: &str, args: &[&str]) -> Out {
