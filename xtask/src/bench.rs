@@ -311,6 +311,11 @@ fn loadgen(
         .args(["--warmup", &options.warmup.to_string()])
         .arg("--")
         .args(server);
+    json_of(&mut command, "loadgen")
+}
+
+/// Runs a measuring program and reads the JSON figures it prints; `who` names it in errors.
+fn json_of(command: &mut Command, who: &str) -> Result<Value, String> {
     let output = command
         .output()
         .map_err(|e| format!("could not start {command:?}: {e}"))?;
@@ -320,7 +325,7 @@ fn loadgen(
             String::from_utf8_lossy(&output.stderr).trim()
         ));
     }
-    serde_json::from_slice(&output.stdout).map_err(|e| format!("loadgen printed no JSON: {e}"))
+    serde_json::from_slice(&output.stdout).map_err(|e| format!("{who} printed no JSON: {e}"))
 }
 
 /// The client-side figures of `client` (`ours` or `rmcp`): that client, in its own process,
@@ -336,16 +341,7 @@ fn client_load(bin: &Path, options: &Options, client: &str) -> Result<Value, Str
         .arg("--")
         .arg(bin.join("our-echo"))
         .arg("--stdio");
-    let output = command
-        .output()
-        .map_err(|e| format!("could not start {command:?}: {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "{command:?} failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
-    serde_json::from_slice(&output.stdout).map_err(|e| format!("client-load printed no JSON: {e}"))
+    json_of(&mut command, "client-load")
 }
 
 /// The processor as `/proc/cpuinfo` names it, with its cache size: CPU time per call moves
