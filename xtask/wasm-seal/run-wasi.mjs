@@ -7,5 +7,6 @@ import { WASI } from 'node:wasi';
 const [program, ...args] = argv.slice(2);
 const wasi = new WASI({ version: 'preview1', args: [program, ...args], env: {}, returnOnExit: true });
 const module = await WebAssembly.compile(await readFile(program));
-const instance = await WebAssembly.instantiate(module, wasi.getImportObject());
+// `wasiImport` rather than `getImportObject()` (Node 19.8+): Debian 12's Node 18 has only it.
+const instance = await WebAssembly.instantiate(module, { wasi_snapshot_preview1: wasi.wasiImport });
 exit(wasi.start(instance));
