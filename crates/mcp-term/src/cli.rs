@@ -90,6 +90,10 @@ pub(crate) struct Opts {
     /// A root directory to offer (repeatable; roots are not advertised unless given).
     #[arg(long = "root", global = true, value_name = "DIR")]
     pub(crate) roots: Vec<PathBuf>,
+    /// Say on stderr when an answer came from the client's cache (a result the server let
+    /// it keep, `ttlMs`) instead of the server: within one process, so with `batch`.
+    #[arg(short = 'v', long, global = true)]
+    pub(crate) verbose: bool,
     /// Print each round's keys, methods and the size and SHA-256 of its state on stderr.
     #[arg(long, global = true)]
     pub(crate) trace_rounds: bool,
@@ -160,6 +164,19 @@ pub(crate) enum Verb {
     Resume { file: PathBuf, rest: Vec<String> },
     /// The configured servers and where each comes from.
     Servers { rest: Vec<String> },
+    /// Run the verbs of FILE (`-`: stdin) over one connection, one per line as typed after
+    /// `mcp-term` (`tools`, `call NAME k=v`, …; `#` starts a comment), stopping at the first
+    /// that fails with its exit code.
+    Batch { file: PathBuf, rest: Vec<String> },
+}
+
+/// One line of a `batch` file: a verb and its arguments, without the options every verb
+/// shares (those are the batch's, given once on its command line).
+#[derive(Debug, Parser)]
+#[command(name = "batch line", no_binary_name = true)]
+pub(crate) struct BatchLine {
+    #[command(subcommand)]
+    pub(crate) verb: Verb,
 }
 
 impl Verb {
@@ -173,6 +190,7 @@ impl Verb {
             | Verb::Templates { rest }
             | Verb::Read { rest, .. }
             | Verb::Resume { rest, .. }
+            | Verb::Batch { rest, .. }
             | Verb::Servers { rest } => rest,
             Verb::Call { params, .. } | Verb::Prompt { params, .. } => params,
         }

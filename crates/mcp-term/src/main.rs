@@ -6,6 +6,7 @@
 //! required (a question nobody answered; the pending request is on stdout), 11 a question
 //! was refused (sampling declined), 12 `--max-rounds` exceeded, 130 interrupted.
 
+mod batch;
 mod cli;
 mod fail;
 mod render;
@@ -167,26 +168,29 @@ fn setup(opts: &Opts) -> Result<Setup, Fail> {
 
 const MAX_INPUT_BYTES: u64 = 16 * 1024 * 1024;
 
-fn read_json(path: &Path, what: &str) -> Result<Value, Fail> {
-    let text = if path == Path::new("-") {
+/// A file's text (`-`: stdin), at most [`MAX_INPUT_BYTES`].
+fn read_text(path: &Path, what: &str) -> Result<String, Fail> {
+    if path == Path::new("-") {
         let mut s = String::new();
         std::io::stdin()
             .take(MAX_INPUT_BYTES)
             .read_to_string(&mut s)
             .map_err(|e| usage(format!("{what} -: {e}")))?;
-        s
-    } else {
-        let meta = std::fs::metadata(path)
-            .map_err(|e| usage(format!("{what} {}: {e}", path.display())))?;
-        if meta.len() > MAX_INPUT_BYTES {
-            return Err(usage(format!(
-                "{what} {}: larger than {MAX_INPUT_BYTES} bytes",
-                path.display()
-            )));
-        }
-        std::fs::read_to_string(path)
-            .map_err(|e| usage(format!("{what} {}: {e}", path.display())))?
-    };
+        return Ok(s);
+    }
+    let meta =
+        std::fs::metadata(path).map_err(|e| usage(format!("{what} {}: {e}", path.display())))?;
+    if meta.len() > MAX_INPUT_BYTES {
+        return Err(usage(format!(
+            "{what} {}: larger than {MAX_INPUT_BYTES} bytes",
+            path.display()
+        )));
+    }
+    std::fs::read_to_string(path).map_err(|e| usage(format!("{what} {}: {e}", path.display())))
+}
+
+fn read_json(path: &Path, what: &str) -> Result<Value, Fail> {
+    let text = read_text(path, what)?;
     serde_json::from_str(&text)
         .map_err(|e| usage(format!("{what} {}: not JSON: {e}", path.display())))
 }
@@ -208,6 +212,14 @@ async fn connect(
         .apps(opts.save_ui.is_some())
         .log_level(parse_level(&opts.log_level)?)
         .on_progress(|p| show_progress(&p))
+        .on_cache_hit({
+            let verbose = opts.verbose;
+            move |method| {
+                if verbose {
+                    eprintln!("cache: {method} answered from the client's cache, not the server");
+                }
+            }
+        })
         .on_log(|m| show_log(&m))
         .on_notification(|n| {
             if let mcp::types::ServerNotification::ElicitationComplete(p) = n {
@@ -370,7 +382,26 @@ async fn run(cli: Cli, command: Vec<String>) -> Result<i32, Fail> {
         _ => None,
     };
     let resume = pending.as_ref().map(|(file, p)| (file.as_path(), p));
-    let session = open(target, resume, &opts).await?;
+    // A batch's lines are read before connecting: a line that does not parse costs nothing.
+    let lines = match &verb {
+        Verb::Batch { file, .. } => Some(batch::read(file)?),
+        _ => None,
+    };
+    let mut session = open(target, resume, &opts).await?;
+    let outcome = match (verb, lines) {
+        (Verb::Resume { .. }, _) => {
+            let (_, p) = pending.expect("read above");
+            resume_call(&mut session, p).await
+        }
+        (Verb::Batch { .. }, Some(lines)) => batch::run(&mut session, lines).await,
+        (verb, _) => one(&mut session, verb).await,
+    };
+    session.client.close().await;
+    outcome
+}
+
+/// One verb over an open session (the session is closed by the caller).
+async fn one(session: &mut Session, verb: Verb) -> Result<i32, Fail> {
     match verb {
         Verb::Info { .. } => info(session).await,
         Verb::Tools { schema, .. } => tools(session, schema).await,
@@ -380,11 +411,9 @@ async fn run(cli: Cli, command: Vec<String>) -> Result<i32, Fail> {
         Verb::Call { name, params, args } => call(session, name, params, args).await,
         Verb::Prompt { name, params } => get_prompt(session, name, params).await,
         Verb::Read { uri, out, .. } => read(session, uri, out).await,
-        Verb::Resume { .. } => {
-            let (_, p) = pending.expect("read above");
-            resume_call(session, p).await
-        }
-        Verb::Servers { .. } => unreachable!("handled above"),
+        Verb::Resume { .. } | Verb::Servers { .. } | Verb::Batch { .. } => Err(usage(
+            "resume, servers and batch are not verbs of a batch line",
+        )),
     }
 }
 
@@ -483,11 +512,15 @@ async fn open(
 impl Session {
     /// Drives a call (or the rest of a pending one) to its end and reports how it ended.
     async fn finish_call(
-        mut self,
+        &mut self,
         call: Call,
         resume: Option<Pending>,
         out: Option<&Path>,
     ) -> Result<i32, Fail> {
+        // The rounds shown with the result are this call's (a batch makes several).
+        if let Ok(mut rounds) = self.driver.rounds.lock() {
+            rounds.clear();
+        }
         let finished = drive(&self.driver, &call, self.modern, &mut self.stuck, resume).await;
         finish(&self.driver, &call, finished, self.format, out).await
     }
@@ -507,7 +540,7 @@ fn servers(rest: &[String], opts: &Opts) -> Result<i32, Fail> {
 }
 
 /// `info`: the era negotiated, the server's information, and what this client advertised.
-async fn info(s: Session) -> Result<i32, Fail> {
+async fn info(s: &mut Session) -> Result<i32, Fail> {
     let client = &s.client;
     let n = client.negotiated();
     let info = json!({
@@ -520,49 +553,44 @@ async fn info(s: Session) -> Result<i32, Fail> {
     });
     let server_info = n.as_ref().and_then(|n| n.server_info.as_ref());
     render::info(&info, server_info, s.format);
-    client.close().await;
     Ok(code::OK)
 }
 
 /// `tools`: the tools, with their input schemas on `--schema`.
-async fn tools(s: Session, schema: bool) -> Result<i32, Fail> {
+async fn tools(s: &mut Session, schema: bool) -> Result<i32, Fail> {
     let tools = s.client.list_all_tools().await.map_err(client_fail)?;
     render::tools(&tools, schema, s.format);
-    s.client.close().await;
     Ok(code::OK)
 }
 
 /// `prompts`: the prompts and their arguments.
-async fn prompts(s: Session) -> Result<i32, Fail> {
+async fn prompts(s: &mut Session) -> Result<i32, Fail> {
     let prompts = s.client.list_all_prompts().await.map_err(client_fail)?;
     render::prompts(&prompts, s.format);
-    s.client.close().await;
     Ok(code::OK)
 }
 
 /// `resources`: the resources.
-async fn resources(s: Session) -> Result<i32, Fail> {
+async fn resources(s: &mut Session) -> Result<i32, Fail> {
     let list = s.client.list_all_resources().await.map_err(client_fail)?;
     print_list(&list, s.format, |r| (&r.uri, &r.name));
-    s.client.close().await;
     Ok(code::OK)
 }
 
 /// `templates`: the resource templates.
-async fn templates(s: Session) -> Result<i32, Fail> {
+async fn templates(s: &mut Session) -> Result<i32, Fail> {
     let list = s
         .client
         .list_all_resource_templates()
         .await
         .map_err(client_fail)?;
     print_list(&list, s.format, |r| (&r.uri_template, &r.name));
-    s.client.close().await;
     Ok(code::OK)
 }
 
 /// `call NAME k=v …`: the arguments built against the tool's input schema, then the call.
 async fn call(
-    s: Session,
+    s: &mut Session,
     name: String,
     params: Vec<String>,
     json_args: Option<String>,
@@ -598,7 +626,7 @@ async fn call(
 }
 
 /// `prompt NAME k=v …`: the arguments checked against the prompt's, then the get.
-async fn get_prompt(s: Session, name: String, params: Vec<String>) -> Result<i32, Fail> {
+async fn get_prompt(s: &mut Session, name: String, params: Vec<String>) -> Result<i32, Fail> {
     let prompts = s.client.list_all_prompts().await.map_err(client_fail)?;
     let Some(p) = prompts.iter().find(|p| p.name == name) else {
         let hint = args::suggest(&name, prompts.iter().map(|p| p.name.as_str()))
@@ -634,13 +662,13 @@ async fn get_prompt(s: Session, name: String, params: Vec<String>) -> Result<i32
 }
 
 /// `read URI [--out FILE]`.
-async fn read(s: Session, uri: String, out: Option<PathBuf>) -> Result<i32, Fail> {
+async fn read(s: &mut Session, uri: String, out: Option<PathBuf>) -> Result<i32, Fail> {
     s.finish_call(Call::Read { uri }, None, out.as_deref())
         .await
 }
 
 /// `resume FILE`: the call a pending file stopped at, finished.
-async fn resume_call(s: Session, p: Pending) -> Result<i32, Fail> {
+async fn resume_call(s: &mut Session, p: Pending) -> Result<i32, Fail> {
     if !s.modern {
         return Err(usage(
             "the server no longer speaks the pending file's protocol version",
@@ -715,7 +743,6 @@ async fn finish(
         Finished::Pending(p) => {
             let v = serde_json::to_value(&*p).unwrap_or(Value::Null);
             render::pending(&v, format);
-            driver.client.close().await;
             // `resume` does not run a command from the file: a stdio server is named again.
             let again = if p.target.as_ref().is_some_and(|t| t.get("stdio").is_some()) {
                 " -- CMD ARGS"
@@ -734,7 +761,6 @@ async fn finish(
         Finished::PendingLegacy(v) => {
             render::pending(&v, format);
             let reason = v["reason"].as_str().unwrap_or("input required").to_owned();
-            driver.client.close().await;
             return Err(fail(code::INPUT_REQUIRED, "input_required", reason));
         }
         Finished::Refused(why) => return Err(fail(code::REFUSED, "refused", why)),
@@ -748,7 +774,6 @@ async fn finish(
         Finished::Client(e) => return Err(client_fail(e)),
         Finished::Usage(why) => return Err(usage(why)),
     };
-    driver.client.close().await;
     let is_error =
         matches!(call, Call::Tool { .. }) && result.get("isError") == Some(&Value::Bool(true));
     if let (Call::Read { .. }, Some(path)) = (call, out) {

@@ -184,3 +184,86 @@ async fn every_fault_of_the_network_leaves_a_lookup_answered_and_a_charge_sent_o
     .await
     .expect("the test ran past its deadline");
 }
+
+/// A batch file in the test's own folder.
+fn batch_file(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcp-term-network-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(name);
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_lists_the_tools_once_while_the_server_lets_it_keep_them() {
+    tokio::time::timeout(Duration::from_secs(30), async {
+        let server = mcp_faults::TestServer::new().cache_hints(mcp::CacheHints {
+            ttl_ms: 60_000,
+            scope: mcp::types::common::CacheScope::Public,
+        });
+        let harness = Harness::with(server).await;
+        let file = batch_file("twice.txt", "tools\n# again\ntools\ncall lookup key=k\n");
+        let file = file.to_str().unwrap();
+
+        let out = term(&harness, "2026-07-28", &["batch", file, "--verbose"]).await;
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        // The listing of `tools`, `tools` again, and the one `call` builds its arguments with.
+        assert_eq!(harness.proxy.count("tools/list"), 1);
+        assert_eq!(
+            out.stderr
+                .matches("cache: tools/list answered from the client's cache, not the server\n")
+                .count(),
+            2,
+            "{}",
+            out.stderr
+        );
+        assert_eq!(out.stdout.matches("lookup").count(), 2, "{}", out.stdout);
+        assert!(out.stdout.contains("value of k"), "{}", out.stdout);
+
+        // Without --verbose nothing is said, and the cache still serves.
+        let out = term(&harness, "2026-07-28", &["batch", file]).await;
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert_eq!(harness.proxy.count("tools/list"), 2);
+        assert!(!out.stderr.contains("cache:"), "{}", out.stderr);
+
+        // 2025-11-25 has no caching hints: each listing goes to the server.
+        let out = term(&harness, "2025-11-25", &["batch", file, "--verbose"]).await;
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert_eq!(harness.proxy.count("tools/list"), 5);
+        assert!(!out.stderr.contains("cache:"), "{}", out.stderr);
+    })
+    .await
+    .expect("the test ran past its deadline");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_stops_at_the_first_line_that_fails_and_names_it() {
+    tokio::time::timeout(Duration::from_secs(20), async {
+        let harness = Harness::start().await;
+        let file = batch_file(
+            "stops.txt",
+            "call lookup key=a\ncall nosuch\ncall lookup key=b\n",
+        );
+        let out = term(&harness, "2026-07-28", &["batch", file.to_str().unwrap()]).await;
+        assert_eq!(out.code, 6, "{}", out.stderr);
+        assert_eq!(out.error()["error"]["kind"], "not_found");
+        assert_eq!(
+            out.error()["error"]["message"],
+            "batch line 2 (call nosuch): the server has no tool \"nosuch\""
+        );
+        assert!(out.stdout.contains("value of a"), "{}", out.stdout);
+        assert_eq!(harness.proxy.count_tool("lookup"), 1, "line 3 never ran");
+
+        // A line that does not parse stops the batch before anything is sent.
+        let file = batch_file("bad.txt", "call lookup key=a\ntools --era 2026-07-28\n");
+        let out = term(&harness, "2026-07-28", &["batch", file.to_str().unwrap()]).await;
+        assert_eq!(out.code, 2, "{}", out.stderr);
+        assert_eq!(
+            out.error()["error"]["message"],
+            "batch line 2 (tools --era 2026-07-28): unexpected argument '--era' found"
+        );
+        assert_eq!(harness.proxy.count_tool("lookup"), 1, "nothing was sent");
+    })
+    .await
+    .expect("the test ran past its deadline");
+}
