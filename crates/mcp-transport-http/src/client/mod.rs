@@ -10,6 +10,7 @@
 //! message, stage by stage), `transport.rs` ([`HttpTransport`] itself).
 
 mod headers;
+mod retry_after;
 mod send;
 mod session;
 mod sse;

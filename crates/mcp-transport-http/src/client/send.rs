@@ -22,6 +22,7 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 
 use super::headers::{deliver, request_headers};
+use super::retry_after::retry_after;
 use super::session::{LISTENER_OPEN_TIMEOUT, open_listener, recover_session, stream_request};
 use super::sse::{DEFAULT_RETRY, MAX_RESUMPTIONS, StreamEnd, read_sse};
 use super::state::{InFlightGuard, Link, State};
@@ -354,19 +355,6 @@ async fn session_lost(link: &Link, lost: &str) -> LocalFailure {
              and a new session could not be started: {e}"
         )),
     }
-}
-
-/// The wait a `Retry-After` header asks for, in seconds (an HTTP date is not honoured: the
-/// client's own backoff applies).
-fn retry_after(headers: &hyper::HeaderMap) -> Option<std::time::Duration> {
-    let seconds: u64 = headers
-        .get(header::RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    Some(std::time::Duration::from_secs(seconds))
 }
 
 /// Reads an SSE answer, delivering its messages. A 2025-11-25 server may close the stream
