@@ -13,25 +13,13 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::{run, workspace_root};
+use crate::{metadata, run, workspace_root};
 
 pub(crate) fn docs(args: &[String]) -> Result<(), String> {
     if !args.is_empty() {
         return Err("usage: cargo xtask docs".into());
     }
-    let metadata = Command::new(env!("CARGO"))
-        .current_dir(workspace_root())
-        .args(["metadata", "--no-deps", "--format-version", "1", "--locked"])
-        .output()
-        .map_err(|e| format!("could not run cargo metadata: {e}"))?;
-    if !metadata.status.success() {
-        return Err(format!(
-            "cargo metadata failed: {}",
-            String::from_utf8_lossy(&metadata.stderr)
-        ));
-    }
-    let metadata: Value = serde_json::from_slice(&metadata.stdout)
-        .map_err(|e| format!("cargo metadata printed something that is not JSON: {e}"))?;
+    let metadata = metadata()?;
     let packages = metadata["packages"].as_array().cloned().unwrap_or_default();
     let mut documented = Vec::new();
     for package in &packages {

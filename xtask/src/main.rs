@@ -10,7 +10,8 @@
 //!   outside the repository (a folder beside the clone, a machine's absolute paths).
 //! - `test`: the README's test command: layers, the Python interop environment, then every
 //!   test of the workspace (unit, integration, doc).
-//! - `ci`: what `.ci/run` runs after installing tools: fmt, clippy, cargo-deny, `test`, `conformance`, `interop`, `attack --quick`, `portable`.
+//! - `ci`: what `.ci/run` runs after installing tools: fmt, clippy, `deny`, `release
+//!   --dry-run`, `test`, `conformance`, `interop`, `attack --quick`, `portable`.
 //! - `conformance`: the official MCP conformance suite against the `conformance-server` and
 //!   `conformance-client` examples (see `conformance.rs`).
 //! - `interop`: the Python and TypeScript SDKs' clients against our server and our client
@@ -22,6 +23,11 @@
 //!   rotation by rolling restarts and a SIGKILL (see `fleet.rs`).
 //! - `portable`: the declared minimum Rust version, `mcp-types` without `std`, and the lower
 //!   crates in WebAssembly, a state sealed there and unsealed natively (see `portable.rs`).
+//! - `deny`: `cargo deny check` offline, advisories from the snapshot in `deny/` (see
+//!   `deny.rs`).
+//! - `release`: what a release checks (versions, CHANGELOG, READMEs, docs, packages built
+//!   from their `.crate`, the public API by cargo-semver-checks), `--dry-run` publishing nothing
+//!   (see `release.rs`).
 //! - `docs`: every published library documented as docs.rs documents it, warnings failing
 //!   (see `docs.rs`).
 //! - `bench`: our server side by side with rmcp, a hyper floor and the Python SDK; writes
@@ -36,6 +42,7 @@ mod attack;
 mod bench;
 mod builds;
 mod conformance;
+mod deny;
 mod docs;
 mod fleet;
 mod fuzz;
@@ -43,6 +50,8 @@ mod interop;
 mod layers;
 mod paths;
 mod portable;
+mod release;
+mod semver;
 
 /// The Python SDK version the interop tests run against.
 const PYTHON_MCP: &str = "mcp==2.3.0";
@@ -71,15 +80,17 @@ fn main() -> ExitCode {
         Some("fleet") => fleet::fleet(&args[1..]),
         Some("portable") => portable::portable(&args[1..]),
         Some("docs") => docs::docs(&args[1..]),
+        Some("deny") => deny::deny(&args[1..]),
+        Some("release") => release::release(&args[1..]),
         Some("python-env") => python_env().map(|py| println!("{}", py.display())),
         _ => Err(format!(
-            "usage: cargo xtask <setup|layers|architecture|test|ci|conformance|interop|bench|attack|fuzz|fleet|portable|docs|python-env>\n  \
+            "usage: cargo xtask <setup|layers|architecture|test|ci|conformance|interop|bench|attack|fuzz|fleet|portable|docs|deny|release|python-env>\n  \
              setup       check and install what the tests need from the machine [--check] [SUITE...]\n  \
              layers      check the crate layering of DESIGN.md and that no file points outside the tree\n  \
              architecture  file and function lengths and import circles within a crate [--check]\n  \
              test        run every test (sets up the Python interop venv first)\n  \
-             ci          fmt, clippy, cargo-deny, architecture, test, conformance, interop, attack --quick,\n              \
-             portable\n  \
+             ci          fmt, clippy, deny, release --dry-run, architecture, test, conformance, interop,\n              \
+             attack --quick, portable\n  \
              conformance the official MCP conformance suite against the conformance-server\n              \
              and conformance-client examples (needs npm; installs Node 22 and the harness under target/)\n  \
              interop     Python and TypeScript SDK clients x our server, our client x their servers\n              \
@@ -90,6 +101,9 @@ fn main() -> ExitCode {
              fleet       3 fleet instances behind nginx on Redis, a load through a key rotation and\n              \
              a SIGKILL [--flows N] [--concurrency C]\n  \
              docs        every published library documented as docs.rs would (nightly), warnings fail\n  \
+             release     what a release checks, then publish and tag [--dry-run | --save-baseline]\n  \
+             deny        cargo deny check offline: advisories (from deny/'s snapshot), bans, licenses,\n              \
+             sources [--refresh PATH-OF-A-CLONE]\n  \
              portable    the minimum Rust version, mcp-types without std, the lower crates in\n              \
              WebAssembly (a state sealed there, unsealed here) [--no-msrv]\n  \
              python-env  create target/py with {PYTHON_MCP} and print its python"
@@ -118,6 +132,22 @@ fn run(command: &mut Command) -> Result<(), String> {
     } else {
         Err(format!("{command:?} failed with {status}"))
     }
+}
+
+/// `cargo metadata --no-deps` of the workspace, as JSON.
+fn metadata() -> Result<serde_json::Value, String> {
+    let output = cargo()
+        .args(["metadata", "--no-deps", "--format-version", "1", "--locked"])
+        .output()
+        .map_err(|e| format!("could not run cargo metadata: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    serde_json::from_slice(&output.stdout)
+        .map_err(|e| format!("cargo metadata printed something that is not JSON: {e}"))
 }
 
 fn cargo() -> Command {
@@ -190,9 +220,8 @@ fn ci() -> Result<(), String> {
         "-D",
         "warnings",
     ]))?;
-    // Advisories need the RustSec database from the network, which CI does not reach; the
-    // other checks (licenses, bans, sources) run offline.
-    run(cargo().args(["deny", "check", "bans", "licenses", "sources"]))?;
+    deny::deny(&[])?;
+    release::release(&["--dry-run".to_owned()])?;
     architecture::architecture(&["--check".to_owned()])?;
     test(&[])?;
     conformance::conformance(&[])?;

@@ -10,6 +10,29 @@
 //! - [`cache`]: the response cache that honours the server's `ttlMs` and `cacheScope`.
 //! - [`Transport`]: what any transport implements; `MemoryTransport` (feature
 //!   `memory`) connects to an in-process server.
+//!
+//! Calling a tool whose server may ask the user something, in either era: the callback answers
+//! a 2025-11-25 server's live request and a 2026-07-28 server's `inputRequests` alike.
+//!
+//! ```no_run
+//! # async fn demo(transport: impl mcp_client::Transport) -> Result<(), mcp_client::ClientError> {
+//! use mcp_client::Client;
+//! use mcp_types::elicitation::ElicitResult;
+//!
+//! let client = Client::builder()
+//!     .elicitation(|_info, params| async move {
+//!         println!("the server asks: {}", params.message());
+//!         Ok(ElicitResult::decline())
+//!     })
+//!     .connect(transport) // mcp_transport_stdio::StdioTransport, mcp_transport_http::HttpTransport
+//!     .await?;
+//! for tool in client.list_all_tools().await? {
+//!     println!("{}", tool.name);
+//! }
+//! let result = client.call_tool("delete_folder", serde_json::json!({"path": "/tmp/x"})).await?;
+//! println!("{result:?}");
+//! # Ok(()) }
+//! ```
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

@@ -17,6 +17,33 @@
 //! unknown, removed or unadvertised methods), the params (`-32602`), client capabilities
 //! (`-32021`). Legacy sessions start with `initialize` and get server-to-client requests
 //! mid-call. Nothing that arrives over the wire can panic the server.
+//!
+//! A server with one tool, on the low-level API (the `mcp` facade's `McpServer` and
+//! `#[mcp::tool]` build the same thing from plain functions):
+//!
+//! ```
+//! use mcp_server_core::Server;
+//! use mcp_types::mrtr::Outcome;
+//! use mcp_types::tools::{CallToolResult, ListToolsResult, Tool};
+//!
+//! let echo: Tool = serde_json::from_value(serde_json::json!({
+//!     "name": "echo",
+//!     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}
+//! }))?;
+//! let server = Server::new("echo")
+//!     .on_list_tools(move |_ctx, _params| {
+//!         let tools = vec![echo.clone()];
+//!         async move { Ok(ListToolsResult { tools, ..Default::default() }) }
+//!     })
+//!     .on_call_tool(|_ctx, params| async move {
+//!         let text = params.arguments.and_then(|a| a.get("text").cloned()).unwrap_or_default();
+//!         Ok(Outcome::Complete(CallToolResult::text(text.to_string())))
+//!     });
+//! assert!(server.capabilities().tools.is_some());
+//! // A transport serves `server.into_service()`: `mcp_transport_stdio::serve` or
+//! // `mcp_transport_http::serve`.
+//! # Ok::<(), serde_json::Error>(())
+//! ```
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

@@ -123,7 +123,10 @@ async fn poll_until(client: &mut TestClient, id: &str, done: impl Fn(&Value) -> 
 /// identity like every other 2026-07-28 result.
 fn acked() -> Value {
     json!({"resultType": "complete",
-           "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "tasks-test", "version": "0.1.0"}}})
+           "_meta": {"io.modelcontextprotocol/serverInfo": {
+               "name": "tasks-test",
+               // A server names no version of its own: the SDK's is the default.
+               "version": env!("CARGO_PKG_VERSION")}}})
 }
 
 fn task_id(created: &Value) -> String {

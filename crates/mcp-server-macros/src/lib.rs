@@ -7,6 +7,25 @@
 //!
 //! Use them through the facade (`mcp`), which re-exports them; generated code refers to
 //! `::mcp`, or to the path given with `#[mcp(crate = path)]`.
+//!
+//! Through the facade, a tool is an `async fn`; its doc comment describes it and its parameters
+//! become the input schema:
+//!
+//! ```
+//! /// Book a table at the bistro.
+//! #[mcp::tool]
+//! async fn book_table(
+//!     /// The day, as YYYY-MM-DD.
+//!     date: String,
+//!     /// How many people.
+//!     party_size: u32,
+//! ) -> String {
+//!     format!("Booked a table for {party_size} on {date}.")
+//! }
+//!
+//! let server = mcp::McpServer::new("bistro").tool(book_table);
+//! # drop(server);
+//! ```
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

@@ -31,6 +31,23 @@
 //!   dies, and twice only if its first instance was silent for the whole liveness TTL while
 //!   its request still ran (a stall of Redis or of the process that long); an instance whose
 //!   heartbeat fails or lags claims nothing until it succeeds again. See [`RedisSeenStore`].
+//!
+//! Tasks and the replay guard of every instance of a fleet on one Redis:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use mcp_server_core::Server;
+//! use mcp_server_core::tasks::TaskConfig;
+//! use mcp_store_redis::{RedisConfig, RedisStores};
+//!
+//! let stores = RedisStores::connect(RedisConfig::new("redis://127.0.0.1:6379/0").prefix("bistro"))
+//!     .await?;
+//! let server = Server::new("bistro").tasks(TaskConfig::new().store(stores.task_store()));
+//! // The sealing boundary's replay guard: `stores.seen_store()`; resumable SSE streams of
+//! // 2025-11-25 sessions: `stores.event_store()`.
+//! # drop(server);
+//! # Ok(()) }
+//! ```
 
 #![forbid(unsafe_code)]
 

@@ -6,6 +6,20 @@
 //!
 //! Package `keel-mcp-term` on crates.io (`cargo install keel-mcp-term`; the command is
 //! `mcp-term`).
+//!
+//! The pieces are usable alone; `args` builds a tool's arguments from `k=v` the way the command
+//! line does, each value read by the tool's input schema:
+//!
+//! ```
+//! let schema = serde_json::json!({"type": "object", "properties": {
+//!     "zip": {"type": "string"}, "guests": {"type": "integer"}
+//! }});
+//! let pairs = ["zip=01234".to_owned(), "guests=4".to_owned()];
+//! let arguments = mcp_term::args::build(None, &pairs, schema.as_object().unwrap())?;
+//! assert_eq!(serde_json::Value::Object(arguments), serde_json::json!({"zip": "01234", "guests": 4}));
+//! assert_eq!(mcp_term::args::suggest("gusts", ["zip", "guests"]), Some("guests"));
+//! # Ok::<(), String>(())
+//! ```
 #![forbid(unsafe_code)]
 
 pub mod answers;

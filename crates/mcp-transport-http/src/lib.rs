@@ -12,6 +12,18 @@
 //!   and Host validation, a body limit, header timeouts, graceful shutdown, bearer auth.
 //! - [`HttpTransport`]: the client side, for `mcp_client::Client` (feature `client`, on by
 //!   default; without it the crate is the server alone and needs no `mcp-client`).
+//!
+//! Serving a server at `http://127.0.0.1:8080/mcp` for both eras, and a client of it:
+//!
+//! ```no_run
+//! # async fn demo(server: mcp_server_core::Server) -> Result<(), Box<dyn std::error::Error>> {
+//! mcp_transport_http::serve(server.into_service(), "127.0.0.1:8080").await?;
+//!
+//! let transport = mcp_transport_http::HttpTransport::new("http://127.0.0.1:8080/mcp")?;
+//! let client = mcp_client::Client::builder().connect(transport).await?;
+//! println!("{:?}", client.list_all_tools().await?);
+//! # Ok(()) }
+//! ```
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

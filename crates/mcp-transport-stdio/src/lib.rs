@@ -10,6 +10,22 @@
 //! - [`StdioTransport`] is the client side: it spawns the server command, forwards its stderr
 //!   to `tracing`, reports a dead child as a typed error, and shuts it down gracefully (close
 //!   stdin, then terminate after a grace period).
+//!
+//! A server on stdin and stdout, and a client that starts it as a child process:
+//!
+//! ```no_run
+//! # async fn demo(server: mcp_server_core::Server) -> Result<(), Box<dyn std::error::Error>> {
+//! // The server's `main`:
+//! mcp_transport_stdio::serve(server.into_service()).await?;
+//!
+//! // A client's:
+//! let mut command = tokio::process::Command::new("my-mcp-server");
+//! command.arg("--verbose");
+//! let transport = mcp_transport_stdio::StdioTransport::spawn(command)?;
+//! let client = mcp_client::Client::builder().connect(transport).await?;
+//! println!("{:?}", client.list_all_tools().await?);
+//! # Ok(()) }
+//! ```
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

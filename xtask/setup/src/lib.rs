@@ -37,12 +37,15 @@ pub enum Suite {
     Portable,
     /// `cargo xtask bench`, ours beside rmcp, a floor and the Python SDK.
     Bench,
+    /// `cargo xtask release --dry-run`, the docs.rs build, the packages and the public API.
+    Release,
 }
 
 impl Suite {
     /// Every suite, in the order CI runs them.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::Lint,
+        Self::Release,
         Self::Test,
         Self::Conformance,
         Self::Interop,
@@ -54,8 +57,9 @@ impl Suite {
     ];
 
     /// The suites of `.ci/run` (every one but the benchmarks, which CI does not run).
-    pub const CI: [Self; 8] = [
+    pub const CI: [Self; 9] = [
         Self::Lint,
+        Self::Release,
         Self::Test,
         Self::Conformance,
         Self::Interop,
@@ -77,6 +81,7 @@ impl Suite {
             Self::Fuzz => "fuzz",
             Self::Portable => "portable",
             Self::Bench => "bench",
+            Self::Release => "release",
         }
     }
 
@@ -96,7 +101,9 @@ impl Suite {
             "fleet" => &[Self::Fleet],
             "attack" => &[Self::Attack],
             "fuzz" => &[Self::Fuzz],
-            "portable" | "docs" => &[Self::Portable],
+            "portable" => &[Self::Portable],
+            "docs" | "release" => &[Self::Release],
+            "deny" => &[Self::Lint],
             "bench" => &[Self::Bench],
             _ => &[],
         }
@@ -245,7 +252,7 @@ pub const NEEDS: &[Need] = &[
     },
     Need {
         name: "cargo-deny",
-        why: "cargo deny check bans licenses sources",
+        why: "cargo xtask deny: advisories, bans, licenses and sources",
         suites: &[Suite::Lint],
         present: || succeeds(cargo().args(["deny", "--version"])),
         install: Install::Cargo("cargo-deny"),
@@ -318,10 +325,19 @@ pub const NEEDS: &[Need] = &[
     Need {
         name: "nightly toolchain",
         why: "cargo fuzz builds with sanitizers on nightly (`cargo xtask fuzz --ci` skips without it); `cargo xtask docs` documents as docs.rs does, on nightly",
-        suites: &[Suite::Fuzz, Suite::Portable],
+        suites: &[Suite::Fuzz, Suite::Release],
         present: has_nightly,
         install: Install::RustupToolchain("nightly"),
         required: false,
+        applies: always,
+    },
+    Need {
+        name: "cargo-semver-checks",
+        why: "cargo xtask release checks the public API against the previous release",
+        suites: &[Suite::Release],
+        present: || succeeds(cargo().args(["semver-checks", "--version"])),
+        install: Install::Cargo("cargo-semver-checks"),
+        required: true,
         applies: always,
     },
     Need {
@@ -597,6 +613,12 @@ fn install(needs: &[&Need]) -> Result<(), String> {
             Install::Cargo(c) => {
                 let mut command = Command::new("cargo");
                 command.args(["install", "--locked", "--quiet", c]);
+                // A tool for this machine's checks: built without the fat LTO and the single
+                // codegen unit its release profile may ask for (cargo-semver-checks asks for
+                // both), which cost a fresh CI machine minutes and buy our checks nothing.
+                command
+                    .env("CARGO_PROFILE_RELEASE_LTO", "false")
+                    .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16");
                 command
             }
         };

@@ -1,0 +1,335 @@
+//! The public API check of `cargo xtask release`: `cargo semver-checks` of each published
+//! library against the previous release.
+//!
+//! The previous release is the newest tag `vX.Y.Z` below the packages' version when the clone
+//! has one. Until the first release there is none, so the repository keeps a saved baseline
+//! of the public API in `release/api-baseline/`: each library's rustdoc JSON (gzip), written
+//! by `cargo xtask release --save-baseline` from a clean tree, with the commit and the rustdoc
+//! JSON format it came from (`baseline.txt`). cargo-semver-checks compares two documents of
+//! one format only; when this toolchain writes another format than the baseline's, the
+//! baseline is rebuilt from its commit when the clone has it (`--baseline-rev`), and the
+//! check fails, saying so, when it has not.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::release::Package;
+use crate::{run, workspace_root};
+
+fn baseline_dir() -> PathBuf {
+    workspace_root().join("release").join("api-baseline")
+}
+
+fn work_dir() -> PathBuf {
+    workspace_root().join("target").join("semver")
+}
+
+/// The libraries of `packages` (a package without one has no API to keep).
+fn libraries(packages: &[Package]) -> impl Iterator<Item = &Package> {
+    packages.iter().filter(|p| p.lib.is_some())
+}
+
+pub(crate) fn check(packages: &[Package]) -> Result<(), String> {
+    let version = &packages[0].version;
+    if let Some(tag) = previous_tag(version)? {
+        for p in libraries(packages) {
+            run(semver_checks()
+                .args(["--package", &p.name, "--baseline-rev", &tag])
+                .arg("--all-features"))?;
+        }
+        println!("release: the public API keeps semver against {tag}");
+        return Ok(());
+    }
+    let saved = Saved::read()?;
+    for p in libraries(packages) {
+        let current = rustdoc_json(p, &work_dir().join("current"))?;
+        let current_format = format_version(&current)?;
+        if current_format == saved.format {
+            let baseline = unpack(p)?;
+            run(semver_checks()
+                .arg("--baseline-rustdoc")
+                .arg(&baseline)
+                .arg("--current-rustdoc")
+                .arg(&current))?;
+        } else if has_commit(&saved.commit) {
+            run(semver_checks()
+                .args(["--package", &p.name, "--baseline-rev", &saved.commit])
+                .arg("--all-features"))?;
+        } else {
+            return Err(format!(
+                "the saved API baseline is rustdoc JSON format {}, this toolchain writes format \
+                 {current_format}, and this clone lacks the baseline's commit {} to rebuild it: \
+                 fetch that commit, or run `cargo xtask release --save-baseline` on a tree whose \
+                 API is the baseline",
+                saved.format, saved.commit
+            ));
+        }
+    }
+    println!(
+        "release: the public API keeps semver against the saved baseline (commit {})",
+        &saved.commit[..12.min(saved.commit.len())]
+    );
+    Ok(())
+}
+
+fn semver_checks() -> Command {
+    let mut command = Command::new(env!("CARGO"));
+    command
+        .current_dir(workspace_root())
+        .env("CARGO_TARGET_DIR", work_dir().join("target"))
+        .args(["semver-checks", "check-release"]);
+    command
+}
+
+/// The newest tag `vX.Y.Z` reachable from HEAD that is below `version`.
+fn previous_tag(version: &str) -> Result<Option<String>, String> {
+    let output = Command::new("git")
+        .current_dir(workspace_root())
+        .args(["tag", "--list", "v*", "--merged", "HEAD"])
+        .output()
+        .map_err(|e| format!("could not run git tag: {e}"))?;
+    let current = parse_version(version)
+        .ok_or_else(|| format!("the packages' version {version} is not X.Y.Z"))?;
+    Ok(String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|tag| Some((parse_version(tag.strip_prefix('v')?)?, tag.to_owned())))
+        .filter(|(v, _)| *v < current)
+        .max()
+        .map(|(_, tag)| tag))
+}
+
+fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
+    let mut parts = text.split('.').map(|p| p.parse::<u64>().ok());
+    let v = (parts.next()??, parts.next()??, parts.next()??);
+    parts.next().is_none().then_some(v)
+}
+
+fn has_commit(commit: &str) -> bool {
+    Command::new("git")
+        .current_dir(workspace_root())
+        .args(["cat-file", "-e", &format!("{commit}^{{commit}}")])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// What `baseline.txt` records.
+#[derive(Debug, PartialEq, Eq)]
+struct Saved {
+    commit: String,
+    format: u64,
+}
+
+impl Saved {
+    fn read() -> Result<Saved, String> {
+        let path = baseline_dir().join("baseline.txt");
+        let text = fs::read_to_string(&path).map_err(|e| {
+            format!(
+                "no saved API baseline ({}: {e}); `cargo xtask release --save-baseline` writes one",
+                path.display()
+            )
+        })?;
+        Saved::parse(&text)
+    }
+
+    fn parse(text: &str) -> Result<Saved, String> {
+        let value = |key: &str| {
+            text.lines()
+                .filter(|l| !l.starts_with('#'))
+                .find_map(|l| {
+                    let (k, v) = l.split_once('=')?;
+                    (k.trim() == key).then(|| v.trim().to_owned())
+                })
+                .ok_or_else(|| format!("release/api-baseline/baseline.txt has no `{key} = …`"))
+        };
+        let format = value("format")?;
+        Ok(Saved {
+            commit: value("commit")?,
+            format: format.parse().map_err(|_| {
+                format!("release/api-baseline/baseline.txt: format {format:?} is not a number")
+            })?,
+        })
+    }
+}
+
+/// `cargo rustdoc` of `p`'s library as JSON (stable rustc, its unstable JSON output unlocked
+/// as cargo-semver-checks does), every feature on; returns the file's path.
+fn rustdoc_json(p: &Package, out: &Path) -> Result<PathBuf, String> {
+    let target = work_dir().join("target");
+    run(Command::new(env!("CARGO"))
+        .current_dir(workspace_root())
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env("CARGO_TARGET_DIR", &target)
+        .args([
+            "rustdoc",
+            "--locked",
+            "--lib",
+            "--all-features",
+            "--package",
+            &p.name,
+        ])
+        .args(["--", "-Z", "unstable-options", "--output-format", "json"]))?;
+    let lib = lib_name(p)?;
+    let written = target.join("doc").join(format!("{lib}.json"));
+    fs::create_dir_all(out).map_err(|e| format!("could not create {}: {e}", out.display()))?;
+    let kept = out.join(format!("{}.json", p.name));
+    fs::rename(&written, &kept).map_err(|e| {
+        format!(
+            "could not move {} to {}: {e}",
+            written.display(),
+            kept.display()
+        )
+    })?;
+    Ok(kept)
+}
+
+/// The library's name in code: `[lib] name`, read from the manifest (`keel-mcp-types` is
+/// `mcp_types`).
+fn lib_name(p: &Package) -> Result<String, String> {
+    let manifest = fs::read_to_string(p.dir.join("Cargo.toml"))
+        .map_err(|e| format!("could not read {}'s manifest: {e}", p.name))?;
+    let in_lib = manifest
+        .split("\n[")
+        .find(|section| section.starts_with("lib]"))
+        .and_then(|section| {
+            section.lines().find_map(|l| {
+                let (k, v) = l.split_once('=')?;
+                (k.trim() == "name").then(|| v.trim().trim_matches('"').to_owned())
+            })
+        });
+    Ok(in_lib.unwrap_or_else(|| p.name.replace('-', "_")))
+}
+
+fn format_version(json: &Path) -> Result<u64, String> {
+    let text = fs::read(json).map_err(|e| format!("could not read {}: {e}", json.display()))?;
+    let doc: Value = serde_json::from_slice(&text)
+        .map_err(|e| format!("{} is not JSON: {e}", json.display()))?;
+    doc["format_version"]
+        .as_u64()
+        .ok_or_else(|| format!("{} has no format_version", json.display()))
+}
+
+/// The saved baseline of `p`, unpacked under target/semver/baseline.
+fn unpack(p: &Package) -> Result<PathBuf, String> {
+    let packed = baseline_dir().join(format!("{}.json.gz", p.name));
+    if !packed.is_file() {
+        return Err(format!(
+            "{} has no saved API baseline ({}): a new library? `cargo xtask release \
+             --save-baseline` adds it",
+            p.name,
+            packed.display()
+        ));
+    }
+    let dir = work_dir().join("baseline");
+    fs::create_dir_all(&dir).map_err(|e| format!("could not create {}: {e}", dir.display()))?;
+    let out = dir.join(format!("{}.json", p.name));
+    let file =
+        fs::File::create(&out).map_err(|e| format!("could not write {}: {e}", out.display()))?;
+    run(Command::new("gzip").arg("-dc").arg(&packed).stdout(file))?;
+    Ok(out)
+}
+
+/// Writes `release/api-baseline/` from this tree, which must be committed and clean (the
+/// baseline names its commit).
+pub(crate) fn save_baseline(packages: &[Package]) -> Result<(), String> {
+    let git = |args: &[&str]| -> Result<String, String> {
+        let output = Command::new("git")
+            .current_dir(workspace_root())
+            .args(args)
+            .output()
+            .map_err(|e| format!("could not run git: {e}"))?;
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    };
+    let dirty = git(&[
+        "status",
+        "--porcelain",
+        "--untracked-files=no",
+        "--",
+        "crates",
+    ])?;
+    if !dirty.is_empty() {
+        return Err(format!(
+            "the crates have uncommitted changes, and the baseline names a commit: commit \
+             first\n{dirty}"
+        ));
+    }
+    let commit = git(&["rev-parse", "HEAD"])?;
+    let dir = baseline_dir();
+    fs::create_dir_all(&dir).map_err(|e| format!("could not create {}: {e}", dir.display()))?;
+    let mut format = None;
+    for p in libraries(packages) {
+        let json = rustdoc_json(p, &work_dir().join("save"))?;
+        let this = format_version(&json)?;
+        if format.is_some_and(|f| f != this) {
+            return Err("rustdoc wrote two formats in one run".into());
+        }
+        format = Some(this);
+        let packed = dir.join(format!("{}.json.gz", p.name));
+        let file = fs::File::create(&packed)
+            .map_err(|e| format!("could not write {}: {e}", packed.display()))?;
+        run(Command::new("gzip")
+            .args(["-9", "-n", "-c"])
+            .arg(&json)
+            .stdout(file))?;
+    }
+    let format = format.ok_or("no published library to save")?;
+    let text = format!(
+        "# The public API the release check compares against until the first release tag:\n\
+         # each published library's rustdoc JSON (gzip), every feature on, written by\n\
+         # `cargo xtask release --save-baseline` from this commit, in this rustdoc JSON format.\n\
+         commit = {commit}\nformat = {format}\n"
+    );
+    fs::write(dir.join("baseline.txt"), text)
+        .map_err(|e| format!("could not write baseline.txt: {e}"))?;
+    println!("release: API baseline saved from {commit} (rustdoc JSON format {format})");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn baseline_txt_reads_commit_and_format() {
+        let saved = Saved::parse("# c = x\ncommit = abc\nformat = 57\n").unwrap();
+        assert_eq!(
+            saved,
+            Saved {
+                commit: "abc".into(),
+                format: 57
+            }
+        );
+        assert_eq!(
+            Saved::parse("commit = abc\n").unwrap_err(),
+            "release/api-baseline/baseline.txt has no `format = …`"
+        );
+        assert_eq!(
+            Saved::parse("commit = abc\nformat = new\n").unwrap_err(),
+            "release/api-baseline/baseline.txt: format \"new\" is not a number"
+        );
+    }
+
+    #[test]
+    fn the_committed_baseline_has_a_file_per_published_library() {
+        Saved::read().unwrap();
+        let packages = crate::release::published().unwrap();
+        for p in libraries(&packages) {
+            assert!(
+                baseline_dir().join(format!("{}.json.gz", p.name)).is_file(),
+                "{} has no saved baseline",
+                p.name
+            );
+        }
+    }
+
+    #[test]
+    fn versions_order_as_numbers() {
+        assert_eq!(parse_version("0.10.0"), Some((0, 10, 0)));
+        assert!(parse_version("0.10.0") > parse_version("0.9.3"));
+        assert_eq!(parse_version("0.1"), None);
+        assert_eq!(parse_version("0.1.0-rc1"), None);
+    }
+}
