@@ -20,6 +20,8 @@ use mcp_types::capabilities::ClientCapabilities;
 use mcp_types::resources::Resource;
 use mcp_types::tools::Tool;
 use mcp_types::{ErrorObject, JsonObject};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::context::RequestContext;
@@ -240,6 +242,63 @@ impl Extension {
         Fut: Future<Output = HandlerResult<JsonObject>> + Send + 'static,
     {
         self.method(method.into(), true, boxed(handler))
+    }
+
+    /// [`request`](Self::request) with typed params and result: the params are decoded into
+    /// `P` (`-32602` naming what does not fit), and `R` is encoded as the result object (a
+    /// result that is not a JSON object is `-32603`). Like every handler it gets the
+    /// [`RequestContext`], whose [`principal`](RequestContext::principal) is the caller as
+    /// the server identifies it on every extension request (the transport's authentication,
+    /// or the sealing boundary's binding), so a method that keeps per-caller state (the Tasks
+    /// extension's `tasks/get` and `tasks/cancel` do) scopes it there.
+    ///
+    /// ```
+    /// use mcp_server_core::{Extension, Server};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Deserialize)]
+    /// struct CountParams { stamp: String }
+    /// #[derive(Serialize)]
+    /// struct CountResult { count: u32 }
+    ///
+    /// let stamps = Extension::new("com.example/stamps")?.typed_request(
+    ///     "stamps/count",
+    ///     |ctx, params: CountParams| async move {
+    ///         let mine = ctx.principal().is_some();
+    ///         Ok(CountResult { count: if mine { params.stamp.len() as u32 } else { 0 } })
+    ///     },
+    /// );
+    /// let server = Server::new("bistro").with_extension(stamps);
+    /// # drop(server);
+    /// # Ok::<(), mcp_server_core::ExtensionIdError>(())
+    /// ```
+    pub fn typed_request<P, R, F, Fut>(self, method: impl Into<String>, handler: F) -> Self
+    where
+        P: DeserializeOwned + Send + 'static,
+        R: Serialize + Send + 'static,
+        F: Fn(RequestContext, P) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult<R>> + Send + 'static,
+    {
+        let method = method.into();
+        let name: Arc<str> = method.clone().into();
+        let handler = Arc::new(handler);
+        self.request(method, move |ctx, params| {
+            let (name, handler) = (name.clone(), handler.clone());
+            async move {
+                let params: P = serde_json::from_value(Value::Object(params)).map_err(|e| {
+                    ErrorObject::invalid_params(format!("invalid params for '{name}': {e}"))
+                })?;
+                match serde_json::to_value(handler(ctx, params).await?) {
+                    Ok(Value::Object(result)) => Ok(result),
+                    Ok(_) => Err(ErrorObject::internal(format!(
+                        "the result of '{name}' is not a JSON object"
+                    ))),
+                    Err(e) => Err(ErrorObject::internal(format!(
+                        "the result of '{name}' could not be encoded: {e}"
+                    ))),
+                }
+            }
+        })
     }
 
     fn method(mut self, method: String, cacheable: bool, handler: Method) -> Self {

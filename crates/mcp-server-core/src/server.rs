@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_state_seal::{ConfigError, RequestStateSecurity, SealingBoundary};
-use mcp_types::JsonObject;
 use mcp_types::capabilities::{ListChangedCapability, ResourcesCapability, ServerCapabilities};
 use mcp_types::common::PaginatedRequestParams;
 use mcp_types::completion::{CompleteRequestParams, CompleteResult};
@@ -22,6 +21,7 @@ use mcp_types::resources::{
     ReadResourceResult, ResourceUriParams,
 };
 use mcp_types::tools::{CallToolRequestParams, CallToolResult, ListToolsResult};
+use mcp_types::{JsonObject, methods};
 
 use crate::context::RequestContext;
 use crate::extension::{Extension, ExtensionMethod, Extensions};
@@ -345,11 +345,27 @@ impl Server {
     /// [`tool_task_support`](Self::tool_task_support) become tasks (their handler calls
     /// [`RequestContext::run_as_task`]). See [`crate::tasks`].
     pub fn tasks(mut self, config: crate::tasks::TaskConfig) -> Self {
-        self.tasks = Some(crate::tasks::TaskEngine::new(config));
+        let engine = crate::tasks::TaskEngine::new(config);
+        self.tasks = Some(engine.clone());
         // 2025-11-25 has its own core tasks: the extension is advertised on 2026-07-28 only.
+        // Its three methods are the extension's, as a third party's would be: typed, scoped to
+        // the caller the context names.
+        let (get, update, cancel) = (engine.clone(), engine.clone(), engine);
         let tasks = Extension::unchecked(mcp_types::ext::tasks::EXTENSION_ID.to_owned())
             .settings(mcp_types::ext::tasks::capability())
-            .modern_only();
+            .modern_only()
+            .typed_request(methods::TASKS_GET, move |ctx, params| {
+                let engine = get.clone();
+                async move { engine.get(&ctx, params).await }
+            })
+            .typed_request(methods::TASKS_UPDATE, move |ctx, params| {
+                let engine = update.clone();
+                async move { engine.update(&ctx, params).await }
+            })
+            .typed_request(methods::TASKS_CANCEL, move |ctx, params| {
+                let engine = cancel.clone();
+                async move { engine.cancel(&ctx, params).await }
+            });
         self.with_extension(tasks)
     }
 

@@ -385,3 +385,119 @@ async fn an_extension_replaced_by_one_with_its_identifier_takes_its_methods_alon
     .unwrap();
     assert_eq!(kept["result"]["resultType"], "complete");
 }
+
+#[derive(serde::Deserialize)]
+struct CountParams {
+    ink: String,
+}
+
+#[derive(serde::Serialize)]
+struct CountResult {
+    ink: String,
+    caller: Option<String>,
+}
+
+#[tokio::test]
+async fn typed_methods_decode_their_params_and_see_the_caller() {
+    let counted = Extension::new(EXT).unwrap().typed_request(
+        "stamps/count",
+        |ctx, params: CountParams| async move {
+            Ok(CountResult {
+                ink: params.ink,
+                caller: ctx.principal().map(|p| p.client_id.clone()),
+            })
+        },
+    );
+    let service = mcp_server_core::Server::new("bistro")
+        .with_extension(counted)
+        .into_service();
+    let transport = mcp_server_core::TransportContext {
+        principal: Some(mcp_state_seal::Principal::new("client-a")),
+        context: None,
+        delivery: None,
+    };
+    let mut c = TestClient::with_transport(&service, transport);
+    let answered: Value = serde_json::from_str(
+        &raw(
+            &mut c,
+            "stamps/count",
+            modern_params(json!({"ink": "red"}), &declaring()),
+        )
+        .await,
+    )
+    .unwrap();
+    assert_eq!(answered["result"]["ink"], "red");
+    assert_eq!(answered["result"]["caller"], "client-a");
+    assert_eq!(answered["result"]["resultType"], "complete");
+
+    let refused: Value = serde_json::from_str(
+        &raw(
+            &mut c,
+            "stamps/count",
+            modern_params(json!({"ink": 7}), &declaring()),
+        )
+        .await,
+    )
+    .unwrap();
+    assert_eq!(refused["error"]["code"], -32602);
+    assert_eq!(
+        refused["error"]["message"],
+        "invalid params for 'stamps/count': invalid type: integer `7`, expected a string"
+    );
+}
+
+/// The Tasks extension's methods are ordinary extension methods: an extension with its
+/// identifier replaces them, as it would a third party's.
+#[tokio::test]
+async fn the_tasks_methods_are_the_tasks_extensions_and_go_with_it() {
+    let tasks_id = mcp_types::ext::tasks::EXTENSION_ID;
+    let caps = json!({"extensions": {tasks_id: {}}});
+    let with_tasks = mcp_server_core::Server::new("bistro")
+        .tasks(mcp_server_core::tasks::TaskConfig::new())
+        .into_service();
+    let mut c = TestClient::new(&with_tasks);
+    let unknown: Value = serde_json::from_str(
+        &raw(
+            &mut c,
+            "tasks/get",
+            modern_params(json!({"taskId": "nope"}), &caps),
+        )
+        .await,
+    )
+    .unwrap();
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+
+    let replaced = mcp_server_core::Server::new("bistro")
+        .tasks(mcp_server_core::tasks::TaskConfig::new())
+        .with_extension(Extension::new(tasks_id).unwrap().request(
+            "tasks/get",
+            |_ctx, params| async move {
+                Ok(json!({"mine": params["taskId"]})
+                    .as_object()
+                    .unwrap()
+                    .clone())
+            },
+        ))
+        .into_service();
+    let mut c = TestClient::new(&replaced);
+    let answered: Value = serde_json::from_str(
+        &raw(
+            &mut c,
+            "tasks/get",
+            modern_params(json!({"taskId": "nope"}), &caps),
+        )
+        .await,
+    )
+    .unwrap();
+    assert_eq!(answered["result"]["mine"], "nope", "{answered}");
+    let gone: Value = serde_json::from_str(
+        &raw(
+            &mut c,
+            "tasks/cancel",
+            modern_params(json!({"taskId": "nope"}), &caps),
+        )
+        .await,
+    )
+    .unwrap();
+    assert_eq!(gone["error"]["code"], -32601, "{gone}");
+}

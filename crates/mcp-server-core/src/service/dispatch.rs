@@ -385,7 +385,7 @@ pub(super) async fn call_tool(
         // A task belongs to the caller the sealing boundary would bind state to (review W19);
         // a binding that cannot name the caller refuses the task, not a plain call.
         let owner = match inner.server.tasks {
-            Some(_) => task_principal(inner, methods::TOOLS_CALL, transport),
+            Some(_) => caller_principal(inner, methods::TOOLS_CALL, transport),
             None => Ok(None),
         };
         let launch = crate::tasks::TaskEngine::admit(

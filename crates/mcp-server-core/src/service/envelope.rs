@@ -130,11 +130,12 @@ pub(super) fn check_meta_size(
     }
 }
 
-/// Who a `tasks/*` request comes from: the authenticated principal, else the one the sealing
-/// boundary's principal binding resolves (a deployment whose authentication ends at a gateway),
-/// the same identity a task was created under (review W19). A binding that fails refuses the
-/// request: a task is never served to a caller nobody could name.
-pub(super) fn task_principal(
+/// Who an extension's request (`tasks/*` among them) comes from: the authenticated principal,
+/// else the one the sealing boundary's principal binding resolves (a deployment whose
+/// authentication ends at a gateway), the same identity a task was created under (review W19).
+/// A binding that fails refuses the request: per-caller state (a task) is never served to a
+/// caller nobody could name.
+pub(super) fn caller_principal(
     inner: &Inner,
     method: &str,
     transport: &TransportContext,
@@ -151,7 +152,7 @@ pub(super) fn task_principal(
         None => source,
     };
     boundary.principal(&source).map_err(|e| {
-        tracing::debug!(reason = %e.reason(), "principal binding failed for a task request");
+        tracing::debug!(reason = %e.reason(), "principal binding failed for an extension request");
         ErrorObject::new(
             mcp_types::ErrorCode::INVALID_REQUEST,
             "The caller of this request could not be determined",

@@ -11,7 +11,6 @@ use crate::cancel::CancellationToken;
 use crate::context::RequestContext;
 use crate::sink::Sink;
 
-use super::reply::finish;
 use super::{dispatch::*, envelope::*, inner::*};
 
 pub(super) async fn serve_modern(
@@ -37,13 +36,16 @@ pub(super) async fn serve_modern(
                 {
                     return Some(Err(e));
                 }
-                let ctx = modern_context(inner, request, meta, transport, sink, cancel);
+                let mut ctx = modern_context(inner, request, meta, transport, sink, cancel);
+                ctx.principal = match caller_principal(inner, &request.method, transport) {
+                    Ok(principal) => principal,
+                    Err(e) => return Some(Err(e)),
+                };
                 return Some(Box::pin(extension_request(inner, method, request, ctx)).await);
             }
             // The method is checked before its params: a removed method (`initialize`,
             // `logging/setLevel`...) is -32601 whatever params it carries.
-            let served = modern_method_served(&inner.server, &request.method)
-                || crate::tasks::serves(inner.server.tasks.is_some(), &request.method);
+            let served = modern_method_served(&inner.server, &request.method);
             if !served {
                 return Some(Err(ErrorObject::method_not_found(&request.method)));
             }
@@ -65,23 +67,18 @@ pub(super) async fn serve_modern(
         return Some(Err(e));
     }
     let method = typed.method();
-    if crate::tasks::is_task_method(method) {
-        let caps = meta.client_capabilities.clone().unwrap_or_default();
-        let principal = match task_principal(inner, method, transport) {
+    // A method the wire types know but the core does not serve may be an extension's (the
+    // Tasks extension's `tasks/get`, `tasks/update`, `tasks/cancel`): its envelope is checked
+    // above like any request's, then the extension answers it for the caller the context names.
+    if !modern_method_served(&inner.server, method)
+        && let Some(extension) = inner.server.extension_methods.get(method)
+    {
+        let mut ctx = modern_context(inner, request, meta.clone(), transport, sink, cancel);
+        ctx.principal = match caller_principal(inner, method, transport) {
             Ok(principal) => principal,
             Err(e) => return Some(Err(e)),
         };
-        let served = crate::tasks::TaskEngine::serve(
-            inner.server.tasks.as_ref(),
-            typed,
-            &caps,
-            principal.as_ref(),
-        );
-        return Some(
-            Box::pin(served)
-                .await
-                .and_then(|reply| finish(inner, Era::Modern, reply)),
-        );
+        return Some(Box::pin(extension_request(inner, extension, request, ctx)).await);
     }
     if !modern_method_served(&inner.server, method) {
         return Some(Err(ErrorObject::method_not_found(&request.method)));

@@ -11,15 +11,18 @@ use mcp_types::capabilities::ClientCapabilities;
 use mcp_types::elicitation::ElicitResult;
 use mcp_types::ext::tasks::{
     self as wire, CreateTaskResult, DetailedTask, GetTaskResult, Task, TaskAck, TaskPayload,
+    UpdateTaskParams,
 };
 use mcp_types::mrtr::{InputRequest, InputRequests};
 use mcp_types::roots::ListRootsResult;
 use mcp_types::sampling::CreateMessageResult;
-use mcp_types::{ClientRequest, ClientResult, ErrorObject, methods};
+use mcp_types::tasks::TaskIdParams;
+use mcp_types::{ClientResult, ErrorObject, methods};
 use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::cancel::CancellationToken;
+use crate::context::RequestContext;
 use crate::gating::Requirement;
 use crate::peer::PeerError;
 
@@ -263,109 +266,81 @@ impl TaskEngine {
         }
     }
 
-    /// Serves `tasks/get`, `tasks/update`, `tasks/cancel` (and answers `-32601` to the removed
-    /// `tasks/result` and `tasks/list`), on 2026-07-28.
-    pub(crate) async fn serve(
-        engine: Option<&TaskEngine>,
-        typed: ClientRequest,
-        caps: &ClientCapabilities,
-        principal: Option<&Principal>,
-    ) -> Result<TaskReply, ErrorObject> {
-        let method = typed.method();
-        let Some(engine) = engine.filter(|_| serves(true, method)) else {
-            return Err(ErrorObject::method_not_found(method));
-        };
-        if !caps.supports_extension(wire::EXTENSION_ID) {
-            return Err(missing_extension(method));
-        }
-        engine.ensure_sweeper();
-        let owner = owner_key(principal);
-        let ack = || Ok(TaskReply::Ack(TaskAck::default()));
-        match typed {
-            ClientRequest::GetTask(p) => {
-                let record = engine.owned(&p.task_id, &owner).await?;
-                Ok(TaskReply::Get(Box::new(GetTaskResult {
-                    task: detailed(&record),
-                    meta: None,
-                })))
-            }
-            ClientRequest::UpdateTask(p) => {
-                let record = engine.owned(&p.task_id, &owner).await?;
-                let mut answers = BTreeMap::new();
-                for (key, value) in p.input_responses {
-                    let Some(request) = record.outstanding.get(&key) else {
-                        continue;
-                    };
-                    if let Err(why) = answer_of(request, value.clone()) {
-                        return Err(ErrorObject::invalid_params(format!(
-                            "inputResponses['{key}'] is not a valid answer to its {}: {why}",
-                            request.method()
-                        )));
-                    }
-                    answers.insert(key, value);
-                }
-                if !answers.is_empty() {
-                    engine
-                        .store()
-                        .resolve_inputs(&p.task_id, answers)
-                        .await
-                        .map_err(store_error)?;
-                }
-                ack()
-            }
-            ClientRequest::CancelTask(p) => {
-                let record = engine.owned(&p.task_id, &owner).await?;
-                if record.terminal.is_none() {
-                    engine
-                        .store()
-                        .request_cancel(&p.task_id)
-                        .await
-                        .map_err(store_error)?;
-                }
-                ack()
-            }
-            other => Err(ErrorObject::method_not_found(other.method())),
-        }
+    /// `tasks/get`: the caller's task as it stands, with its payload.
+    pub(crate) async fn get(
+        &self,
+        ctx: &RequestContext,
+        params: TaskIdParams,
+    ) -> Result<GetTaskResult, ErrorObject> {
+        let owner = self.caller(ctx)?;
+        let record = self.owned(&params.task_id, &owner).await?;
+        Ok(GetTaskResult {
+            task: detailed(&record),
+            meta: None,
+        })
     }
-}
 
-/// What a `tasks/*` request answers, before the service stamps it like every other result.
-pub(crate) enum TaskReply {
-    /// `tasks/get`.
-    Get(Box<GetTaskResult>),
-    /// `tasks/update`, `tasks/cancel`.
-    Ack(TaskAck),
-}
-
-impl serde::Serialize for TaskReply {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            TaskReply::Get(get) => get.serialize(s),
-            TaskReply::Ack(ack) => ack.serialize(s),
+    /// `tasks/update`: answers to the questions the task has outstanding; an answer to a key
+    /// it never asked (or already had answered) is ignored, an answer that does not fit its
+    /// question is `-32602`.
+    pub(crate) async fn update(
+        &self,
+        ctx: &RequestContext,
+        params: UpdateTaskParams,
+    ) -> Result<TaskAck, ErrorObject> {
+        let owner = self.caller(ctx)?;
+        let record = self.owned(&params.task_id, &owner).await?;
+        let mut answers = BTreeMap::new();
+        for (key, value) in params.input_responses {
+            let Some(request) = record.outstanding.get(&key) else {
+                continue;
+            };
+            if let Err(why) = answer_of(request, value.clone()) {
+                return Err(ErrorObject::invalid_params(format!(
+                    "inputResponses['{key}'] is not a valid answer to its {}: {why}",
+                    request.method()
+                )));
+            }
+            answers.insert(key, value);
         }
-    }
-}
-
-impl crate::stamp::Stamped for TaskReply {
-    fn stamp_modern(&mut self, stamp: &crate::stamp::Stamp<'_>) {
-        match self {
-            TaskReply::Get(get) => get.stamp_modern(stamp),
-            TaskReply::Ack(ack) => ack.stamp_modern(stamp),
+        if !answers.is_empty() {
+            self.store()
+                .resolve_inputs(&params.task_id, answers)
+                .await
+                .map_err(store_error)?;
         }
+        Ok(TaskAck::default())
     }
-    fn strip_legacy(&mut self) {}
-}
 
-/// Whether `method` is one of the extension's (`tasks/get`, `tasks/update`, `tasks/cancel`)
-/// or one it removed (`tasks/result`, `tasks/list`): served by [`TaskEngine::serve`] on
-/// 2026-07-28, before any other method check. The method table says which.
-pub(crate) fn is_task_method(method: &str) -> bool {
-    methods::task_role(method) != methods::TaskRole::None
-}
+    /// `tasks/cancel`: asks the caller's task to stop (a finished task stays as it ended).
+    pub(crate) async fn cancel(
+        &self,
+        ctx: &RequestContext,
+        params: TaskIdParams,
+    ) -> Result<TaskAck, ErrorObject> {
+        let owner = self.caller(ctx)?;
+        let record = self.owned(&params.task_id, &owner).await?;
+        if record.terminal.is_none() {
+            self.store()
+                .request_cancel(&params.task_id)
+                .await
+                .map_err(store_error)?;
+        }
+        Ok(TaskAck::default())
+    }
 
-/// Whether a server with (`enabled`) or without tasks serves `method` as a task method.
-pub(crate) fn serves(enabled: bool, method: &str) -> bool {
-    enabled && methods::task_role(method) == methods::TaskRole::Served
+    /// The owner key of the caller of a `tasks/*` request, once the request declared the
+    /// extension (`-32021` otherwise).
+    fn caller(&self, ctx: &RequestContext) -> Result<Option<String>, ErrorObject> {
+        if !ctx
+            .client_capabilities()
+            .supports_extension(wire::EXTENSION_ID)
+        {
+            return Err(missing_extension(ctx.method()));
+        }
+        self.ensure_sweeper();
+        Ok(owner_key(ctx.principal()))
+    }
 }
 
 pub(super) fn base(record: &TaskRecord) -> Task {
