@@ -1,9 +1,6 @@
 //! The layering check: each workspace crate may depend only on crates listed before it in
 //! DESIGN.md's table, and only on the third-party crates its row allows.
 
-use std::path::Path;
-use std::process::Command;
-
 use serde_json::Value;
 
 /// The layer table, bottom to top, with the third-party crates each layer may use directly.
@@ -66,26 +63,8 @@ fn rank(package: &str) -> Option<usize> {
     LAYERS.iter().position(|(n, _)| *n == name)
 }
 
-pub(crate) fn check(root: &Path) -> Result<(), String> {
-    let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .current_dir(root)
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--no-deps",
-            "--offline",
-        ])
-        .output()
-        .map_err(|e| format!("could not run cargo metadata: {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "cargo metadata failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    }
-    let metadata: Value = serde_json::from_slice(&output.stdout)
-        .map_err(|e| format!("cargo metadata printed invalid JSON: {e}"))?;
+pub(crate) fn check() -> Result<(), String> {
+    let metadata = crate::metadata()?;
     let violations = violations(&metadata);
     if violations.is_empty() {
         println!("layers: ok");

@@ -186,7 +186,7 @@ fn python_env() -> Result<PathBuf, String> {
 /// The crate layering and the self-containment of the tree.
 fn layers() -> Result<(), String> {
     let root = workspace_root();
-    layers::check(&root)?;
+    layers::check()?;
     paths::check(&root)
 }
 

@@ -386,6 +386,11 @@ async fn an_extension_replaced_by_one_with_its_identifier_takes_its_methods_alon
     assert_eq!(kept["result"]["resultType"], "complete");
 }
 
+/// One 2026-07-28 request declaring `caps`, its response parsed.
+async fn ask(c: &mut TestClient, method: &str, params: Value, caps: &Value) -> Value {
+    serde_json::from_str(&raw(c, method, modern_params(params, caps)).await).unwrap()
+}
+
 #[derive(serde::Deserialize)]
 struct CountParams {
     ink: String,
@@ -417,28 +422,12 @@ async fn typed_methods_decode_their_params_and_see_the_caller() {
         delivery: None,
     };
     let mut c = TestClient::with_transport(&service, transport);
-    let answered: Value = serde_json::from_str(
-        &raw(
-            &mut c,
-            "stamps/count",
-            modern_params(json!({"ink": "red"}), &declaring()),
-        )
-        .await,
-    )
-    .unwrap();
+    let answered: Value = ask(&mut c, "stamps/count", json!({"ink": "red"}), &declaring()).await;
     assert_eq!(answered["result"]["ink"], "red");
     assert_eq!(answered["result"]["caller"], "client-a");
     assert_eq!(answered["result"]["resultType"], "complete");
 
-    let refused: Value = serde_json::from_str(
-        &raw(
-            &mut c,
-            "stamps/count",
-            modern_params(json!({"ink": 7}), &declaring()),
-        )
-        .await,
-    )
-    .unwrap();
+    let refused: Value = ask(&mut c, "stamps/count", json!({"ink": 7}), &declaring()).await;
     assert_eq!(refused["error"]["code"], -32602);
     assert_eq!(
         refused["error"]["message"],
@@ -456,15 +445,7 @@ async fn the_tasks_methods_are_the_tasks_extensions_and_go_with_it() {
         .tasks(mcp_server_core::tasks::TaskConfig::new())
         .into_service();
     let mut c = TestClient::new(&with_tasks);
-    let unknown: Value = serde_json::from_str(
-        &raw(
-            &mut c,
-            "tasks/get",
-            modern_params(json!({"taskId": "nope"}), &caps),
-        )
-        .await,
-    )
-    .unwrap();
+    let unknown: Value = ask(&mut c, "tasks/get", json!({"taskId": "nope"}), &caps).await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
 
     let replaced = mcp_server_core::Server::new("bistro")
@@ -480,24 +461,8 @@ async fn the_tasks_methods_are_the_tasks_extensions_and_go_with_it() {
         ))
         .into_service();
     let mut c = TestClient::new(&replaced);
-    let answered: Value = serde_json::from_str(
-        &raw(
-            &mut c,
-            "tasks/get",
-            modern_params(json!({"taskId": "nope"}), &caps),
-        )
-        .await,
-    )
-    .unwrap();
+    let answered: Value = ask(&mut c, "tasks/get", json!({"taskId": "nope"}), &caps).await;
     assert_eq!(answered["result"]["mine"], "nope", "{answered}");
-    let gone: Value = serde_json::from_str(
-        &raw(
-            &mut c,
-            "tasks/cancel",
-            modern_params(json!({"taskId": "nope"}), &caps),
-        )
-        .await,
-    )
-    .unwrap();
+    let gone: Value = ask(&mut c, "tasks/cancel", json!({"taskId": "nope"}), &caps).await;
     assert_eq!(gone["error"]["code"], -32601, "{gone}");
 }
