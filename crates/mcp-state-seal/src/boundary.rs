@@ -139,14 +139,32 @@ impl SealingBoundary {
         state: &str,
         principal: Option<&Principal>,
     ) -> Result<String, SealError> {
+        self.seal_claims(
+            now,
+            binding,
+            state,
+            principal,
+            self.ttl_secs,
+            self.replay.is_some(),
+        )
+    }
+
+    /// Seals `state` in a fresh envelope valid `lifetime` seconds from `now`, with a `jti`
+    /// when `unique` (what the replay guard checks).
+    pub(crate) fn seal_claims(
+        &self,
+        now: SystemTime,
+        binding: &RequestBinding<'_>,
+        state: &str,
+        principal: Option<&Principal>,
+        lifetime: f64,
+        unique: bool,
+    ) -> Result<String, SealError> {
         let iat = epoch_secs(now);
-        let jti = match &self.replay {
-            Some(_) => Some(self.new_jti()?),
-            None => None,
-        };
+        let jti = if unique { Some(self.new_jti()?) } else { None };
         let stamp = Stamp {
             iat,
-            exp: iat + self.ttl_secs,
+            exp: iat + lifetime,
             binding,
             audience: self.audience.as_deref(),
             principal_claim: principal.map(|p| p.claim(&self.rng)).transpose()?,
@@ -264,12 +282,25 @@ impl SealingBoundary {
         token: &str,
         principal: Option<&Principal>,
     ) -> Result<Verified, InvalidRequestState> {
+        self.verify_claims(now, binding, token, principal, self.ttl_secs)
+    }
+
+    /// Opens `token` and checks its claims against `binding`, this boundary's audience,
+    /// `principal` and a lifetime of at most `lifetime` seconds (and one for rounding).
+    pub(crate) fn verify_claims(
+        &self,
+        now: SystemTime,
+        binding: &RequestBinding<'_>,
+        token: &str,
+        principal: Option<&Principal>,
+        lifetime: f64,
+    ) -> Result<Verified, InvalidRequestState> {
         let expect = Expectation {
             now: epoch_secs(now),
             binding,
             audience: self.audience.as_deref(),
             principal,
-            max_lifetime: self.ttl_secs + 1.0,
+            max_lifetime: lifetime + 1.0,
         };
         // The unsealed plaintext is wiped once the claims are read.
         let verified = match &self.backend {

@@ -254,6 +254,9 @@ pub enum SealError {
     Codec(String),
     /// The deployment's principal binding failed.
     PrincipalBinding(BindPrincipalError),
+    /// A single-use handle was asked of a policy without a replay guard, which is what
+    /// remembers that it was used.
+    SingleUseWithoutReplayGuard,
 }
 
 impl SealError {
@@ -273,6 +276,10 @@ impl fmt::Display for SealError {
                 write!(f, "could not seal requestState: the codec failed: {reason}")
             }
             Self::PrincipalBinding(err) => write!(f, "could not seal requestState: {err}"),
+            Self::SingleUseWithoutReplayGuard => f.write_str(
+                "could not seal a single-use handle: the policy has no replay guard to remember \
+                 its use (RequestStateSecurity::replay_guard)",
+            ),
         }
     }
 }

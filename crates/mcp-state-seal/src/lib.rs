@@ -58,6 +58,7 @@ mod boundary;
 mod claims;
 mod codec;
 mod error;
+mod handle;
 mod jsontext;
 mod jwk;
 mod keyring;
@@ -79,6 +80,9 @@ pub use error::{
     BindPrincipalError, ConfigError, INVALID_REQUEST_STATE_CODE, INVALID_REQUEST_STATE_DATA_REASON,
     INVALID_REQUEST_STATE_MESSAGE, InvalidRequestState, JsonSyntaxError, KeyError, RejectReason,
     SealError,
+};
+pub use handle::{
+    DEFAULT_HANDLE_TTL, HANDLE_PURPOSE, HandleSpec, INVALID_HANDLE_MESSAGE, InvalidHandle,
 };
 pub use jwk::jwk_thumbprint;
 pub use keyring::KeyRing;
