@@ -17,6 +17,7 @@ guides! {
     Elicitation => "elicitation.md",
     Dependencies => "dependencies.md",
     RequestState => "request-state.md",
+    Handles => "handles.md",
     ClientGuide => "client.md",
     Tasks => "tasks.md",
     Skills => "skills.md",

@@ -52,6 +52,8 @@ pub struct RequestContext {
     pub(crate) peer: Option<ClientRequester>,
     pub(crate) notifier: ChangeNotifier,
     pub(crate) task: crate::tasks::TaskCtx,
+    /// The server's sealing boundary and what its principal binding reads, for handles.
+    pub(crate) sealing: Option<crate::sealing::Sealing>,
 }
 
 /// Shows what the request is, never what it carries: the unsealed state and the answers may
@@ -80,10 +82,22 @@ impl std::fmt::Debug for RequestContext {
 }
 
 impl RequestContext {
+    /// What the task engine reads of a `tasks/*` request.
+    pub(crate) fn task_caller(&self) -> crate::tasks::TaskCaller<'_> {
+        crate::tasks::TaskCaller {
+            method: &self.method,
+            capabilities: &self.client_capabilities,
+            principal: self.principal.as_ref(),
+        }
+    }
+
     /// Trims what a task's body keeps of its creating request for the task's whole life
     /// (review W1): the declared capabilities as flags, the extensions by name without their
     /// settings, and `_meta` sharing that trimmed copy instead of whatever the client sent.
     pub(crate) fn keep_for_task(&mut self) {
+        if let Some(sealing) = &mut self.sealing {
+            sealing.settle(&self.method, self.principal.as_ref());
+        }
         let declared = &self.client_capabilities;
         let mut caps = crate::gating::ClientSupport::of(declared).to_capabilities();
         caps.extensions = declared.extensions.as_ref().map(|e| {

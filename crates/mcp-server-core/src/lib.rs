@@ -53,12 +53,14 @@ pub mod events;
 mod extension;
 mod futures;
 pub mod gating;
+mod handle;
 mod json_size;
 mod limits;
 mod memory;
 mod notify;
 mod peer;
 pub mod registry;
+mod sealing;
 
 /// Internals exposed for the fuzz targets in `fuzz/` (feature `fuzzing`; not a stable API).
 #[cfg(feature = "fuzzing")]
@@ -77,6 +79,7 @@ pub use cancel::CancellationToken;
 pub use context::RequestContext;
 pub use extension::{Extension, ExtensionIdError};
 pub use futures::{BoxFuture, HandlerResult};
+pub use handle::{Handle, HandleKind};
 pub use limits::SessionLimits;
 pub use memory::MemoryConnection;
 pub use notify::{ChangeEvent, ChangeNotifier};

@@ -83,7 +83,7 @@ pub struct Server {
     pub(crate) handlers: Handlers,
     pub(crate) change_notifications: bool,
     pub(crate) logging: bool,
-    pub(crate) boundary: Option<SealingBoundary>,
+    pub(crate) boundary: Option<Arc<SealingBoundary>>,
     pub(crate) request_timeout: Duration,
     pub(crate) cache: CacheHints,
     pub(crate) discover_cache: CacheHints,
@@ -335,7 +335,7 @@ impl Server {
         mut self,
         security: RequestStateSecurity,
     ) -> Result<Self, ConfigError> {
-        self.boundary = Some(security.bind(Some(&self.info.name))?);
+        self.boundary = Some(Arc::new(security.bind(Some(&self.info.name))?));
         Ok(self)
     }
 
@@ -356,15 +356,15 @@ impl Server {
             .modern_only()
             .typed_request(methods::TASKS_GET, move |ctx, params| {
                 let engine = get.clone();
-                async move { engine.get(&ctx, params).await }
+                async move { engine.get(ctx.task_caller(), params).await }
             })
             .typed_request(methods::TASKS_UPDATE, move |ctx, params| {
                 let engine = update.clone();
-                async move { engine.update(&ctx, params).await }
+                async move { engine.update(ctx.task_caller(), params).await }
             })
             .typed_request(methods::TASKS_CANCEL, move |ctx, params| {
                 let engine = cancel.clone();
-                async move { engine.cancel(&ctx, params).await }
+                async move { engine.cancel(ctx.task_caller(), params).await }
             });
         self.with_extension(tasks)
     }

@@ -1,27 +1,22 @@
 //! `batch FILE`: the verbs of a file run one after the other over one connection, so what
 //! they share (the session, the server's listings kept while `ttlMs` allows) is paid once.
 
-use std::path::Path;
-
 use clap::Parser;
-
-use mcp_term::code;
 
 use crate::cli::{BatchLine, Verb};
 use crate::fail::{Fail, usage};
-use crate::{Session, one, read_text};
 
 /// A verb of the file, with where it came from for the messages.
 #[derive(Debug)]
 pub(crate) struct Line {
-    number: usize,
-    text: String,
-    verb: Verb,
+    pub(crate) number: usize,
+    pub(crate) text: String,
+    pub(crate) verb: Verb,
 }
 
-/// The verbs of `file`, every line checked before anything is sent.
-pub(crate) fn read(file: &Path) -> Result<Vec<Line>, Fail> {
-    let text = read_text(file, "batch")?;
+/// The verbs of a batch file's `text` (`file` names it in messages), every line checked
+/// before anything is sent.
+pub(crate) fn parse(file: &str, text: &str) -> Result<Vec<Line>, Fail> {
     let mut lines = Vec::new();
     for (index, raw) in text.lines().enumerate() {
         let (number, line) = (index + 1, raw.trim());
@@ -63,32 +58,10 @@ pub(crate) fn read(file: &Path) -> Result<Vec<Line>, Fail> {
     }
     if lines.is_empty() {
         return Err(usage(format!(
-            "batch {}: no verb (only empty lines and # comments)",
-            file.display()
+            "batch {file}: no verb (only empty lines and # comments)"
         )));
     }
     Ok(lines)
-}
-
-/// Runs the lines in order, stopping at the first that does not exit 0 (its code is the
-/// batch's, and stderr says which line).
-pub(crate) async fn run(session: &mut Session, lines: Vec<Line>) -> Result<i32, Fail> {
-    for Line { number, text, verb } in lines {
-        match one(session, verb).await {
-            Ok(code::OK) => {}
-            Ok(other) => {
-                eprintln!("mcp-term: batch stopped at line {number} ({text}): exit {other}");
-                return Ok(other);
-            }
-            Err(f) => {
-                return Err(Fail {
-                    message: format!("batch line {number} ({text}): {}", f.message),
-                    ..f
-                });
-            }
-        }
-    }
-    Ok(code::OK)
 }
 
 /// A line split into words as a shell would: blanks separate, `'…'` is literal, `"…"` takes
@@ -177,14 +150,7 @@ mod tests {
     }
 
     fn lines_of(text: &str) -> Result<Vec<Line>, String> {
-        let dir = std::env::temp_dir().join(format!("mcp-term-batch-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join(format!(
-            "{:x}.txt",
-            text.len() * 7919 + text.bytes().map(usize::from).sum::<usize>()
-        ));
-        std::fs::write(&file, text).unwrap();
-        read(&file).map_err(|f| f.message)
+        parse("plan.txt", text).map_err(|f| f.message)
     }
 
     #[test]
@@ -212,10 +178,9 @@ mod tests {
             lines_of("batch other.txt\n").unwrap_err(),
             "batch line 1 (batch other.txt): resume, servers and batch do not run inside a batch"
         );
-        assert!(
-            lines_of("# nothing\n\n")
-                .unwrap_err()
-                .ends_with(": no verb (only empty lines and # comments)")
+        assert_eq!(
+            lines_of("# nothing\n\n").unwrap_err(),
+            "batch plan.txt: no verb (only empty lines and # comments)"
         );
     }
 }

@@ -384,7 +384,10 @@ async fn run(cli: Cli, command: Vec<String>) -> Result<i32, Fail> {
     let resume = pending.as_ref().map(|(file, p)| (file.as_path(), p));
     // A batch's lines are read before connecting: a line that does not parse costs nothing.
     let lines = match &verb {
-        Verb::Batch { file, .. } => Some(batch::read(file)?),
+        Verb::Batch { file, .. } => Some(batch::parse(
+            &file.display().to_string(),
+            &read_text(file, "batch")?,
+        )?),
         _ => None,
     };
     let mut session = open(target, resume, &opts).await?;
@@ -393,11 +396,32 @@ async fn run(cli: Cli, command: Vec<String>) -> Result<i32, Fail> {
             let (_, p) = pending.expect("read above");
             resume_call(&mut session, p).await
         }
-        (Verb::Batch { .. }, Some(lines)) => batch::run(&mut session, lines).await,
+        (Verb::Batch { .. }, Some(lines)) => run_batch(&mut session, lines).await,
         (verb, _) => one(&mut session, verb).await,
     };
     session.client.close().await;
     outcome
+}
+
+/// Runs a batch's lines in order, stopping at the first that does not exit 0 (its code is the
+/// batch's, and stderr says which line).
+async fn run_batch(session: &mut Session, lines: Vec<batch::Line>) -> Result<i32, Fail> {
+    for batch::Line { number, text, verb } in lines {
+        match one(session, verb).await {
+            Ok(code::OK) => {}
+            Ok(other) => {
+                eprintln!("mcp-term: batch stopped at line {number} ({text}): exit {other}");
+                return Ok(other);
+            }
+            Err(f) => {
+                return Err(Fail {
+                    message: format!("batch line {number} ({text}): {}", f.message),
+                    ..f
+                });
+            }
+        }
+    }
+    Ok(code::OK)
 }
 
 /// One verb over an open session (the session is closed by the caller).

@@ -79,9 +79,9 @@ pub use mcp_state_seal::RequestStateSecurity;
 pub use mcp_server_core::registry::{
     Accepted, AppDef, BuildError, Context, ElicitModel, ElicitationResult, FromResolved,
     IntoPromptDef, IntoPromptResult, IntoReadResult, IntoResourceDef, IntoToolDef, IntoToolResult,
-    Json, McpServer, PromptDef, Ready, Resolution, ResolvedValues, Resolver, ResolverInput,
-    ResourceDef, ResourceTemplateDef, SkillsLimits, ToolDef, ToolOutcome, ToolReply, UiPermissions,
-    UiVisibility,
+    Json, McpServer, PromptDef, Ready, Refusal, Resolution, ResolvedValues, Resolver,
+    ResolverInput, ResourceDef, ResourceTemplateDef, SkillsLimits, ToolDef, ToolOutcome, ToolReply,
+    UiPermissions, UiVisibility,
 };
 /// The Tasks extension on the server: [`TaskSupport`](tasks::TaskSupport), the
 /// [`TaskConfig`](tasks::TaskConfig) and the [`TaskStore`](tasks::TaskStore) trait.
@@ -89,8 +89,9 @@ pub use mcp_server_core::registry::{
 pub use mcp_server_core::tasks;
 #[cfg(feature = "server")]
 pub use mcp_server_core::{
-    CacheHints, CancellationToken, ChangeNotifier, Extension, ExtensionIdError, MemoryConnection,
-    PeerError, RequestContext, ResponseStream, Server, Service, Session, TransportContext,
+    CacheHints, CancellationToken, ChangeNotifier, Extension, ExtensionIdError, Handle, HandleKind,
+    MemoryConnection, PeerError, RequestContext, ResponseStream, Server, Service, Session,
+    TransportContext,
 };
 #[cfg(feature = "server")]
 pub use mcp_types::mrtr::Outcome;

@@ -112,7 +112,7 @@ pub use resolve::{
 };
 pub use resource::{IntoReadResult, ResourceDef, ResourceTemplateDef};
 pub use skills::SkillsLimits;
-pub use tool::{IntoToolResult, Json, ToolDef, ToolOutcome, ToolReply, schema_object};
+pub use tool::{IntoToolResult, Json, Refusal, ToolDef, ToolOutcome, ToolReply, schema_object};
 
 use crate::context::RequestContext;
 use crate::server::Server;

@@ -26,7 +26,7 @@ use crate::futures::BoxFuture;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned from a tool",
     label = "this is the tool's return type",
-    note = "return `String`, `CallToolResult`, `Json<T>`, `Vec<ContentBlock>`, `ToolOutcome`, or `Result<T, E>` of those with `E: Display`"
+    note = "return `String`, `CallToolResult`, `Json<T>`, `Vec<ContentBlock>`, `ToolOutcome`, or `Result<T, E>` of those with `E: Display` (the tool's error) or `E = Refusal` (a JSON-RPC error)"
 )]
 pub trait IntoToolResult {
     /// Whether this type can carry an `InputRequiredResult` (a hand-built round).
@@ -68,6 +68,43 @@ impl IntoToolResult for ToolReply {
         match self {
             ToolReply::Result(r) => Ok(Outcome::Complete(r)),
             ToolReply::Error(e) => Err(e),
+        }
+    }
+}
+
+/// A JSON-RPC error a tool body answers the call with, through `?`: a tool returning
+/// `Result<T, Refusal>` answers `Err` with that error, where an `Err` of any other type is the
+/// tool's own failure (`isError: true`). [`Handle::open`](crate::Handle::open) refuses with
+/// one. It has no `Display` on purpose: that is what keeps the two kinds of `Err` apart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal(pub ErrorObject);
+
+impl From<ErrorObject> for Refusal {
+    fn from(error: ErrorObject) -> Self {
+        Refusal(error)
+    }
+}
+
+impl From<Refusal> for ErrorObject {
+    fn from(refusal: Refusal) -> Self {
+        refusal.0
+    }
+}
+
+impl<T: IntoToolResult> IntoToolResult for Result<T, Refusal> {
+    const MAY_ASK: bool = T::MAY_ASK;
+
+    fn into_tool_result(self) -> Outcome<CallToolResult> {
+        match self {
+            Ok(t) => t.into_tool_result(),
+            Err(Refusal(e)) => Outcome::Complete(CallToolResult::error(e.message)),
+        }
+    }
+
+    fn into_tool_reply(self) -> Result<Outcome<CallToolResult>, ErrorObject> {
+        match self {
+            Ok(t) => t.into_tool_reply(),
+            Err(Refusal(e)) => Err(e),
         }
     }
 }
@@ -145,6 +182,15 @@ impl<T: IntoToolResult, E: fmt::Display> IntoToolResult for Result<T, E> {
         match self {
             Ok(t) => t.into_tool_result(),
             Err(e) => Outcome::Complete(CallToolResult::error(e.to_string())),
+        }
+    }
+
+    /// An `Ok` that is itself a JSON-RPC error (a [`ToolReply::Error`], an `Err` of a
+    /// [`Refusal`]) stays one; `Err(e)` is the tool's error.
+    fn into_tool_reply(self) -> Result<Outcome<CallToolResult>, ErrorObject> {
+        match self {
+            Ok(t) => t.into_tool_reply(),
+            Err(e) => Ok(Outcome::Complete(CallToolResult::error(e.to_string()))),
         }
     }
 }

@@ -62,7 +62,7 @@ where
     let boundary = inner
         .server
         .boundary
-        .as_ref()
+        .as_deref()
         .filter(|_| era == Era::Modern);
     let mut opened = Opened::default();
     if era == Era::Modern {

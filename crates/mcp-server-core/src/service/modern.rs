@@ -121,5 +121,6 @@ pub(super) fn modern_context(
         peer: None,
         notifier: inner.notifier.clone(),
         task: Default::default(),
+        sealing: crate::sealing::Sealing::of(inner.server.boundary.as_ref(), transport),
     }
 }

@@ -22,7 +22,6 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::cancel::CancellationToken;
-use crate::context::RequestContext;
 use crate::gating::Requirement;
 use crate::peer::PeerError;
 
@@ -167,6 +166,15 @@ fn missing_extension(method: &str) -> ErrorObject {
     )
 }
 
+/// Who sent a `tasks/*` request and what it declared: the parts of its context the engine
+/// reads.
+#[derive(Clone, Copy)]
+pub(crate) struct TaskCaller<'a> {
+    pub(crate) method: &'a str,
+    pub(crate) capabilities: &'a ClientCapabilities,
+    pub(crate) principal: Option<&'a Principal>,
+}
+
 impl TaskEngine {
     pub(crate) fn new(config: TaskConfig) -> Self {
         let worker = random_id().unwrap_or_else(|_| "worker".into());
@@ -269,10 +277,10 @@ impl TaskEngine {
     /// `tasks/get`: the caller's task as it stands, with its payload.
     pub(crate) async fn get(
         &self,
-        ctx: &RequestContext,
+        caller: TaskCaller<'_>,
         params: TaskIdParams,
     ) -> Result<GetTaskResult, ErrorObject> {
-        let owner = self.caller(ctx)?;
+        let owner = self.caller(caller)?;
         let record = self.owned(&params.task_id, &owner).await?;
         Ok(GetTaskResult {
             task: detailed(&record),
@@ -285,10 +293,10 @@ impl TaskEngine {
     /// question is `-32602`.
     pub(crate) async fn update(
         &self,
-        ctx: &RequestContext,
+        caller: TaskCaller<'_>,
         params: UpdateTaskParams,
     ) -> Result<TaskAck, ErrorObject> {
-        let owner = self.caller(ctx)?;
+        let owner = self.caller(caller)?;
         let record = self.owned(&params.task_id, &owner).await?;
         let mut answers = BTreeMap::new();
         for (key, value) in params.input_responses {
@@ -315,10 +323,10 @@ impl TaskEngine {
     /// `tasks/cancel`: asks the caller's task to stop (a finished task stays as it ended).
     pub(crate) async fn cancel(
         &self,
-        ctx: &RequestContext,
+        caller: TaskCaller<'_>,
         params: TaskIdParams,
     ) -> Result<TaskAck, ErrorObject> {
-        let owner = self.caller(ctx)?;
+        let owner = self.caller(caller)?;
         let record = self.owned(&params.task_id, &owner).await?;
         if record.terminal.is_none() {
             self.store()
@@ -331,15 +339,12 @@ impl TaskEngine {
 
     /// The owner key of the caller of a `tasks/*` request, once the request declared the
     /// extension (`-32021` otherwise).
-    fn caller(&self, ctx: &RequestContext) -> Result<Option<String>, ErrorObject> {
-        if !ctx
-            .client_capabilities()
-            .supports_extension(wire::EXTENSION_ID)
-        {
-            return Err(missing_extension(ctx.method()));
+    fn caller(&self, caller: TaskCaller<'_>) -> Result<Option<String>, ErrorObject> {
+        if !caller.capabilities.supports_extension(wire::EXTENSION_ID) {
+            return Err(missing_extension(caller.method));
         }
         self.ensure_sweeper();
-        Ok(owner_key(ctx.principal()))
+        Ok(owner_key(caller.principal))
     }
 }
 

@@ -28,7 +28,7 @@ pub use config::{
     DEFAULT_CANCEL_GRACE, DEFAULT_LEASE, DEFAULT_MAX_QUESTIONS, DEFAULT_POLL_INTERVAL,
     DEFAULT_SWEEP_INTERVAL, DEFAULT_TASK_TTL, TaskConfig, TaskSupport,
 };
-pub(crate) use engine::{TaskCtx, TaskEngine};
+pub(crate) use engine::{TaskCaller, TaskCtx, TaskEngine};
 pub use engine::{detailed, iso8601, owner_key};
 pub use store::{
     BoxFuture, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_OWNER, InMemoryTaskStore, Lease,
