@@ -17,18 +17,44 @@ use std::future::Future;
 use std::sync::Arc;
 
 use mcp_types::capabilities::ClientCapabilities;
+use mcp_types::lifecycle::Implementation;
 use mcp_types::resources::Resource;
 use mcp_types::tools::Tool;
+use mcp_types::version::Era;
 use mcp_types::{ErrorObject, JsonObject};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::context::RequestContext;
 use crate::futures::{BoxFuture, HandlerResult};
+use crate::stamp::{CacheHints, Stamp, Stamped};
 
-type Method = Arc<
-    dyn Fn(RequestContext, JsonObject) -> BoxFuture<'static, HandlerResult<JsonObject>>
+/// How an extension's method is served.
+#[derive(Clone)]
+pub(crate) enum Method {
+    /// On the params as a JSON object, answering a JSON object the dispatcher stamps
+    /// (`request`, `cacheable_request`, `typed_request`).
+    Object(
+        Arc<
+            dyn Fn(RequestContext, JsonObject) -> BoxFuture<'static, HandlerResult<JsonObject>>
+                + Send
+                + Sync,
+        >,
+    ),
+    /// On the raw params, answering the result already stamped and encoded: the SDK's own
+    /// typed methods (Tasks'), which skip the round trip through a JSON object.
+    Raw(RawMethod),
+}
+
+/// A [`Method::Raw`] handler: the params as they came, the server's identity to stamp with.
+pub(crate) type RawMethod = Arc<
+    dyn Fn(
+            RequestContext,
+            Option<&RawValue>,
+            Arc<Implementation>,
+        ) -> BoxFuture<'static, HandlerResult<Box<RawValue>>>
         + Send
         + Sync,
 >;
@@ -301,6 +327,49 @@ impl Extension {
         })
     }
 
+    /// A typed method whose result the SDK stamps itself ([`Stamped`]): the params are decoded
+    /// straight from the request (`-32602` naming what does not fit) and the result encoded
+    /// once, stamped for the request's era. The Tasks extension's methods use it.
+    pub(crate) fn stamped_request<P, R, F, Fut>(self, method: &'static str, handler: F) -> Self
+    where
+        P: DeserializeOwned + Send + 'static,
+        R: Stamped + Serialize + Send + 'static,
+        F: Fn(RequestContext, P) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult<R>> + Send + 'static,
+    {
+        let raw: RawMethod = Arc::new(move |ctx, params, server_info| {
+            let decoded = match params {
+                Some(raw) => serde_json::from_str::<P>(raw.get()),
+                None => serde_json::from_str::<P>("{}"),
+            };
+            let params = match decoded {
+                Ok(params) => params,
+                Err(e) => {
+                    let error =
+                        ErrorObject::invalid_params(format!("invalid params for '{method}': {e}"));
+                    return Box::pin(std::future::ready(Err(error)));
+                }
+            };
+            let era = ctx.era();
+            let answer = handler(ctx, params);
+            Box::pin(async move {
+                let mut result = answer.await?;
+                match era {
+                    Era::Modern => result.stamp_modern(&Stamp {
+                        server_info: &server_info,
+                        cache: CacheHints::default(),
+                    }),
+                    Era::Legacy => result.strip_legacy(),
+                }
+                serde_json::value::to_raw_value(&result).map_err(|e| {
+                    tracing::warn!(method, error = %e, "an extension's result could not be encoded");
+                    ErrorObject::internal("Internal error")
+                })
+            })
+        });
+        self.method(method.to_owned(), false, Method::Raw(raw))
+    }
+
     fn method(mut self, method: String, cacheable: bool, handler: Method) -> Self {
         self.methods.retain(|m| m.0 != method);
         self.methods.push((method, handler, cacheable));
@@ -390,7 +459,7 @@ where
     F: Fn(RequestContext, JsonObject) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = HandlerResult<JsonObject>> + Send + 'static,
 {
-    Arc::new(move |ctx, params| Box::pin(f(ctx, params)))
+    Method::Object(Arc::new(move |ctx, params| Box::pin(f(ctx, params))))
 }
 
 /// The extensions a server serves, once its methods are taken out: what each era advertises,

@@ -216,7 +216,7 @@ impl Server {
         self.extension_methods.insert(
             method,
             ExtensionMethod {
-                handler,
+                handler: crate::extension::Method::Object(handler),
                 cacheable,
                 owner: None,
                 requires: None,
@@ -349,23 +349,33 @@ impl Server {
         self.tasks = Some(engine.clone());
         // 2025-11-25 has its own core tasks: the extension is advertised on 2026-07-28 only.
         // Its three methods are the extension's, as a third party's would be: typed, scoped to
-        // the caller the context names.
+        // the caller the context names (decoded from the raw params and stamped in one pass,
+        // where `typed_request` goes through a JSON object).
         let (get, update, cancel) = (engine.clone(), engine.clone(), engine);
         let tasks = Extension::unchecked(mcp_types::ext::tasks::EXTENSION_ID.to_owned())
             .settings(mcp_types::ext::tasks::capability())
             .modern_only()
-            .typed_request(methods::TASKS_GET, move |ctx, params| {
-                let engine = get.clone();
-                async move { engine.get(ctx.task_caller(), params).await }
-            })
-            .typed_request(methods::TASKS_UPDATE, move |ctx, params| {
-                let engine = update.clone();
-                async move { engine.update(ctx.task_caller(), params).await }
-            })
-            .typed_request(methods::TASKS_CANCEL, move |ctx, params| {
-                let engine = cancel.clone();
-                async move { engine.cancel(ctx.task_caller(), params).await }
-            });
+            .stamped_request(
+                methods::TASKS_GET,
+                move |ctx, params: mcp_types::tasks::TaskIdParams| {
+                    let engine = get.clone();
+                    async move { engine.get(ctx.task_caller(), params).await }
+                },
+            )
+            .stamped_request(
+                methods::TASKS_UPDATE,
+                move |ctx, params: mcp_types::ext::tasks::UpdateTaskParams| {
+                    let engine = update.clone();
+                    async move { engine.update(ctx.task_caller(), params).await }
+                },
+            )
+            .stamped_request(
+                methods::TASKS_CANCEL,
+                move |ctx, params: mcp_types::tasks::TaskIdParams| {
+                    let engine = cancel.clone();
+                    async move { engine.cancel(ctx.task_caller(), params).await }
+                },
+            );
         self.with_extension(tasks)
     }
 

@@ -25,6 +25,7 @@ use tokio::sync::broadcast;
 
 use crate::cancel::CancellationToken;
 use crate::context::RequestContext;
+use crate::extension::Method;
 use crate::notify::ChangeEvent;
 use crate::server::Handler;
 use crate::sink::Sink;
@@ -168,6 +169,18 @@ pub(super) async fn extension_request(
     request: &JsonRpcRequest,
     ctx: RequestContext,
 ) -> Result<Box<RawValue>, ErrorObject> {
+    if let Some(extension) = &method.requires
+        && !extension.negotiated(ctx.client_capabilities())
+    {
+        return Err(extension.not_declared(&request.method, ctx.era));
+    }
+    let handler = match &method.handler {
+        Method::Object(handler) => handler,
+        Method::Raw(raw) => {
+            let server_info = inner.server.info.clone();
+            return raw(ctx, request.params.as_deref(), server_info).await;
+        }
+    };
     let mut params: JsonObject = match request.params.as_deref() {
         None => JsonObject::new(),
         Some(raw) => match serde_json::from_str::<Value>(raw.get()) {
@@ -183,12 +196,7 @@ pub(super) async fn extension_request(
     };
     params.remove("_meta");
     let era = ctx.era;
-    if let Some(extension) = &method.requires
-        && !extension.negotiated(ctx.client_capabilities())
-    {
-        return Err(extension.not_declared(&request.method, era));
-    }
-    let mut result = (method.handler)(ctx, params).await?;
+    let mut result = handler(ctx, params).await?;
     match era {
         Era::Modern => {
             result
