@@ -202,6 +202,7 @@ fn relative(path: &Path) -> String {
 /// Packages and verifies every published package in dependency order. A dry run packages
 /// the working tree as it is; publishing refuses uncommitted changes.
 fn package(packages: &[Package], mode: Mode) -> Result<(), String> {
+    forget_local_packages(packages)?;
     let mut command = cargo();
     command.args(["package", "--workspace", "--locked"]);
     if mode == Mode::DryRun {
@@ -215,6 +216,38 @@ fn package(packages: &[Package], mode: Mode) -> Result<(), String> {
         "release: {} packages packaged and each built from its .crate",
         packages.len()
     );
+    Ok(())
+}
+
+/// Removes what cargo unpacked of our packages from an earlier run's local registry.
+///
+/// `cargo package --workspace` resolves a package's dependencies on its siblings from a local
+/// registry of the `.crate` files it just made, and unpacks them under
+/// `$CARGO_HOME/registry/src/-<hash>/<name>-<version>`. It unpacks a version only once: a
+/// second dry run with changed sources at the same version would build the dependents against
+/// the first run's copy (seen here: a new API missing from a stale `keel-mcp-state-seal`).
+/// Only those local registries (their folder names start with `-`) are touched, never a
+/// download from crates.io.
+fn forget_local_packages(packages: &[Package]) -> Result<(), String> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .ok_or("neither CARGO_HOME nor HOME is set")?;
+    let Ok(registries) = fs::read_dir(home.join("registry").join("src")) else {
+        return Ok(());
+    };
+    for registry in registries.flatten() {
+        if !registry.file_name().to_string_lossy().starts_with('-') {
+            continue;
+        }
+        for p in packages {
+            let unpacked = registry.path().join(format!("{}-{}", p.name, p.version));
+            if unpacked.exists() {
+                fs::remove_dir_all(&unpacked)
+                    .map_err(|e| format!("could not remove {}: {e}", unpacked.display()))?;
+            }
+        }
+    }
     Ok(())
 }
 
