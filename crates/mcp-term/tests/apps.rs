@@ -5,15 +5,11 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+mod out;
 mod support;
 
+use out::Out;
 use support::{Http, example};
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
 
 fn term(args: &[&str]) -> Out {
     let server = example("bistro_app");
@@ -29,11 +25,7 @@ fn term_at(args: &[&str], target: &[&str]) -> Out {
         .stderr(Stdio::piped())
         .output()
         .expect("mcp-term runs");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
+    Out::from(out)
 }
 
 const HTML: &str = include_str!("../../../examples/apps/booking.html");

@@ -48,11 +48,7 @@ fn term_with(args: &[&str], url: &str, env: &[(&str, &str)]) -> Out {
         .stdin(Stdio::null())
         .output()
         .expect("mcp-term runs");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
+    Out::from(out)
 }
 
 fn method(request: &Value) -> &str {

@@ -25,11 +25,7 @@ async fn term(args: &[&str]) -> Out {
         .output()
         .await
         .expect("mcp-term runs");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
+    Out::from(out)
 }
 
 fn temp(name: &str, contents: &str) -> std::path::PathBuf {

@@ -21,11 +21,7 @@ async fn term(harness: &Harness, era: &str, args: &[&str]) -> Out {
         .await
         .expect("mcp-term ended in time")
         .expect("mcp-term runs");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
+    Out::from(out)
 }
 
 const ERAS: [&str; 2] = ["2025-11-25", "2026-07-28"];
@@ -56,13 +52,7 @@ async fn a_read_only_call_is_sent_again_and_a_charge_never_is() {
                 let executed = harness.counters.executed("charge");
                 harness.fault(Rule::tool("charge", fault.clone()));
                 let out = term(&harness, era, &["call", "charge"]).await;
-                assert_eq!(out.code, 4, "{era} {fault:?}: {}", out.stderr);
-                assert_eq!(
-                    out.error()["error"]["kind"],
-                    kind,
-                    "{era} {fault:?}: {}",
-                    out.stderr
-                );
+                out.assert_failed(4, kind, &format!("{era} {fault:?}"));
                 assert_eq!(
                     harness.proxy.count_tool("charge"),
                     before + 1,
@@ -94,13 +84,7 @@ async fn a_stalled_answer_ends_at_the_timeout() {
                 &["call", "lookup", "key=k", "steps:=3", "step_ms:=10"],
             )
             .await;
-            assert_eq!(out.code, 4, "{era}: {}", out.stderr);
-            assert_eq!(
-                out.error()["error"]["kind"],
-                "timeout",
-                "{era}: {}",
-                out.stderr
-            );
+            out.assert_failed(4, "timeout", era);
             assert!(
                 started.elapsed() < Duration::from_secs(8),
                 "{era}: {:?}",
@@ -168,15 +152,7 @@ async fn every_fault_of_the_network_leaves_a_lookup_answered_and_a_charge_sent_o
                 };
                 match expected {
                     None => assert_eq!(out.code, 0, "{era} {fault:?}: {}", out.stderr),
-                    Some(kind) => {
-                        assert_eq!(out.code, 4, "{era} {fault:?}: {}", out.stderr);
-                        assert_eq!(
-                            out.error()["error"]["kind"],
-                            kind,
-                            "{era} {fault:?}: {}",
-                            out.stderr
-                        );
-                    }
+                    Some(kind) => out.assert_failed(4, kind, &format!("{era} {fault:?}")),
                 }
             }
         }
