@@ -40,13 +40,7 @@ struct Provenance {
 impl Provenance {
     fn parse(text: &str) -> Result<Provenance, String> {
         let value = |key: &str| {
-            text.lines()
-                .filter(|line| !line.trim_start().starts_with('#'))
-                .find_map(|line| {
-                    let (k, v) = line.split_once('=')?;
-                    (k.trim() == key).then(|| v.trim().to_owned())
-                })
-                .filter(|v| !v.is_empty())
+            crate::setting(text, key)
                 .ok_or_else(|| format!("deny/advisory-db.txt has no `{key} = …` line"))
         };
         let commit = value("commit")?;
@@ -133,13 +127,7 @@ fn unpack(provenance: &Provenance) -> Result<PathBuf, String> {
 }
 
 fn age_in_days(db: &Path) -> Result<u64, String> {
-    let output = Command::new("git")
-        .current_dir(db)
-        .args(["log", "-1", "--format=%ct"])
-        .output()
-        .map_err(|e| format!("could not run git log: {e}"))?;
-    let committed: u64 = String::from_utf8_lossy(&output.stdout)
-        .trim()
+    let committed: u64 = crate::git_output(db, &["log", "-1", "--format=%ct"])?
         .parse()
         .map_err(|_| format!("{} has no commit with a date", db.display()))?;
     let now = SystemTime::now()
@@ -151,23 +139,7 @@ fn age_in_days(db: &Path) -> Result<u64, String> {
 
 /// Replaces the snapshot with the HEAD of `clone`, a clone of the advisory database.
 fn refresh(clone: &Path) -> Result<(), String> {
-    let git = |args: &[&str]| -> Result<String, String> {
-        let output = Command::new("git")
-            .arg("-C")
-            .arg(clone)
-            .args(args)
-            .output()
-            .map_err(|e| format!("could not run git: {e}"))?;
-        if !output.status.success() {
-            return Err(format!(
-                "git {} in {} failed: {}",
-                args.join(" "),
-                clone.display(),
-                String::from_utf8_lossy(&output.stderr).trim()
-            ));
-        }
-        Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
-    };
+    let git = |args: &[&str]| crate::git_output(clone, args);
     let commit = git(&["rev-parse", "HEAD"])?;
     let date = git(&["log", "-1", "--format=%cI"])?;
     let snapshot = fs::File::create(snapshot_file())

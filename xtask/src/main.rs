@@ -134,6 +134,37 @@ fn run(command: &mut Command) -> Result<(), String> {
     }
 }
 
+/// The value of `key = value` in one of the xtasks' small settings files (`#` starts a
+/// comment line; an empty value counts as none).
+fn setting(text: &str, key: &str) -> Option<String> {
+    text.lines()
+        .filter(|line| !line.trim_start().starts_with('#'))
+        .find_map(|line| {
+            let (k, v) = line.split_once('=')?;
+            (k.trim() == key).then(|| v.trim().to_owned())
+        })
+        .filter(|v| !v.is_empty())
+}
+
+/// What `git args` prints in `dir`, trimmed; a failure names the command and git's reason.
+fn git_output(dir: &std::path::Path, args: &[&str]) -> Result<String, String> {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .map_err(|e| format!("could not run git: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "git {} in {} failed: {}",
+            args.join(" "),
+            dir.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
 /// `cargo metadata --no-deps` of the workspace, as JSON.
 fn metadata() -> Result<serde_json::Value, String> {
     let output = cargo()

@@ -30,11 +30,13 @@ use crate::{cargo, metadata, run, workspace_root};
 
 pub(crate) fn release(args: &[String]) -> Result<(), String> {
     match args {
-        [flag] if flag == "--dry-run" => checks(Mode::DryRun),
-        [flag] if flag == "--save-baseline" => crate::semver::save_baseline(&published()?),
+        [flag] if flag == "--dry-run" => checks(Mode::DryRun).map(drop),
+        [flag] if flag == "--save-baseline" => {
+            crate::semver::save_baseline(&workspace()?.published)
+        }
         [] => {
-            checks(Mode::Publish)?;
-            publish()
+            let workspace = checks(Mode::Publish)?;
+            publish(&workspace)
         }
         _ => Err("usage: cargo xtask release [--dry-run | --save-baseline]".into()),
     }
@@ -54,8 +56,8 @@ pub(crate) struct Package {
     pub(crate) name: String,
     pub(crate) version: String,
     pub(crate) dir: PathBuf,
-    /// The library's source root (`src/lib.rs`), when the package has a library.
-    pub(crate) lib: Option<PathBuf>,
+    /// The package's library, if it has one.
+    pub(crate) lib: Option<Library>,
     description: Option<String>,
     keywords: Vec<String>,
     categories: Vec<String>,
@@ -68,10 +70,26 @@ pub(crate) struct Package {
     internal: Vec<(String, String)>,
 }
 
-/// The published packages of the workspace (every one not `publish = false`).
-pub(crate) fn published() -> Result<Vec<Package>, String> {
+/// A package's library: its source root and its name in code (`mcp_types` for
+/// `keel-mcp-types`).
+#[derive(Debug, Clone)]
+pub(crate) struct Library {
+    pub(crate) root: PathBuf,
+    pub(crate) name: String,
+}
+
+/// The workspace as a release sees it: its published packages and the names of the others.
+pub(crate) struct Workspace {
+    pub(crate) published: Vec<Package>,
+    unpublished: Vec<String>,
+}
+
+/// Reads the workspace once (`cargo metadata`): the published packages (every one not
+/// `publish = false`) and the names of the unpublished ones.
+pub(crate) fn workspace() -> Result<Workspace, String> {
     let metadata = metadata()?;
     let packages = metadata["packages"].as_array().cloned().unwrap_or_default();
+    let mut unpublished = Vec::new();
     let strings = |v: &Value| -> Vec<String> {
         v.as_array()
             .into_iter()
@@ -83,6 +101,7 @@ pub(crate) fn published() -> Result<Vec<Package>, String> {
     let mut out = Vec::new();
     for p in &packages {
         if p["publish"].as_array().is_some_and(Vec::is_empty) {
+            unpublished.extend(p["name"].as_str().map(str::to_owned));
             continue;
         }
         let manifest = PathBuf::from(p["manifest_path"].as_str().unwrap_or_default());
@@ -92,7 +111,10 @@ pub(crate) fn published() -> Result<Vec<Package>, String> {
             kinds
                 .iter()
                 .any(|k| k == "lib" || k == "proc-macro")
-                .then(|| PathBuf::from(t["src_path"].as_str().unwrap_or_default()))
+                .then(|| Library {
+                    root: PathBuf::from(t["src_path"].as_str().unwrap_or_default()),
+                    name: t["name"].as_str().unwrap_or_default().to_owned(),
+                })
         });
         let internal = p["dependencies"]
             .as_array()
@@ -126,31 +148,35 @@ pub(crate) fn published() -> Result<Vec<Package>, String> {
         return Err("no published package in the workspace".into());
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(out)
+    Ok(Workspace {
+        published: out,
+        unpublished,
+    })
 }
 
 /// Every check of a release, in order, the cheap ones first.
-fn checks(mode: Mode) -> Result<(), String> {
-    let packages = published()?;
+fn checks(mode: Mode) -> Result<Workspace, String> {
+    let workspace = workspace()?;
+    let packages = &workspace.published;
     let root = workspace_root();
     let changelog = read(&root.join("CHANGELOG.md"))?;
     let mut readmes = vec![("README.md".to_owned(), read(&root.join("README.md"))?)];
     let mut docs = Vec::new();
-    for p in &packages {
+    for p in packages {
         if let Some(readme) = &p.readme {
             let path = p.dir.join(readme);
             readmes.push((relative(&path), read(&path)?));
         }
         if let Some(lib) = &p.lib {
-            docs.push((p.name.clone(), read(lib)?));
+            docs.push((p.name.clone(), read(&lib.root)?));
         }
     }
     let today = today()?;
     let mut problems = Vec::new();
-    problems.extend(versions(&packages));
+    problems.extend(versions(packages));
     if let Some(version) = packages.first().map(|p| p.version.as_str()) {
         problems.extend(changelog_problems(&changelog, version, mode, &today));
-        problems.extend(readme_problems(&packages, &readmes, version));
+        problems.extend(readme_problems(packages, &readmes, version));
     }
     problems.extend(packages.iter().flat_map(manifest_problems));
     problems.extend(
@@ -170,8 +196,8 @@ fn checks(mode: Mode) -> Result<(), String> {
         packages[0].version
     );
     crate::docs::docs(&[])?;
-    package(&packages, mode)?;
-    crate::semver::check(&packages)?;
+    package(&workspace, mode)?;
+    crate::semver::check(packages)?;
     println!(
         "release: {} ready ({}): {}",
         packages[0].version,
@@ -185,7 +211,7 @@ fn checks(mode: Mode) -> Result<(), String> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    Ok(())
+    Ok(workspace)
 }
 
 fn read(path: &Path) -> Result<String, String> {
@@ -201,20 +227,20 @@ fn relative(path: &Path) -> String {
 
 /// Packages and verifies every published package in dependency order. A dry run packages
 /// the working tree as it is; publishing refuses uncommitted changes.
-fn package(packages: &[Package], mode: Mode) -> Result<(), String> {
-    forget_local_packages(packages)?;
+fn package(workspace: &Workspace, mode: Mode) -> Result<(), String> {
+    forget_local_packages(&workspace.published)?;
     let mut command = cargo();
     command.args(["package", "--workspace", "--locked"]);
     if mode == Mode::DryRun {
         command.arg("--allow-dirty");
     }
-    for name in unpublished()? {
-        command.args(["--exclude", &name]);
+    for name in &workspace.unpublished {
+        command.args(["--exclude", name]);
     }
     run(&mut command)?;
     println!(
         "release: {} packages packaged and each built from its .crate",
-        packages.len()
+        workspace.published.len()
     );
     Ok(())
 }
@@ -251,25 +277,12 @@ fn forget_local_packages(packages: &[Package]) -> Result<(), String> {
     Ok(())
 }
 
-/// The names of the workspace's packages that are never published.
-fn unpublished() -> Result<Vec<String>, String> {
-    let metadata = metadata()?;
-    Ok(metadata["packages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|p| p["publish"].as_array().is_some_and(Vec::is_empty))
-        .filter_map(|p| p["name"].as_str().map(str::to_owned))
-        .collect())
-}
-
-fn publish() -> Result<(), String> {
-    let packages = published()?;
-    let version = &packages[0].version;
+fn publish(workspace: &Workspace) -> Result<(), String> {
+    let version = &workspace.published[0].version;
     let mut command = cargo();
     command.args(["publish", "--workspace", "--locked"]);
-    for name in unpublished()? {
-        command.args(["--exclude", &name]);
+    for name in &workspace.unpublished {
+        command.args(["--exclude", name]);
     }
     run(&mut command)?;
     run(Command::new("git")

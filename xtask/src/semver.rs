@@ -86,14 +86,13 @@ fn semver_checks() -> Command {
 
 /// The newest tag `vX.Y.Z` reachable from HEAD that is below `version`.
 fn previous_tag(version: &str) -> Result<Option<String>, String> {
-    let output = Command::new("git")
-        .current_dir(workspace_root())
-        .args(["tag", "--list", "v*", "--merged", "HEAD"])
-        .output()
-        .map_err(|e| format!("could not run git tag: {e}"))?;
+    let tags = crate::git_output(
+        &workspace_root(),
+        &["tag", "--list", "v*", "--merged", "HEAD"],
+    )?;
     let current = parse_version(version)
         .ok_or_else(|| format!("the packages' version {version} is not X.Y.Z"))?;
-    Ok(String::from_utf8_lossy(&output.stdout)
+    Ok(tags
         .lines()
         .filter_map(|tag| Some((parse_version(tag.strip_prefix('v')?)?, tag.to_owned())))
         .filter(|(v, _)| *v < current)
@@ -137,12 +136,7 @@ impl Saved {
 
     fn parse(text: &str) -> Result<Saved, String> {
         let value = |key: &str| {
-            text.lines()
-                .filter(|l| !l.starts_with('#'))
-                .find_map(|l| {
-                    let (k, v) = l.split_once('=')?;
-                    (k.trim() == key).then(|| v.trim().to_owned())
-                })
+            crate::setting(text, key)
                 .ok_or_else(|| format!("release/api-baseline/baseline.txt has no `{key} = …`"))
         };
         let format = value("format")?;
@@ -172,7 +166,7 @@ fn rustdoc_json(p: &Package, out: &Path) -> Result<PathBuf, String> {
             &p.name,
         ])
         .args(["--", "-Z", "unstable-options", "--output-format", "json"]))?;
-    let lib = lib_name(p)?;
+    let lib = p.lib.as_ref().map_or("", |l| l.name.as_str());
     let written = target.join("doc").join(format!("{lib}.json"));
     fs::create_dir_all(out).map_err(|e| format!("could not create {}: {e}", out.display()))?;
     let kept = out.join(format!("{}.json", p.name));
@@ -184,23 +178,6 @@ fn rustdoc_json(p: &Package, out: &Path) -> Result<PathBuf, String> {
         )
     })?;
     Ok(kept)
-}
-
-/// The library's name in code: `[lib] name`, read from the manifest (`keel-mcp-types` is
-/// `mcp_types`).
-fn lib_name(p: &Package) -> Result<String, String> {
-    let manifest = fs::read_to_string(p.dir.join("Cargo.toml"))
-        .map_err(|e| format!("could not read {}'s manifest: {e}", p.name))?;
-    let in_lib = manifest
-        .split("\n[")
-        .find(|section| section.starts_with("lib]"))
-        .and_then(|section| {
-            section.lines().find_map(|l| {
-                let (k, v) = l.split_once('=')?;
-                (k.trim() == "name").then(|| v.trim().trim_matches('"').to_owned())
-            })
-        });
-    Ok(in_lib.unwrap_or_else(|| p.name.replace('-', "_")))
 }
 
 fn format_version(json: &Path) -> Result<u64, String> {
@@ -235,14 +212,7 @@ fn unpack(p: &Package) -> Result<PathBuf, String> {
 /// Writes `release/api-baseline/` from this tree, which must be committed and clean (the
 /// baseline names its commit).
 pub(crate) fn save_baseline(packages: &[Package]) -> Result<(), String> {
-    let git = |args: &[&str]| -> Result<String, String> {
-        let output = Command::new("git")
-            .current_dir(workspace_root())
-            .args(args)
-            .output()
-            .map_err(|e| format!("could not run git: {e}"))?;
-        Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
-    };
+    let git = |args: &[&str]| crate::git_output(&workspace_root(), args);
     let dirty = git(&[
         "status",
         "--porcelain",
@@ -315,7 +285,7 @@ mod tests {
     #[test]
     fn the_committed_baseline_has_a_file_per_published_library() {
         Saved::read().unwrap();
-        let packages = crate::release::published().unwrap();
+        let packages = crate::release::workspace().unwrap().published;
         for p in libraries(&packages) {
             assert!(
                 baseline_dir().join(format!("{}.json.gz", p.name)).is_file(),

@@ -9,6 +9,7 @@ use mcp_types::{ErrorObject, JsonObject, JsonRpcRequest};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::context::RequestContext;
 use crate::server::Server;
 
 use super::inner::*;
@@ -128,6 +129,19 @@ pub(super) fn check_meta_size(
             "_meta exceeds {limit} bytes; send smaller clientCapabilities, clientInfo and _meta members"
         )))
     }
+}
+
+/// Names the caller of an extension's request in its context: the transport's principal is
+/// already there; without one, the sealing boundary's binding ([`caller_principal`]).
+pub(super) fn bind_caller(
+    inner: &Inner,
+    transport: &TransportContext,
+    ctx: &mut RequestContext,
+) -> Result<(), ErrorObject> {
+    if ctx.principal.is_none() {
+        ctx.principal = caller_principal(inner, &ctx.method, transport)?;
+    }
+    Ok(())
 }
 
 /// Who an extension's request (`tasks/*` among them) comes from: the authenticated principal,

@@ -37,10 +37,9 @@ pub(super) async fn serve_modern(
                     return Some(Err(e));
                 }
                 let mut ctx = modern_context(inner, request, meta, transport, sink, cancel);
-                ctx.principal = match caller_principal(inner, &request.method, transport) {
-                    Ok(principal) => principal,
-                    Err(e) => return Some(Err(e)),
-                };
+                if let Err(e) = bind_caller(inner, transport, &mut ctx) {
+                    return Some(Err(e));
+                }
                 return Some(Box::pin(extension_request(inner, method, request, ctx)).await);
             }
             // The method is checked before its params: a removed method (`initialize`,
@@ -74,10 +73,9 @@ pub(super) async fn serve_modern(
         && let Some(extension) = inner.server.extension_methods.get(method)
     {
         let mut ctx = modern_context(inner, request, meta.clone(), transport, sink, cancel);
-        ctx.principal = match caller_principal(inner, method, transport) {
-            Ok(principal) => principal,
-            Err(e) => return Some(Err(e)),
-        };
+        if let Err(e) = bind_caller(inner, transport, &mut ctx) {
+            return Some(Err(e));
+        }
         return Some(Box::pin(extension_request(inner, extension, request, ctx)).await);
     }
     if !modern_method_served(&inner.server, method) {
