@@ -59,6 +59,7 @@ mod limits;
 mod memory;
 mod notify;
 mod peer;
+pub mod policy;
 pub mod registry;
 mod sealing;
 

@@ -94,6 +94,7 @@ pub struct Server {
     pub(crate) task_tools: std::collections::HashMap<String, crate::tasks::TaskSupport>,
     pub(crate) extensions: Extensions,
     pub(crate) extension_methods: HashMap<String, ExtensionMethod>,
+    pub(crate) policy: crate::policy::Policy,
 }
 
 /// Decides whether a subscriber (by its principal) may learn that a resource changed.
@@ -144,6 +145,7 @@ impl Server {
             task_tools: std::collections::HashMap::new(),
             extensions: Extensions::default(),
             extension_methods: HashMap::new(),
+            policy: crate::policy::Policy::default(),
         }
     }
 
@@ -302,6 +304,68 @@ impl Server {
     /// [`RequestContext::log`].
     pub fn logging(mut self, enabled: bool) -> Self {
         self.logging = enabled;
+        self
+    }
+
+    /// Wraps every request (but `subscriptions/listen`, a stream) in `layer`, outside the
+    /// layers of a method or a tool. See [`policy`](crate::policy).
+    pub fn layer(mut self, layer: impl crate::policy::Layer) -> Self {
+        self.policy.add_everywhere(Arc::new(layer));
+        self
+    }
+
+    /// Wraps every `method` request in `layer`, inside the server's layers and outside a
+    /// tool's.
+    pub fn method_layer(
+        mut self,
+        method: impl Into<String>,
+        layer: impl crate::policy::Layer,
+    ) -> Self {
+        self.policy.add_method(method.into(), Arc::new(layer));
+        self
+    }
+
+    /// Wraps every `tools/call` of the tool `name` in `layer`, innermost.
+    pub fn tool_layer(mut self, name: impl Into<String>, layer: impl crate::policy::Layer) -> Self {
+        self.policy
+            .add_target(mcp_types::methods::TOOLS_CALL, name.into(), Arc::new(layer));
+        self
+    }
+
+    /// Wraps every `prompts/get` of the prompt `name` in `layer`, innermost.
+    pub fn prompt_layer(
+        mut self,
+        name: impl Into<String>,
+        layer: impl crate::policy::Layer,
+    ) -> Self {
+        self.policy.add_target(
+            mcp_types::methods::PROMPTS_GET,
+            name.into(),
+            Arc::new(layer),
+        );
+        self
+    }
+
+    /// Wraps every `resources/read` of the resource `uri` (exactly; a template's reads are
+    /// reached with [`method_layer`](Self::method_layer)) in `layer`, innermost.
+    pub fn resource_layer(
+        mut self,
+        uri: impl Into<String>,
+        layer: impl crate::policy::Layer,
+    ) -> Self {
+        self.policy.add_target(
+            mcp_types::methods::RESOURCES_READ,
+            uri.into(),
+            Arc::new(layer),
+        );
+        self
+    }
+
+    /// Leaves out of a caller's `tools/list` the tools whose layers require a scope its token
+    /// does not grant (default: every tool is listed, and a call without the scope is refused).
+    /// The list then differs by caller, so it is never marked `public` for shared caches.
+    pub fn hide_unauthorized_tools(mut self, hide: bool) -> Self {
+        self.policy.hide_unauthorized_tools(hide);
         self
     }
 

@@ -40,12 +40,7 @@ impl RequestSpan {
         typed: Option<&ClientRequest>,
         era: Option<&str>,
     ) -> Self {
-        let name = typed.and_then(|t| match t {
-            ClientRequest::CallTool(p) => Some(p.name.as_str()),
-            ClientRequest::GetPrompt(p) => Some(p.name.as_str()),
-            ClientRequest::ReadResource(p) => Some(p.uri.as_str()),
-            _ => None,
-        });
+        let name = typed.and_then(crate::policy::target_of);
         let span = tracing::info_span!(
             "mcp.request",
             mcp.era = era.unwrap_or("unknown"),

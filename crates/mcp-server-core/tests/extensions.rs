@@ -418,8 +418,7 @@ async fn typed_methods_decode_their_params_and_see_the_caller() {
         .into_service();
     let transport = mcp_server_core::TransportContext {
         principal: Some(mcp_state_seal::Principal::new("client-a")),
-        context: None,
-        delivery: None,
+        ..mcp_server_core::TransportContext::default()
     };
     let mut c = TestClient::with_transport(&service, transport);
     let answered: Value = ask(&mut c, "stamps/count", json!({"ink": "red"}), &declaring()).await;

@@ -81,8 +81,7 @@ fn service(config: TaskConfig, cancelled: mpsc::UnboundedSender<&'static str>) -
 fn as_principal(client_id: &str) -> TransportContext {
     TransportContext {
         principal: Some(Principal::new(client_id)),
-        context: None,
-        delivery: None,
+        ..TransportContext::default()
     }
 }
 

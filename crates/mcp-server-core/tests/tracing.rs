@@ -162,3 +162,127 @@ async fn a_request_is_one_span_with_its_fields_and_nothing_secret() {
         );
     }
 }
+
+const ITEM: &str = "kumquat-secret-item";
+
+#[derive(serde::Serialize, Deserialize)]
+struct Basket {
+    items: Vec<String>,
+}
+
+impl mcp_server_core::HandleKind for Basket {
+    const KIND: &'static str = "basket";
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct StartArgs {
+    item: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct CountArgs {
+    basket: mcp_server_core::Handle<Basket>,
+}
+
+/// Issue #34: a sealed handle's value and the handle itself stay out of every log line at
+/// every level, through sealing, opening, a tampered handle's refusal and the audit layer.
+#[tokio::test]
+async fn handles_and_their_values_never_reach_the_trace() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        .with_max_level(tracing::Level::TRACE)
+        .with_current_span(true)
+        .with_span_list(true)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let start =
+        ToolDef::new("start")
+            .arguments::<StartArgs>()
+            .handler(|ctx, args: StartArgs| async move {
+                let handle = ctx.seal_handle(&Basket {
+                    items: vec![args.item],
+                });
+                handle.map(|h| h.as_str().to_owned()).map_err(|e| e.message)
+            });
+    let count =
+        ToolDef::new("count")
+            .arguments::<CountArgs>()
+            .handler(|ctx, args: CountArgs| async move {
+                match args.basket.open(&ctx).await {
+                    Ok(basket) => Ok(format!("{} item(s)", basket.items.len())),
+                    Err(refusal) => Err(refusal.0.message),
+                }
+            });
+    let service = McpServer::new("traced")
+        .tool(start)
+        .tool(count)
+        .layer(mcp_server_core::policy::Audit::to_tracing())
+        .request_state_security(RequestStateSecurity::keys([SECRET]).unwrap())
+        .into_service()
+        .unwrap();
+    let mut client = TestClient::new(&service);
+    let started = client
+        .modern(
+            "tools/call",
+            json!({"name": "start", "arguments": {"item": ITEM}}),
+            json!({}),
+        )
+        .await;
+    let handle = started["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"))
+        .to_owned();
+    assert!(!handle.contains(ITEM), "{handle}");
+    let counted = client
+        .modern(
+            "tools/call",
+            json!({"name": "count", "arguments": {"basket": handle}}),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        counted["result"]["content"][0]["text"], "1 item(s)",
+        "{counted}"
+    );
+    let mut bytes = handle.clone().into_bytes();
+    let middle = bytes.len() / 2;
+    bytes[middle] = if bytes[middle] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(bytes).unwrap();
+    let refused = client
+        .modern(
+            "tools/call",
+            json!({"name": "count", "arguments": {"basket": tampered}}),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        refused["result"]["content"][0]["text"], "Invalid or expired handle",
+        "{refused}"
+    );
+    drop(_guard);
+
+    let output = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert_eq!(
+        output.matches("\"target\":\"mcp::audit\"").count(),
+        3,
+        "{output}"
+    );
+    for secret in [SECRET, ITEM, handle.as_str(), tampered.as_str()] {
+        assert!(
+            !output.contains(secret),
+            "{secret:?} appears in the trace:\n{output}"
+        );
+    }
+    for window in handle.as_bytes().windows(24).step_by(12) {
+        let piece = std::str::from_utf8(window).unwrap();
+        assert!(
+            !output.contains(piece),
+            "part of the handle appears: {piece}"
+        );
+    }
+}

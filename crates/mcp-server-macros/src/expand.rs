@@ -267,30 +267,7 @@ fn tool_parts(item: &Item, target: Target) -> Parts {
         .output
         .as_ref()
         .map(|o| quote!(__def = __def.output::<#o>();));
-    let task = item.options.task.as_ref().map(|t| {
-        let variant = match t.value().as_str() {
-            "optional" => format_ident!("Optional"),
-            "required" => format_ident!("Required"),
-            _ => format_ident!("Forbidden"),
-        };
-        quote!(__def = __def.task(__mcp::TaskSupport::#variant);)
-    });
-    let ui = item
-        .options
-        .ui
-        .as_ref()
-        .map(|u| quote!(__def = __def.ui(#u);));
-    let hints = (!item.options.hints.is_empty()).then(|| {
-        let set = item.options.hints.iter().map(|(hint, value)| {
-            let field = format_ident!("{}_hint", hint);
-            quote!(__hints.#field = ::core::option::Option::Some(#value);)
-        });
-        quote! {
-            let mut __hints = __mcp::ToolAnnotations::default();
-            #(#set)*
-            __def = __def.annotations(__hints);
-        }
-    });
+    let settings = tool_settings(item);
     let ret = return_type(item);
     let body = quote! {
         #(#reads)*
@@ -323,8 +300,7 @@ fn tool_parts(item: &Item, target: Target) -> Parts {
             #title
             #(#icons)*
             #output
-            #task #ui
-            #hints
+            #settings
             #(#registrations)*
             for __r in __resolvers {
                 __def = __def.resolver(__r);
@@ -336,6 +312,7 @@ fn tool_parts(item: &Item, target: Target) -> Parts {
 
 fn prompt_parts(item: &Item, target: Target) -> Parts {
     let name = wire_name(item);
+    let scopes = scopes(item);
     let on_error = quote!(return ::core::result::Result::Err(__e));
     let argument_names: Vec<String> = item
         .params
@@ -392,6 +369,7 @@ fn prompt_parts(item: &Item, target: Target) -> Parts {
             let mut __def = __mcp::PromptDef::new(#name);
             #description
             #title
+            #scopes
             #(#declare)*
             #(#registrations)*
             for __r in __resolvers {
@@ -402,8 +380,45 @@ fn prompt_parts(item: &Item, target: Target) -> Parts {
     }
 }
 
+/// What `task`, `ui`, `scopes` and the hints set on a tool's definition.
+fn tool_settings(item: &Item) -> TokenStream {
+    let task = item.options.task.as_ref().map(|t| {
+        let variant = match t.value().as_str() {
+            "optional" => format_ident!("Optional"),
+            "required" => format_ident!("Required"),
+            _ => format_ident!("Forbidden"),
+        };
+        quote!(__def = __def.task(__mcp::TaskSupport::#variant);)
+    });
+    let ui = item
+        .options
+        .ui
+        .as_ref()
+        .map(|u| quote!(__def = __def.ui(#u);));
+    let scopes = scopes(item);
+    let hints = (!item.options.hints.is_empty()).then(|| {
+        let set = item.options.hints.iter().map(|(hint, value)| {
+            let field = format_ident!("{}_hint", hint);
+            quote!(__hints.#field = ::core::option::Option::Some(#value);)
+        });
+        quote! {
+            let mut __hints = __mcp::ToolAnnotations::default();
+            #(#set)*
+            __def = __def.annotations(__hints);
+        }
+    });
+    quote!(#task #ui #scopes #hints)
+}
+
+/// `__def = __def.scopes([...]);` for `scopes = [...]`.
+fn scopes(item: &Item) -> Option<TokenStream> {
+    let scopes = &item.options.scopes;
+    (!scopes.is_empty()).then(|| quote!(__def = __def.scopes([#(#scopes),*]);))
+}
+
 /// A resource's parts; `def` evaluates to a `derive::ResourceEntry`.
 fn resource_parts(item: &Item, target: Target) -> Parts {
+    let scopes = scopes(item);
     let name = wire_name(item);
     let uri = item
         .options
@@ -438,6 +453,7 @@ fn resource_parts(item: &Item, target: Target) -> Parts {
             def: quote! {{
                 let mut __def = __mcp::ResourceDef::new(#uri, #name);
                 #description
+                #scopes
                 #title
                 #mime
                 __mcp::derive::ResourceEntry::Static(__def.handler(#closure))

@@ -45,6 +45,8 @@ pub(crate) struct Options {
     pub(crate) task: Option<LitStr>,
     /// `ui = "ui://…"` on a tool: the MCP App it is linked to.
     pub(crate) ui: Option<LitStr>,
+    /// `scopes = ["…"]`: the scopes a caller's token must grant.
+    pub(crate) scopes: Vec<LitStr>,
     pub(crate) uri: Option<LitStr>,
     pub(crate) krate: Option<Path>,
 }

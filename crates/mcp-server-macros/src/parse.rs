@@ -76,6 +76,14 @@ fn lit_str(expr: &Expr) -> Option<LitStr> {
     }
 }
 
+/// `["a", "b"]`: the strings, or `None` for anything else.
+fn string_list(expr: &Expr) -> Option<Vec<LitStr>> {
+    match expr {
+        Expr::Array(array) => array.elems.iter().map(lit_str).collect(),
+        _ => None,
+    }
+}
+
 fn bool_flag(value: &Option<Expr>) -> Option<bool> {
     match value {
         None => Some(true),
@@ -107,10 +115,19 @@ const TOOL_KEYS: &[&str] = &[
     "output",
     "task",
     "ui",
+    "scopes",
     "crate",
 ];
-const PROMPT_KEYS: &[&str] = &["name", "title", "description", "icon", "crate"];
-const RESOURCE_KEYS: &[&str] = &["name", "title", "description", "mime_type", "icon", "crate"];
+const PROMPT_KEYS: &[&str] = &["name", "title", "description", "icon", "scopes", "crate"];
+const RESOURCE_KEYS: &[&str] = &[
+    "name",
+    "title",
+    "description",
+    "mime_type",
+    "icon",
+    "scopes",
+    "crate",
+];
 const RESOLVER_KEYS: &[&str] = &["name", "crate"];
 
 fn apply(kind: Kind, args: Vec<Arg>, options: &mut Options, errors: &mut Errors) {
@@ -199,6 +216,13 @@ fn apply(kind: Kind, args: Vec<Arg>, options: &mut Options, errors: &mut Errors)
                     "`ui` is the URI of an app registered with `McpServer::app`, as in `ui = \"ui://bistro/booking\"`",
                 ),
                 None => {}
+            },
+            "scopes" => match value.as_ref().and_then(string_list) {
+                Some(list) if !list.is_empty() => options.scopes = list,
+                _ => errors.push(
+                    key.span(),
+                    "`scopes` takes a list of strings, as in `scopes = [\"calendar.write\"]`",
+                ),
             },
             "crate" => match value.as_ref().and_then(path_of) {
                 Some(path) => options.krate = Some(path),
@@ -405,6 +429,18 @@ fn parse_fn(kind: Kind, args: TokenStream, function: ItemFn, method: bool) -> sy
             arg
         })
         .collect::<Punctuated<_, _>>();
+    if kind == Kind::Resource
+        && !options.scopes.is_empty()
+        && options
+            .uri
+            .as_ref()
+            .is_some_and(|u| u.value().contains('{'))
+    {
+        errors.push(
+            options.scopes[0].span(),
+            "`scopes` on a resource template is not supported: guard its reads with `McpServer::method_layer(\"resources/read\", RequireScopes::new([...]))`",
+        );
+    }
     let item = Item {
         kind,
         docs: docs(&function.attrs),

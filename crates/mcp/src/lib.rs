@@ -75,6 +75,10 @@ pub use mcp_state_seal as seal;
 #[cfg(feature = "server")]
 pub use mcp_state_seal::RequestStateSecurity;
 
+/// Layers around requests (timeout, concurrency and rate limits, audit, scopes): see
+/// `docs/policy.md`.
+#[cfg(feature = "server")]
+pub use mcp_server_core::policy;
 #[cfg(feature = "server")]
 pub use mcp_server_core::registry::{
     Accepted, AppDef, BuildError, Context, ElicitModel, ElicitationResult, FromResolved,

@@ -78,8 +78,7 @@ fn as_user(service: &Service, user: &str) -> MemoryConnection {
         service,
         TransportContext {
             principal: Some(Principal::new("shop-app").subject(user)),
-            context: None,
-            delivery: None,
+            ..TransportContext::default()
         },
     )
 }

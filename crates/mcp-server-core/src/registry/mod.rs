@@ -53,6 +53,7 @@ pub mod derive;
 pub(crate) mod elicit;
 mod error;
 mod handlers;
+mod policy;
 mod prompt;
 mod resolve;
 mod resource;
@@ -188,6 +189,7 @@ pub struct McpServer {
     skills_limits: SkillsLimits,
     extensions: Vec<crate::Extension>,
     apps: Vec<AppDef>,
+    policy: crate::policy::Policy,
 }
 
 impl fmt::Debug for McpServer {
@@ -230,6 +232,7 @@ impl McpServer {
             skills_limits: SkillsLimits::default(),
             extensions: Vec::new(),
             apps: Vec::new(),
+            policy: crate::policy::Policy::default(),
         }
     }
 
@@ -402,6 +405,7 @@ impl McpServer {
             self = self.extension(extension);
         }
         self.check_extensions()?;
+        self.check_policy()?;
         let skills = match &self.skills_dir {
             Some(dir) => Some(Arc::new(skills::SkillCatalog::load(
                 dir,
@@ -445,6 +449,7 @@ impl McpServer {
         for (name, support) in task_tools {
             server = server.tool_task_support(name, support);
         }
+        server.policy = self.take_policy();
         for extension in self.extensions {
             server = server.with_extension(extension);
         }

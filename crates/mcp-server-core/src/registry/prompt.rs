@@ -92,6 +92,7 @@ pub struct PromptDef {
     pub(crate) body: Option<PromptBody>,
     pub(crate) hand_built: bool,
     pub(crate) completers: BTreeMap<String, Completer>,
+    pub(crate) scopes: Vec<String>,
 }
 
 impl fmt::Debug for PromptDef {
@@ -120,7 +121,16 @@ impl PromptDef {
             body: None,
             hand_built: false,
             completers: BTreeMap::new(),
+            scopes: Vec::new(),
         }
+    }
+
+    /// The scopes a caller's token must grant to get the prompt: a [`RequireScopes`](crate::policy::RequireScopes)
+    /// layer on its `prompts/get`, checked before its other layers. Over HTTP a token without
+    /// them gets the 403 `insufficient_scope` challenge naming them.
+    pub fn scopes<I: IntoIterator<Item = S>, S: Into<String>>(mut self, scopes: I) -> Self {
+        self.scopes.extend(scopes.into_iter().map(Into::into));
+        self
     }
 
     /// The prompt's name.

@@ -114,6 +114,7 @@ pub(crate) type ReadBody = Arc<
 pub struct ResourceDef {
     pub(crate) resource: Resource,
     pub(crate) body: Option<ReadBody>,
+    pub(crate) scopes: Vec<String>,
 }
 
 impl fmt::Debug for ResourceDef {
@@ -141,7 +142,16 @@ impl ResourceDef {
                 extra: JsonObject::new(),
             },
             body: None,
+            scopes: Vec::new(),
         }
+    }
+
+    /// The scopes a caller's token must grant to read the resource: a [`RequireScopes`](crate::policy::RequireScopes)
+    /// layer on its `resources/read`, checked before its other layers. Over HTTP a token without
+    /// them gets the 403 `insufficient_scope` challenge naming them.
+    pub fn scopes<I: IntoIterator<Item = S>, S: Into<String>>(mut self, scopes: I) -> Self {
+        self.scopes.extend(scopes.into_iter().map(Into::into));
+        self
     }
 
     /// Sets the description.

@@ -238,6 +238,7 @@ pub struct ToolDef {
     pub(crate) hand_built: bool,
     pub(crate) task: crate::tasks::TaskSupport,
     pub(crate) ui: Option<mcp_types::ext::apps::UiToolMeta>,
+    pub(crate) scopes: Vec<String>,
 }
 
 impl fmt::Debug for ToolDef {
@@ -290,6 +291,7 @@ impl ToolDef {
             hand_built: false,
             task: crate::tasks::TaskSupport::Forbidden,
             ui: None,
+            scopes: Vec::new(),
         }
     }
 
@@ -383,6 +385,14 @@ impl ToolDef {
     /// [`crate::tasks`].
     pub fn task(mut self, support: crate::tasks::TaskSupport) -> Self {
         self.task = support;
+        self
+    }
+
+    /// The scopes a caller's token must grant to call the tool: a [`RequireScopes`](crate::policy::RequireScopes)
+    /// layer on its `tools/call`, checked before its other layers. Over HTTP a token without
+    /// them gets the 403 `insufficient_scope` challenge naming them.
+    pub fn scopes<I: IntoIterator<Item = S>, S: Into<String>>(mut self, scopes: I) -> Self {
+        self.scopes.extend(scopes.into_iter().map(Into::into));
         self
     }
 

@@ -277,7 +277,10 @@ pub(super) fn execute<'a>(
 ) -> Executing<'a> {
     let h = &inner.server.handlers;
     match typed {
-        ClientRequest::ListTools(p) if inner.server.extensions.bind_lists() => {
+        ClientRequest::ListTools(p)
+            if inner.server.extensions.bind_lists()
+                || inner.server.policy.hides_unauthorized_tools() =>
+        {
             Box::pin(async move {
                 let caps = ctx.client_capabilities.clone();
                 list_with(
@@ -286,7 +289,10 @@ pub(super) fn execute<'a>(
                     ctx,
                     p,
                     |r: &mut ListToolsResult| {
-                        inner.server.extensions.apply_to_tools(&caps, &mut r.tools)
+                        if inner.server.extensions.bind_lists() {
+                            inner.server.extensions.apply_to_tools(&caps, &mut r.tools);
+                        }
+                        hide_unauthorized(inner, transport, r);
                     },
                 )
                 .await
@@ -434,6 +440,18 @@ pub(super) async fn call_tool(
     match launch.and_then(|l| l.take_created()) {
         Some(created) => finish(inner, Era::Modern, created),
         None => served,
+    }
+}
+
+/// Leaves out the tools the caller's scopes do not reach, when the server says so. The page
+/// then differs by caller: it is never `public` to shared caches.
+fn hide_unauthorized(inner: &Inner, transport: &TransportContext, page: &mut ListToolsResult) {
+    let policy = &inner.server.policy;
+    if policy.hides_unauthorized_tools() {
+        let granted = transport.scopes.as_deref();
+        page.tools
+            .retain(|tool| policy.permits(methods::TOOLS_CALL, &tool.name, granted));
+        page.cache_scope = Some(mcp_types::common::CacheScope::Private);
     }
 }
 

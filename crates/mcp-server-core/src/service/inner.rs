@@ -30,6 +30,10 @@ pub use mcp_types::version::{LEGACY_VERSIONS, MODERN_VERSIONS, SUPPORTED_VERSION
 pub struct TransportContext {
     /// The authenticated principal (e.g. from a verified bearer token), if any.
     pub principal: Option<Principal>,
+    /// The scopes the request's access token grants, when the transport verified one; `None`
+    /// when it authenticated no token. Scope checks ([`RequireScopes`](crate::policy::RequireScopes))
+    /// fail closed on `None`.
+    pub scopes: Option<Arc<[String]>>,
     /// Anything else a deployment's principal binding needs (e.g. the HTTP request parts).
     pub context: Option<Arc<dyn Any + Send + Sync>>,
     /// Where the replay guard's claim on this request's `requestState` waits until the
@@ -42,6 +46,7 @@ impl fmt::Debug for TransportContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TransportContext")
             .field("principal", &self.principal)
+            .field("scopes", &self.scopes)
             .field("context", &self.context.is_some())
             .field("delivery", &self.delivery.is_some())
             .finish()
@@ -228,6 +233,19 @@ impl Route {
         match self {
             Route::Modern { session, .. } => session.as_ref(),
             Route::Legacy { session, .. } => Some(session),
+        }
+    }
+
+    pub(super) fn transport(&self) -> &TransportContext {
+        match self {
+            Route::Modern { transport, .. } | Route::Legacy { transport, .. } => transport,
+        }
+    }
+
+    pub(super) fn era(&self) -> mcp_types::version::Era {
+        match self {
+            Route::Modern { .. } => mcp_types::version::Era::Modern,
+            Route::Legacy { .. } => mcp_types::version::Era::Legacy,
         }
     }
 }

@@ -95,6 +95,29 @@ impl Service {
         self.inner.server.param_headers.get(tool).map(|h| &h[..])
     }
 
+    /// The scopes a request to `method` naming `target` (a tool or prompt name, a resource
+    /// URI) needs: every scope its layers require ([`crate::policy::RequireScopes`]), each
+    /// once. Empty when none does, and then without a lookup when the server has no layer. A
+    /// transport that authenticates tokens checks them before it runs the request, to refuse
+    /// in its own terms (the HTTP endpoint's 403 `insufficient_scope` challenge).
+    pub fn required_scopes(&self, method: &str, target: Option<&str>) -> Vec<String> {
+        let policy = &self.inner.server.policy;
+        if policy.is_empty() {
+            return Vec::new();
+        }
+        policy
+            .required_scopes(method, target)
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Whether any layer requires a scope (a transport need not look for a request's target
+    /// when none does).
+    pub fn requires_scopes(&self) -> bool {
+        self.inner.server.policy.requires_scopes()
+    }
+
     /// The limits every session of this service runs under.
     pub fn limits(&self) -> &SessionLimits {
         &self.inner.server.limits

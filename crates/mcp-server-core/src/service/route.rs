@@ -8,6 +8,7 @@ use mcp_types::{ClientRequest, ErrorCode, ErrorObject, JsonRpcRequest, ParamsErr
 
 use crate::cancel::CancellationToken;
 use crate::futures::CatchUnwind;
+use crate::policy::Call;
 use crate::sink::Sink;
 use crate::trace::RequestSpan;
 
@@ -51,7 +52,15 @@ pub(super) fn spawn_request(
     let (sink, rx) = Sink::channel();
     let task = async move {
         let id = request.id.clone();
-        let work = CatchUnwind(Box::pin(async {
+        // Layers see the request before it is served (its name and `_meta` copied out here,
+        // only when there are layers); a listen stream is not a call and is not wrapped.
+        let policy = &inner.server.policy;
+        let call =
+            (!policy.is_empty() && request.method != methods::SUBSCRIPTIONS_LISTEN).then(|| {
+                Call::new(&request.id, &request.method, route.era(), route.transport())
+                    .of_request(typed.as_ref().ok())
+            });
+        let serve = async {
             match &route {
                 Route::Modern { transport, .. } => {
                     serve_modern(&inner, &request, typed, transport, &sink, &cancel).await
@@ -67,6 +76,20 @@ pub(super) fn spawn_request(
                         back_channel: *back_channel,
                     };
                     serve_legacy(&inner, &request, typed, &call, &sink, &cancel).await
+                }
+            }
+        };
+        let work = CatchUnwind(Box::pin(async {
+            match &call {
+                None => serve.await,
+                Some(call) => {
+                    // Every method but listen answers, so `serve` always has an answer here.
+                    let endpoint = Box::pin(async {
+                        serve
+                            .await
+                            .unwrap_or_else(|| Err(ErrorObject::internal("no answer")))
+                    });
+                    Some(policy.run(call, endpoint).await)
                 }
             }
         }));

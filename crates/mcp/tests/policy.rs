@@ -1,0 +1,361 @@
+//! Per-tool policy through the facade, in both eras: a timeout stops the handler, limits
+//! refuse with their documented errors, the audit log records who called what and nothing
+//! they sent, declared scopes refuse a token without them and can hide the tool, and a layer
+//! on a tool the server lacks is a build error.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp::policy::{Audit, AuditOutcome, AuditRecord, ConcurrencyLimit, Rate, RateLimit, Timeout};
+use mcp::seal::Principal;
+use mcp::{McpServer, MemoryConnection, Service, TransportContext};
+use serde_json::{Value, json};
+
+/// Counts the handlers of `slow` that started and that were dropped (stopped) unfinished.
+static SLOW_STARTED: AtomicUsize = AtomicUsize::new(0);
+static SLOW_STOPPED: AtomicUsize = AtomicUsize::new(0);
+
+struct StoppedOnDrop;
+
+impl Drop for StoppedOnDrop {
+    fn drop(&mut self) {
+        SLOW_STOPPED.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Takes an hour.
+#[mcp::tool]
+async fn slow() -> String {
+    SLOW_STARTED.fetch_add(1, Ordering::SeqCst);
+    let guard = StoppedOnDrop;
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    std::mem::forget(guard);
+    "finished".into()
+}
+
+/// Waits until told.
+#[mcp::tool]
+async fn wait(ms: u64) -> String {
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    "waited".into()
+}
+
+/// Echoes a secret note.
+#[mcp::tool]
+async fn note(text: String) -> String {
+    format!("noted {text}")
+}
+
+/// Buys the basket.
+#[mcp::tool(scopes = ["shop.checkout"])]
+async fn checkout() -> String {
+    "bought".into()
+}
+
+fn user(name: &str, scopes: Option<&[&str]>) -> TransportContext {
+    TransportContext {
+        principal: Some(Principal::new("shop-app").subject(name)),
+        scopes: scopes.map(|s| s.iter().map(|s| (*s).to_owned()).collect()),
+        ..TransportContext::default()
+    }
+}
+
+async fn ask(conn: &mut MemoryConnection, id: u64, method: &str, params: Value) -> Value {
+    let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    conn.send_raw(request.to_string());
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(10), conn.recv())
+            .await
+            .expect("the server answered within 10 s")
+            .expect("the connection is open")
+            .to_value();
+        if message.get("method").is_none() && message["id"] == json!(id) {
+            return message;
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Era {
+    Modern,
+    Legacy,
+}
+
+/// A connection as `transport` on `era` (a 2025-11-25 one initialized).
+async fn connect(service: &Service, era: Era, transport: TransportContext) -> MemoryConnection {
+    let mut conn = MemoryConnection::connect(service, transport);
+    if let Era::Legacy = era {
+        let init = ask(
+            &mut conn,
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "1"}}),
+        )
+        .await;
+        assert!(init.get("result").is_some(), "{init}");
+        conn.send_raw(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
+    }
+    conn
+}
+
+fn params(era: Era, mut params: Value) -> Value {
+    if let Era::Modern = era {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}
+        });
+    }
+    params
+}
+
+async fn call(conn: &mut MemoryConnection, era: Era, id: u64, tool: &str, args: Value) -> Value {
+    let p = params(era, json!({"name": tool, "arguments": args}));
+    ask(conn, id, "tools/call", p).await
+}
+
+fn text(reply: &Value) -> &str {
+    reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not a text result: {reply}"))
+}
+
+#[tokio::test]
+async fn a_timeout_stops_the_handler_and_answers_32001() {
+    let service = McpServer::new("shop")
+        .tool(slow)
+        .tool(note)
+        .method_layer("tools/call", Timeout::new(Duration::from_millis(200)))
+        .into_service()
+        .unwrap();
+    for (i, era) in [Era::Modern, Era::Legacy].into_iter().enumerate() {
+        let mut conn = connect(&service, era, TransportContext::default()).await;
+        let before = SLOW_STOPPED.load(Ordering::SeqCst);
+        let reply = call(&mut conn, era, 1, "slow", json!({})).await;
+        assert_eq!(
+            reply["error"],
+            json!({"code": -32001,
+                   "message": "tool 'slow' did not finish within 200 ms; the server stopped it",
+                   "data": {"timeoutMs": 200}}),
+            "{era:?}: {reply}"
+        );
+        assert_eq!(SLOW_STARTED.load(Ordering::SeqCst), i + 1);
+        assert_eq!(
+            SLOW_STOPPED.load(Ordering::SeqCst),
+            before + 1,
+            "{era:?}: the handler was dropped, not left running"
+        );
+        // A quick call under the same layer is untouched.
+        let quick = call(&mut conn, era, 2, "note", json!({"text": "hi"})).await;
+        assert_eq!(text(&quick), "noted hi");
+    }
+}
+
+#[tokio::test]
+async fn a_concurrency_limit_refuses_the_call_beyond_it() {
+    let service = McpServer::new("shop")
+        .tool(wait)
+        .tool_layer("wait", ConcurrencyLimit::new(1))
+        .into_service()
+        .unwrap();
+    for era in [Era::Modern, Era::Legacy] {
+        let mut first = connect(&service, era, TransportContext::default()).await;
+        let mut second = connect(&service, era, TransportContext::default()).await;
+        let p = params(era, json!({"name": "wait", "arguments": {"ms": 400}}));
+        first.send_raw(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": p}).to_string(),
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let refused = call(&mut second, era, 2, "wait", json!({"ms": 1})).await;
+        assert_eq!(
+            refused["error"],
+            json!({"code": -32029,
+                   "message": "tool 'wait' is already running 1 at once; try again when one finished",
+                   "data": {"limit": "concurrency", "max": 1}}),
+            "{era:?}: {refused}"
+        );
+        // The first call's answer (id 1) is still on its way: read it.
+        let answer = loop {
+            let m = first.recv().await.unwrap().to_value();
+            if m["id"] == json!(1) {
+                break m;
+            }
+        };
+        assert_eq!(text(&answer), "waited", "{era:?}");
+        let again = call(&mut second, era, 3, "wait", json!({"ms": 1})).await;
+        assert_eq!(text(&again), "waited", "{era:?}: the place was given back");
+    }
+}
+
+#[tokio::test]
+async fn a_rate_limit_is_per_principal_and_says_when_to_retry() {
+    let service = McpServer::new("shop")
+        .tool(note)
+        .tool_layer(
+            "note",
+            RateLimit::per_principal("notes", Rate::new(2, Duration::from_secs(60))),
+        )
+        .into_service()
+        .unwrap();
+    let mut alice = connect(&service, Era::Modern, user("alice", None)).await;
+    let mut alice_legacy = connect(&service, Era::Legacy, user("alice", None)).await;
+    let mut bob = connect(&service, Era::Legacy, user("bob", None)).await;
+    assert_eq!(
+        text(&call(&mut alice, Era::Modern, 1, "note", json!({"text": "a"})).await),
+        "noted a"
+    );
+    assert_eq!(
+        text(
+            &call(
+                &mut alice_legacy,
+                Era::Legacy,
+                2,
+                "note",
+                json!({"text": "b"})
+            )
+            .await
+        ),
+        "noted b"
+    );
+    // Alice's bucket is spent across both eras; Bob's is his own.
+    let refused = call(&mut alice, Era::Modern, 3, "note", json!({"text": "c"})).await;
+    assert_eq!(refused["error"]["code"], -32029, "{refused}");
+    assert_eq!(refused["error"]["data"]["limit"], "rate");
+    let retry = refused["error"]["data"]["retryAfterMs"].as_u64().unwrap();
+    assert!(
+        (29_000..=30_000).contains(&retry),
+        "one token refills in 30 s: {retry}"
+    );
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("rate limit 'notes' allows 2 calls per 60 s; try again in "),
+        "{message}"
+    );
+    assert_eq!(
+        text(&call(&mut bob, Era::Legacy, 4, "note", json!({"text": "d"})).await),
+        "noted d"
+    );
+}
+
+#[tokio::test]
+async fn the_audit_log_records_who_called_what_and_nothing_they_sent() {
+    let records: Arc<Mutex<Vec<AuditRecord>>> = Arc::default();
+    let sink = records.clone();
+    let service = McpServer::new("shop")
+        .tool(note)
+        .tool(checkout)
+        .layer(Audit::new(move |r| sink.lock().unwrap().push(r.clone())))
+        .into_service()
+        .unwrap();
+    for era in [Era::Modern, Era::Legacy] {
+        records.lock().unwrap().clear();
+        let mut conn = connect(&service, era, user("carol", Some(&[]))).await;
+        call(&mut conn, era, 1, "note", json!({"text": "s3cret-note"})).await;
+        call(&mut conn, era, 2, "checkout", json!({})).await;
+        call(&mut conn, era, 3, "nope", json!({})).await;
+        let records = records.lock().unwrap();
+        let seen: Vec<_> = records
+            .iter()
+            .filter(|r| r.method == "tools/call")
+            .map(|r| (r.target.clone().unwrap(), r.outcome))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("note".to_owned(), AuditOutcome::Complete),
+                ("checkout".to_owned(), AuditOutcome::Error(-32003)),
+                ("nope".to_owned(), AuditOutcome::Error(-32602)),
+            ],
+            "{era:?}"
+        );
+        for r in records.iter() {
+            assert_eq!(
+                r.principal.as_ref().unwrap().subject.as_deref(),
+                Some("carol")
+            );
+            assert!(!format!("{r:?}").contains("s3cret"), "{r:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn declared_scopes_refuse_a_token_without_them_and_can_hide_the_tool() {
+    let build = |hide: bool| {
+        McpServer::new("shop")
+            .tool(note)
+            .tool(checkout)
+            .hide_unauthorized_tools(hide)
+            .into_service()
+            .unwrap()
+    };
+    let service = build(false);
+    assert_eq!(
+        service.required_scopes("tools/call", Some("checkout")),
+        ["shop.checkout"]
+    );
+    assert!(
+        service
+            .required_scopes("tools/call", Some("note"))
+            .is_empty()
+    );
+    for era in [Era::Modern, Era::Legacy] {
+        let mut without = connect(&service, era, user("dan", Some(&["shop.browse"]))).await;
+        let refused = call(&mut without, era, 1, "checkout", json!({})).await;
+        assert_eq!(
+            refused["error"],
+            json!({"code": -32003,
+                   "message": "tool 'checkout' needs the scope shop.checkout, which the request's access token does not grant",
+                   "data": {"requiredScopes": ["shop.checkout"], "missingScopes": ["shop.checkout"]}}),
+            "{era:?}: {refused}"
+        );
+        // No token at all: refused too (fail closed).
+        let mut anonymous = connect(&service, era, TransportContext::default()).await;
+        let refused = call(&mut anonymous, era, 2, "checkout", json!({})).await;
+        assert_eq!(
+            refused["error"]["message"],
+            "tool 'checkout' needs the scope shop.checkout, and this request carries no access token"
+        );
+        let mut with = connect(&service, era, user("dan", Some(&["shop.checkout"]))).await;
+        assert_eq!(
+            text(&call(&mut with, era, 3, "checkout", json!({})).await),
+            "bought"
+        );
+        // Listed to everyone unless the server hides it.
+        let list = ask(&mut without, 4, "tools/list", params(era, json!({}))).await;
+        assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 2);
+    }
+    let hiding = build(true);
+    for era in [Era::Modern, Era::Legacy] {
+        let names = |list: &Value| -> Vec<String> {
+            list["result"]["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let mut without = connect(&hiding, era, user("erin", Some(&[]))).await;
+        let list = ask(&mut without, 1, "tools/list", params(era, json!({}))).await;
+        assert_eq!(names(&list), ["note"], "{era:?}");
+        if let Era::Modern = era {
+            assert_eq!(list["result"]["cacheScope"], "private");
+        }
+        let mut with = connect(&hiding, era, user("erin", Some(&["shop.checkout"]))).await;
+        let list = ask(&mut with, 2, "tools/list", params(era, json!({}))).await;
+        assert_eq!(names(&list), ["note", "checkout"], "{era:?}");
+    }
+}
+
+#[test]
+fn a_layer_on_a_tool_the_server_lacks_is_a_build_error() {
+    let error = McpServer::new("shop")
+        .tool(note)
+        .tool_layer("chekout", ConcurrencyLimit::new(1))
+        .into_service()
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "a layer was added to the tool 'chekout', which this server does not have"
+    );
+}
