@@ -264,7 +264,7 @@ pub(crate) async fn authenticate(
     replay: &DpopReplay,
     method: &str,
     headers: &hyper::HeaderMap,
-) -> Result<Principal, AuthError> {
+) -> Result<VerifiedToken, AuthError> {
     let authorization = headers
         .get(hyper::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -308,7 +308,7 @@ pub(crate) async fn authenticate(
         }
         (None, false) => {}
     }
-    Ok(verified.principal)
+    Ok(verified)
 }
 
 /// Text safe inside a quoted-string: no quotes, backslashes or control characters.

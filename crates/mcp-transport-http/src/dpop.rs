@@ -535,7 +535,7 @@ mod tests {
             &headers("DPoP tok", Some(&proof)),
         )
         .await;
-        assert_eq!(ok.unwrap().subject.as_deref(), Some("alice"));
+        assert_eq!(ok.unwrap().principal.subject.as_deref(), Some("alice"));
         let err = authenticate(
             &bound,
             &protected,

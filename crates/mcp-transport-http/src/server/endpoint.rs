@@ -14,7 +14,9 @@ use mcp_types::{ErrorCode, ErrorObject, JsonRpcMessage};
 
 use super::body::McpBody;
 use super::config::Config;
-use super::gate::{authenticate, check_origin_and_host, cors_headers, metadata, preflight};
+use super::gate::{
+    authenticate, check_origin_and_host, check_scopes, cors_headers, metadata, preflight,
+};
 use super::guards::Guards;
 use super::legacy::Sessions;
 use super::modern::{check_modern_headers, handle_modern, respond};
@@ -97,9 +99,10 @@ impl Endpoint {
         if parts.method == Method::OPTIONS && cors {
             return preflight(&parts.headers);
         }
-        let principal =
+        let (principal, scopes) =
             match authenticate(&self.config, parts.method.as_str(), &parts.headers).await {
-                Ok(principal) => principal,
+                Ok(Some(caller)) => (Some(caller.principal), Some(caller.scopes)),
+                Ok(None) => (None, None),
                 Err(refused) => return refused,
             };
         let session_id = match header_str(&parts.headers, &names::SESSION_ID) {
@@ -152,6 +155,9 @@ impl Endpoint {
             Err(refused) => return refused,
         };
         drop(bytes);
+        if let Some(refused) = self.check_scopes(&message, scopes.as_deref()) {
+            return refused;
+        }
         // Held until the answer is sent, and by a legacy request that runs on after its client
         // hung up until it ends: the whole exchange counts against the cap. A listen stream,
         // which lives long, counts against its own budget and its client's share (review W4).
@@ -166,6 +172,7 @@ impl Endpoint {
             sse: accepted.sse,
             transport: TransportContext {
                 principal,
+                scopes,
                 context: Some(request_headers.clone()),
                 delivery: Some(delivery.clone()),
             },
@@ -176,6 +183,34 @@ impl Endpoint {
         self.route(message, incoming, session_id)
             .await
             .map(|body| body.holding(permit).delivering(delivery))
+    }
+
+    /// The step-up challenge for a request whose method or target needs scopes its token
+    /// lacks (see [`check_scopes`]); nothing to look up when no layer requires a scope.
+    fn check_scopes(
+        &self,
+        message: &JsonRpcMessage,
+        granted: Option<&[String]>,
+    ) -> Option<Response<McpBody>> {
+        let JsonRpcMessage::Request(request) = message else {
+            return None;
+        };
+        if !self.service.requires_scopes() {
+            return None;
+        }
+        let probe;
+        let target = match mcp_types::methods::name_param(&request.method) {
+            Some(field) => {
+                probe = ParamsProbe::read(request.params.as_deref());
+                probe.named(field).and_then(serde_json::Value::as_str)
+            }
+            None => None,
+        };
+        let required = self.service.required_scopes(&request.method, target);
+        if required.is_empty() {
+            return None;
+        }
+        check_scopes(&self.config, &required, granted)
     }
 
     /// Era routing. A request carrying the 2026-07-28 envelope is stateless: it is checked and

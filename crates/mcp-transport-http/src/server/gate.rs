@@ -2,6 +2,8 @@
 //! (DNS-rebinding protection), a CORS preflight and the CORS headers of the answer, the
 //! protected resource metadata document, and bearer authentication.
 
+use std::sync::Arc;
+
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Response, StatusCode};
 use mcp_server_core::seal::Principal;
@@ -111,11 +113,18 @@ pub(crate) fn metadata(
 
 /// The bearer check, before anything else of the request is looked at. The verifier's
 /// reason is logged at debug only: it may name internal hosts.
+/// Who a request comes from, once its token was verified: the principal and the scopes the
+/// token grants.
+pub(crate) struct Caller {
+    pub(crate) principal: Principal,
+    pub(crate) scopes: Arc<[String]>,
+}
+
 pub(crate) async fn authenticate(
     config: &Config,
     method: &str,
     headers: &HeaderMap,
-) -> Result<Option<Principal>, Response<McpBody>> {
+) -> Result<Option<Caller>, Response<McpBody>> {
     let (Some(verifier), Some(protected)) = (&config.verifier, &config.protected) else {
         return Ok(None);
     };
@@ -128,10 +137,39 @@ pub(crate) async fn authenticate(
         headers,
     )
     .await;
-    let e = match verified {
-        Ok(principal) => return Ok(Some(principal)),
-        Err(e) => e,
-    };
+    match verified {
+        Ok(token) => Ok(Some(Caller {
+            principal: token.principal,
+            scopes: token.scopes.into(),
+        })),
+        Err(e) => Err(refuse(protected, &e)),
+    }
+}
+
+/// A request whose method or tool needs scopes its token lacks: 403 with the
+/// `insufficient_scope` challenge naming every scope the operation needs (RFC 6750 §3.1, the
+/// MCP authorization spec's step-up), so the client can ask its authorization server for them.
+/// `None` when the request may go on: it needs nothing, or its token grants all of it, or
+/// the endpoint verifies no tokens (the engine then refuses it, failing closed).
+pub(crate) fn check_scopes(
+    config: &Config,
+    required: &[String],
+    granted: Option<&[String]>,
+) -> Option<Response<McpBody>> {
+    let protected = config.protected.as_ref()?;
+    let granted = granted?;
+    if required.iter().all(|r| granted.contains(r)) {
+        return None;
+    }
+    tracing::debug!(required = %required.join(" "), "a token lacks a scope this operation needs");
+    Some(refuse(
+        protected,
+        &AuthError::InsufficientScope(required.join(" ")),
+    ))
+}
+
+/// 401, or 403 for a missing scope, with the `WWW-Authenticate` challenge for `e`.
+fn refuse(protected: &crate::auth::ProtectedResource, e: &AuthError) -> Response<McpBody> {
     tracing::debug!(reason = %e, "request refused");
     let status = match e {
         AuthError::InsufficientScope(_) => StatusCode::FORBIDDEN,
@@ -145,12 +183,12 @@ pub(crate) async fn authenticate(
             "Unauthorized"
         },
     );
-    if let Ok(value) = HeaderValue::from_str(&protected.challenge(&e)) {
+    if let Ok(value) = HeaderValue::from_str(&protected.challenge(e)) {
         response
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, value);
     }
-    Err(response)
+    response
 }
 
 /// The request headers a browser client of this endpoint sends.
