@@ -1,7 +1,9 @@
 //! Redis stores for a fleet of MCP server instances: [`RedisTaskStore`]
 //! ([`TaskStore`](mcp_server_core::tasks::TaskStore)), [`RedisEventStore`]
-//! ([`EventStore`](mcp_server_core::events::EventStore)) and [`RedisSeenStore`]
-//! ([`SeenStore`](mcp_state_seal::SeenStore), the replay guard), all from one [`RedisStores`].
+//! ([`EventStore`](mcp_server_core::events::EventStore)), [`RedisSeenStore`]
+//! ([`SeenStore`](mcp_state_seal::SeenStore), the replay guard) and [`RedisRates`]
+//! ([`RateStore`](mcp_server_core::policy::RateStore), rate limits shared by the fleet), all
+//! from one [`RedisStores`].
 //!
 //! Package `keel-mcp-store-redis` on crates.io: `cargo add keel-mcp-store-redis`,
 //! then `use mcp_store_redis::…`.
@@ -52,6 +54,7 @@
 #![forbid(unsafe_code)]
 
 mod events;
+mod rates;
 mod seen;
 mod tasks;
 
@@ -62,6 +65,7 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 pub use events::RedisEventStore;
+pub use rates::RedisRates;
 pub use seen::RedisSeenStore;
 pub use tasks::RedisTaskStore;
 
@@ -412,6 +416,13 @@ impl RedisStores {
     /// The SSE event history.
     pub fn event_store(&self) -> RedisEventStore {
         RedisEventStore::new(self.shared.clone())
+    }
+
+    /// Rate-limit buckets shared by every instance on this Redis, for
+    /// [`RateLimit::shared_store`](mcp_server_core::policy::RateLimit::shared_store) or
+    /// [`RateLimit::store`](mcp_server_core::policy::RateLimit::store).
+    pub fn rate_store(&self) -> RedisRates {
+        RedisRates::new(self.shared.clone())
     }
 
     /// The replay guard's seen-store: one per process (it is the instance whose liveness a

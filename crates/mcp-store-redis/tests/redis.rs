@@ -1142,3 +1142,80 @@ async fn a_waiting_reader_is_woken_by_the_append_and_reads_redis_once_a_second()
         woke - appended
     );
 }
+
+/// An instance of a fleet whose `note` tool is limited to 3 calls a minute per principal, in
+/// buckets on `redis` (its own connection, as another process would have).
+async fn rate_limited_instance(redis: &Redis) -> Service {
+    use mcp_server_core::policy::{Rate, RateLimit};
+    let rates = stores(redis, "fleet").await.rate_store();
+    McpServer::new("fleet")
+        .tool(
+            ToolDef::new("note")
+                .arguments::<NoArgs>()
+                .handler(|_ctx, _: NoArgs| async move { Ok::<_, String>("noted".to_owned()) }),
+        )
+        .tool_layer(
+            "note",
+            RateLimit::per_principal("notes", Rate::new(3, Duration::from_secs(60))).store(rates),
+        )
+        .into_service()
+        .unwrap()
+}
+
+fn as_user(name: &str) -> TransportContext {
+    TransportContext {
+        principal: Some(mcp_state_seal::Principal::new("app").subject(name)),
+        ..TransportContext::default()
+    }
+}
+
+/// Issue #34: a rate limit on Redis is one limit for the fleet. Two instances spend one
+/// principal's bucket between them (3 calls a minute: the 4th is refused wherever it lands),
+/// another principal has its own, and with Redis gone the limit refuses (fails closed) within
+/// the command deadline instead of letting calls through.
+#[tokio::test]
+async fn a_rate_limit_on_redis_is_shared_by_two_instances() {
+    let redis = Redis::start();
+    let a = rate_limited_instance(&redis).await;
+    let b = rate_limited_instance(&redis).await;
+    let mut alice_a = MemoryConnection::connect(&a, as_user("alice"));
+    let mut alice_b = MemoryConnection::connect(&b, as_user("alice"));
+    let mut bob_b = MemoryConnection::connect(&b, as_user("bob"));
+    let call = json!({"name": "note", "arguments": {}});
+    let mut answers = Vec::new();
+    for i in 0..4u64 {
+        let conn = if i % 2 == 0 {
+            &mut alice_a
+        } else {
+            &mut alice_b
+        };
+        let reply = modern(conn, i + 1, "tools/call", call.clone()).await;
+        answers.push(
+            reply["result"]["content"][0]["text"]
+                .as_str()
+                .map_or_else(|| reply["error"]["code"].to_string(), str::to_owned),
+        );
+    }
+    assert_eq!(answers, ["noted", "noted", "noted", "-32029"]);
+    let refused = modern(&mut alice_a, 9, "tools/call", call.clone()).await;
+    let retry = refused["error"]["data"]["retryAfterMs"].as_u64().unwrap();
+    assert!((1..=20_000).contains(&retry), "{refused}");
+    let bob = modern(&mut bob_b, 10, "tools/call", call.clone()).await;
+    assert_eq!(bob["result"]["content"][0]["text"], "noted", "{bob}");
+
+    redis.stop();
+    let started = std::time::Instant::now();
+    let away = modern(&mut bob_b, 11, "tools/call", call).await;
+    assert_eq!(
+        away["error"],
+        json!({"code": -32029,
+               "message": "rate limit 'notes' could not be checked (its store did not answer); try again shortly",
+               "data": {"limit": "rate"}}),
+        "{away}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+}
