@@ -18,6 +18,7 @@ guides! {
     Dependencies => "dependencies.md",
     RequestState => "request-state.md",
     Handles => "handles.md",
+    Policy => "policy.md",
     ClientGuide => "client.md",
     Tasks => "tasks.md",
     Skills => "skills.md",

@@ -12,3 +12,4 @@ pub mod files;
 pub mod fleet;
 pub mod protected;
 pub mod provisioner;
+pub mod shop;

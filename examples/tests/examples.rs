@@ -951,3 +951,144 @@ async fn out_of_descriptors_the_accept_loop_backs_off() {
     drop(held);
     child.kill().await.unwrap();
 }
+
+/// A `tools/call` to the shop as `token`: the status, the `WWW-Authenticate` challenge, and
+/// the JSON-RPC answer (`Null` when the body is not one).
+async fn shop_call(
+    url: &str,
+    token: &str,
+    tool: &str,
+    arguments: serde_json::Value,
+) -> (u16, Option<String>, serde_json::Value) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": tool, "arguments": arguments,
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let authorization = format!("Bearer {token}");
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", tool),
+        ("Authorization", authorization.as_str()),
+    ];
+    let (status, headers, body) = raw_http(url, "POST", "/mcp", &headers, &body.to_string()).await;
+    let challenge = header(&headers, "www-authenticate").map(str::to_owned);
+    (
+        status,
+        challenge,
+        serde_json::from_str(&body).unwrap_or(serde_json::Value::Null),
+    )
+}
+
+fn shop_text(answer: &serde_json::Value) -> String {
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not a text result: {answer}"))
+        .to_owned()
+}
+
+/// Issue #34's example: a basket handle only its owner can use, the checkout's scope step-up
+/// challenge, its per-user rate limit, and an audit line per call that names the user and the
+/// outcome and never the basket.
+#[tokio::test]
+async fn the_shop_seals_baskets_challenges_for_checkout_limits_it_and_audits() {
+    let mut child = Command::new(example("shop"))
+        .args(["--http", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the example starts");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = stderr.next_line().await.unwrap().unwrap();
+    let url = first.strip_prefix("serving MCP at ").unwrap().to_owned();
+
+    let (_, _, one) = shop_call(
+        &url,
+        "alice-browse",
+        "add_to_basket",
+        json!({"item": "green tea"}),
+    )
+    .await;
+    let basket = shop_text(&one);
+    assert!(
+        !basket.contains("green"),
+        "the basket travels sealed: {basket}"
+    );
+    let (_, _, two) = shop_call(
+        &url,
+        "alice-browse",
+        "add_to_basket",
+        json!({"item": "lemon cake", "basket": basket}),
+    )
+    .await;
+    let basket = shop_text(&two);
+    let (_, _, seen) = shop_call(
+        &url,
+        "alice-browse",
+        "view_basket",
+        json!({"basket": basket}),
+    )
+    .await;
+    assert_eq!(shop_text(&seen), "green tea, lemon cake");
+
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp");
+    let (status, challenge, _) =
+        shop_call(&url, "alice-browse", "checkout", json!({"basket": basket})).await;
+    assert_eq!(status, 403);
+    assert_eq!(
+        challenge.unwrap(),
+        format!(
+            "Bearer resource_metadata=\"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp\", error=\"insufficient_scope\", scope=\"shop.checkout\""
+        )
+    );
+    let (_, _, bought) = shop_call(&url, "alice-full", "checkout", json!({"basket": basket})).await;
+    assert_eq!(shop_text(&bought), "alice bought green tea, lemon cake.");
+    let (_, _, stolen) = shop_call(&url, "bob-full", "checkout", json!({"basket": basket})).await;
+    assert_eq!(
+        stolen["error"],
+        json!({"code": -32602, "message": "Invalid or expired handle"})
+    );
+    // Three checkouts a minute for Alice; Bob's refused try spent his own bucket.
+    for _ in 0..2 {
+        let (_, _, again) =
+            shop_call(&url, "alice-full", "checkout", json!({"basket": basket})).await;
+        assert_eq!(shop_text(&again), "alice bought green tea, lemon cake.");
+    }
+    let (_, _, limited) =
+        shop_call(&url, "alice-full", "checkout", json!({"basket": basket})).await;
+    assert_eq!(limited["error"]["code"], -32029, "{limited}");
+    assert_eq!(limited["error"]["data"]["limit"], "rate");
+
+    // The audit log: one line per call that reached the server (the 403 did not), naming the
+    // user and the outcome, never the basket.
+    let mut audit = Vec::new();
+    while audit.len() < 8 {
+        let line = tokio::time::timeout(std::time::Duration::from_secs(10), stderr.next_line())
+            .await
+            .expect("an audit line within 10 s")
+            .unwrap()
+            .expect("stderr is open");
+        assert!(!line.contains(&basket) && !line.contains("green"), "{line}");
+        if line.contains("mcp::audit") {
+            audit.push(line);
+        }
+    }
+    let last = audit.last().unwrap();
+    for field in [
+        "method=tools/call",
+        "target=\"checkout\"",
+        "subject=\"alice\"",
+        "outcome=error -32029",
+    ] {
+        assert!(last.contains(field), "{field} in {last}");
+    }
+    assert!(
+        audit[4].contains("subject=\"bob\"") && audit[4].contains("outcome=error -32602"),
+        "{}",
+        audit[4]
+    );
+}

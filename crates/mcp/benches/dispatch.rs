@@ -5,7 +5,9 @@
 //! - `dispatch/confirm_flow`: the two legs of a multi-round call (call, `input_required` with a
 //!   sealed `requestState`, retry with the answer, result), to compare with one plain call;
 //! - `http_endpoint/echo`: the same call as an HTTP request through the endpoint's tower service
-//!   (headers, body, response body), without a socket.
+//!   (headers, body, response body), without a socket;
+//! - `policy/*`: `dispatch/echo` with one layer of `mcp::policy` on the tool (`none` is the
+//!   same server without any), to read each layer's cost per call.
 //!
 //! No network, one current-thread runtime.
 
@@ -179,8 +181,101 @@ fn dispatch(c: &mut Criterion) {
     group.finish();
 }
 
+/// `dispatch/echo` with each shipped layer alone on the tool, and all of them.
+fn policy(c: &mut Criterion) {
+    use mcp::policy::{Audit, ConcurrencyLimit, Rate, RateLimit, RequireScopes, Timeout};
+    use std::time::Duration;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let plain = request(&call("echo", None));
+    let caller = TransportContext {
+        principal: Some(mcp::seal::Principal::new("bench").subject("alice")),
+        scopes: Some(vec!["echo".to_owned()].into()),
+        ..TransportContext::default()
+    };
+    let rate = || RateLimit::per_principal("echo", Rate::new(u32::MAX, Duration::from_secs(1)));
+    let servers: Vec<(&str, McpServer)> = vec![
+        ("none", McpServer::new("bench").tool(echo)),
+        (
+            "timeout",
+            McpServer::new("bench")
+                .tool(echo)
+                .tool_layer("echo", Timeout::new(Duration::from_secs(30))),
+        ),
+        (
+            "concurrency",
+            McpServer::new("bench")
+                .tool(echo)
+                .tool_layer("echo", ConcurrencyLimit::new(1024)),
+        ),
+        (
+            "rate_limit",
+            McpServer::new("bench")
+                .tool(echo)
+                .tool_layer("echo", rate()),
+        ),
+        (
+            "audit",
+            McpServer::new("bench").tool(echo).tool_layer(
+                "echo",
+                Audit::new(|r| {
+                    black_box(r.duration);
+                }),
+            ),
+        ),
+        (
+            "scopes",
+            McpServer::new("bench")
+                .tool(echo)
+                .tool_layer("echo", RequireScopes::new(["echo"])),
+        ),
+        (
+            "all_five",
+            McpServer::new("bench")
+                .tool(echo)
+                .layer(Audit::new(|r| {
+                    black_box(r.duration);
+                }))
+                .method_layer("tools/call", Timeout::new(Duration::from_secs(30)))
+                .tool_layer("echo", RequireScopes::new(["echo"]))
+                .tool_layer("echo", ConcurrencyLimit::new(1024))
+                .tool_layer("echo", rate()),
+        ),
+    ];
+    let mut group = c.benchmark_group("policy");
+    for (name, server) in servers {
+        let service = server.into_service().unwrap();
+        let reply = runtime.block_on(async {
+            service
+                .handle_modern(plain.clone(), caller.clone())
+                .collect()
+                .await
+        });
+        let reply = serde_json::to_value(reply.last().unwrap()).unwrap();
+        assert_eq!(
+            reply["result"]["content"][0]["text"], TEXT,
+            "{name}: {reply}"
+        );
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let reply = runtime.block_on(async {
+                    service
+                        .handle_modern(black_box(plain.clone()), caller.clone())
+                        .collect()
+                        .await
+                });
+                black_box(reply)
+            })
+        });
+    }
+    group.finish();
+}
+
 fn main() {
     let mut criterion = Criterion::default().configure_from_args();
     dispatch(&mut criterion);
+    policy(&mut criterion);
     criterion.final_summary();
 }
