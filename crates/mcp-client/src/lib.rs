@@ -44,7 +44,9 @@ mod error;
 mod memory;
 #[cfg(feature = "oauth")]
 pub mod oauth;
+mod trace;
 mod transport;
+pub use trace::{CLIENT_SPAN, call_span};
 
 pub use cache::{CacheMode, CacheStore, MemoryCache};
 pub use callbacks::RequestInfo;

@@ -113,6 +113,8 @@ impl<T: HandleKind> Handle<T> {
             .await
             .map_err(|e| {
                 tracing::debug!(kind = T::KIND, reason = %e.reason().as_str(), "handle refused");
+                #[cfg(feature = "otel")]
+                crate::otel::count_seal_failure("handle", e.reason().as_str().to_owned());
                 invalid_handle()
             })?;
         serde_json::from_str(&plaintext).map_err(|e| {

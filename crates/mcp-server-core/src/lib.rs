@@ -58,6 +58,8 @@ mod json_size;
 mod limits;
 mod memory;
 mod notify;
+#[cfg(feature = "otel")]
+mod otel;
 mod peer;
 pub mod policy;
 pub mod registry;

@@ -220,6 +220,13 @@ impl ClientRequester {
             sink,
         };
         let message = match request.to_request(id.clone()) {
+            #[cfg(feature = "otel")]
+            Ok(mut m) => {
+                // The client's handling of this request continues the call's trace.
+                crate::otel::inject_into_params(&tracing::Span::current(), &mut m.params);
+                m
+            }
+            #[cfg(not(feature = "otel"))]
             Ok(m) => m,
             Err(e) => {
                 guard.disarm(false);

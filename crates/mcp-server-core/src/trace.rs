@@ -1,16 +1,24 @@
 //! What a request leaves in `tracing`: one span per request, named [`REQUEST_SPAN`], with the
-//! same fields whatever the era or transport (namespaced `mcp.*`, so they sit beside a web
-//! framework's own), and debug events for rounds and refusals.
+//! same fields whatever the era or transport. The fields are OpenTelemetry's semantic
+//! conventions for MCP (GenAI conventions, MCP server spans, development status), so that
+//! with `tracing-opentelemetry` (the `otel` feature) the span is the conventions' server span,
+//! and a few of ours (`mcp.round`, `mcp.outcome`, `mcp.duration_us`):
 //!
 //! | field | value |
 //! | --- | --- |
-//! | `mcp.era` | `2026-07-28`, `2025-11-25`, … the protocol version the request is served at |
-//! | `mcp.method` | the JSON-RPC method |
-//! | `mcp.name` | the tool or prompt name, or the resource URI, for the methods that have one |
-//! | `mcp.request_id` | the JSON-RPC request id |
+//! | `otel.name` | the conventions' span name: `{method} {tool or prompt name}`, or `{method}` |
+//! | `otel.kind` | `server` |
+//! | `mcp.method.name` | the JSON-RPC method |
+//! | `mcp.protocol.version` | `2026-07-28`, `2025-11-25`, … the version the request is served at |
+//! | `jsonrpc.request.id` | the JSON-RPC request id |
+//! | `gen_ai.tool.name`, `gen_ai.prompt.name`, `mcp.resource.uri` | what `tools/call`, `prompts/get`, `resources/*` name |
+//! | `network.transport` | `tcp` (HTTP) or `pipe` (stdio), as the transport says ([`TransportContext::network_transport`](crate::TransportContext::network_transport)) |
+//! | `gen_ai.operation.name` | `execute_tool` on `tools/call` |
+//! | `error.type` | the JSON-RPC error code as a string, or `tool_error` for a result with `isError: true` |
+//! | `rpc.response.status_code` | the JSON-RPC error code, when the answer is an error |
+//! | `otel.status_code`, `otel.status_description` | `ERROR` and the error's message, for the codes the conventions count as server errors (not -32700, -32600, -32601, -32602, -32002) and tool errors |
 //! | `mcp.round` | for resolver flows on 2026-07-28: 1 for the first call, 2 for the first retry, … |
-//! | `mcp.outcome` | `complete`, `input_required`, `error`, or `cancelled` |
-//! | `mcp.error_code` | the JSON-RPC error code, when the outcome is `error` |
+//! | `mcp.outcome` | `complete`, `input_required`, `error`, `tool_error` or `cancelled` |
 //! | `mcp.duration_us` | from the request's arrival to its answer |
 //!
 //! Nothing secret is recorded at any level: no arguments, answers, `requestState`, keys or
@@ -32,6 +40,8 @@ pub const REQUEST_SPAN: &str = "mcp.request";
 pub(crate) struct RequestSpan {
     pub(crate) span: Span,
     started: Instant,
+    #[cfg(feature = "otel")]
+    labels: crate::otel::Labels,
 }
 
 impl RequestSpan {
@@ -39,32 +49,78 @@ impl RequestSpan {
         request: &JsonRpcRequest,
         typed: Option<&ClientRequest>,
         era: Option<&str>,
+        network: Option<&'static str>,
     ) -> Self {
-        let name = typed.and_then(crate::policy::target_of);
+        let (tool, prompt, uri) = match typed {
+            Some(ClientRequest::CallTool(p)) => (Some(p.name.as_str()), None, None),
+            Some(ClientRequest::GetPrompt(p)) => (None, Some(p.name.as_str()), None),
+            Some(t) => (None, None, crate::policy::target_of(t)),
+            None => (None, None, None),
+        };
+        let method = request.method.as_str();
         let span = tracing::info_span!(
             "mcp.request",
-            mcp.era = era.unwrap_or("unknown"),
-            mcp.method = %request.method,
-            mcp.name = name,
-            mcp.request_id = %request.id,
+            otel.name = Empty,
+            otel.kind = "server",
+            otel.status_code = Empty,
+            otel.status_description = Empty,
+            mcp.method.name = method,
+            mcp.protocol.version = era.unwrap_or("unknown"),
+            jsonrpc.request.id = %request.id,
+            gen_ai.tool.name = tool,
+            gen_ai.prompt.name = prompt,
+            mcp.resource.uri = uri,
+            network.transport = network,
+            gen_ai.operation.name = tool.map(|_| "execute_tool"),
+            "error.type" = Empty,
+            rpc.response.status_code = Empty,
             mcp.round = Empty,
             mcp.outcome = Empty,
-            mcp.error_code = Empty,
             mcp.duration_us = Empty,
         );
+        if !span.is_disabled() {
+            match tool.or(prompt) {
+                Some(target) => span.record("otel.name", format!("{method} {target}")),
+                None => span.record("otel.name", method),
+            };
+            #[cfg(feature = "otel")]
+            crate::otel::continue_trace(&span, typed.and_then(ClientRequest::meta));
+        }
         Self {
             span,
             started: Instant::now(),
+            #[cfg(feature = "otel")]
+            labels: crate::otel::Labels::new(
+                method,
+                era.unwrap_or("unknown"),
+                tool,
+                prompt,
+                network,
+            ),
         }
     }
 
     /// Records the outcome of `served` (`None`: cancelled, no answer sent).
-    pub(crate) fn finish(&self, served: Option<Result<&str, &ErrorObject>>) {
+    pub(crate) fn finish(self, served: Option<Result<&str, &ErrorObject>>) {
+        if self.span.is_disabled() {
+            #[cfg(feature = "otel")]
+            crate::otel::record_operation(self.labels, self.started, served);
+            return;
+        }
         let outcome = match served {
             None => "cancelled",
             Some(Err(error)) => {
-                self.span.record("mcp.error_code", error.code.0);
-                tracing::debug!(parent: &self.span, code = error.code.0, "refused");
+                let code = error.code.0;
+                // A string, as the conventions type it (and as other SDKs send it).
+                let text = code.to_string();
+                self.span.record("rpc.response.status_code", text.as_str());
+                self.span.record("error.type", text.as_str());
+                if counts_as_server_error(code) {
+                    self.span.record("otel.status_code", "ERROR");
+                    self.span
+                        .record("otel.status_description", error.message.as_str());
+                }
+                tracing::debug!(parent: &self.span, code, "refused");
                 "error"
             }
             // Our own serialization: a result whose type is input_required has this exact
@@ -73,6 +129,11 @@ impl RequestSpan {
                 tracing::debug!(parent: &self.span, "asked the client for input");
                 "input_required"
             }
+            Some(Ok(raw)) if raw.contains(r#""isError":true"#) => {
+                self.span.record("error.type", "tool_error");
+                self.span.record("otel.status_code", "ERROR");
+                "tool_error"
+            }
             Some(Ok(_)) => "complete",
         };
         self.span.record("mcp.outcome", outcome);
@@ -80,10 +141,21 @@ impl RequestSpan {
             "mcp.duration_us",
             u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX),
         );
+        #[cfg(feature = "otel")]
+        crate::otel::record_operation(self.labels, self.started, served);
     }
+}
+
+/// Whether the conventions count a JSON-RPC error code as a server error: the client's
+/// mistakes (parse error, invalid request, unknown method, invalid params, legacy resource not
+/// found) are not.
+pub(crate) fn counts_as_server_error(code: i64) -> bool {
+    !matches!(code, -32700 | -32600 | -32601 | -32602 | -32002)
 }
 
 /// Records the resolver round of the request running now (1 for a first call).
 pub(crate) fn record_round(round: u32) {
     Span::current().record("mcp.round", round);
+    #[cfg(feature = "otel")]
+    crate::otel::record_round(round);
 }

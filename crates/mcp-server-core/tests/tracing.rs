@@ -124,24 +124,29 @@ async fn a_request_is_one_span_with_its_fields_and_nothing_secret() {
     let calls: Vec<&Value> = closed
         .iter()
         .copied()
-        .filter(|l| l["span"]["mcp.method"] == "tools/call")
+        .filter(|l| l["span"]["mcp.method.name"] == "tools/call")
         .collect();
     assert_eq!(calls.len(), 3, "{output}");
-    let field = |i: usize, name: &str| calls[i]["span"][format!("mcp.{name}")].clone();
-    assert_eq!(field(0, "era"), "2026-07-28");
-    assert_eq!(field(0, "name"), "deploy");
-    assert_eq!(field(0, "round"), 1);
-    assert_eq!(field(0, "outcome"), "input_required");
-    assert_eq!(field(1, "round"), 2);
-    assert_eq!(field(1, "outcome"), "complete");
-    assert_eq!(field(2, "outcome"), "error");
-    assert_eq!(field(2, "error_code"), -32602);
-    assert!(field(1, "duration_us").is_u64(), "{}", calls[1]);
-    assert!(field(0, "request_id").is_string(), "{}", calls[0]);
+    let field = |i: usize, name: &str| calls[i]["span"][name].clone();
+    assert_eq!(field(0, "mcp.protocol.version"), "2026-07-28");
+    assert_eq!(field(0, "gen_ai.tool.name"), "deploy");
+    assert_eq!(field(0, "gen_ai.operation.name"), "execute_tool");
+    assert_eq!(field(0, "otel.name"), "tools/call deploy");
+    assert_eq!(field(0, "otel.kind"), "server");
+    assert_eq!(field(0, "mcp.round"), 1);
+    assert_eq!(field(0, "mcp.outcome"), "input_required");
+    assert_eq!(field(1, "mcp.round"), 2);
+    assert_eq!(field(1, "mcp.outcome"), "complete");
+    assert_eq!(field(2, "mcp.outcome"), "error");
+    assert_eq!(field(2, "rpc.response.status_code"), "-32602");
+    assert_eq!(field(2, "error.type"), "-32602");
+    assert!(field(1, "mcp.duration_us").is_u64(), "{}", calls[1]);
+    assert!(field(0, "jsonrpc.request.id").is_string(), "{}", calls[0]);
     assert!(
-        closed.iter().any(
-            |l| l["span"]["mcp.method"] == "tools/list" && l["span"]["mcp.era"] == "2025-11-25"
-        ),
+        closed
+            .iter()
+            .any(|l| l["span"]["mcp.method.name"] == "tools/list"
+                && l["span"]["mcp.protocol.version"] == "2025-11-25"),
         "{output}"
     );
     // The seal failure is explained, by its reason only.

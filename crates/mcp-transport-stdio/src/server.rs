@@ -140,7 +140,10 @@ where
         }
         Ok::<_, std::io::Error>(())
     });
-    let (session, mut unsolicited) = service.connect(TransportContext::default());
+    let (session, mut unsolicited) = service.connect(TransportContext {
+        network_transport: Some("pipe"),
+        ..TransportContext::default()
+    });
     let in_flight_cap = Arc::new(Semaphore::new(session.limits().max_in_flight.max(1)));
     let forward = out_tx.clone();
     let unsolicited_task = tokio::spawn(async move {

@@ -75,6 +75,9 @@ pub use mcp_state_seal as seal;
 #[cfg(feature = "server")]
 pub use mcp_state_seal::RequestStateSecurity;
 
+#[cfg(feature = "otel")]
+pub mod otel;
+
 /// Layers around requests (timeout, concurrency and rate limits, audit, scopes): see
 /// `docs/policy.md`.
 #[cfg(feature = "server")]

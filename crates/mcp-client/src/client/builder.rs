@@ -332,6 +332,8 @@ impl ClientBuilder {
             serving: Arc::new(AtomicUsize::new(0)),
             negotiated: Mutex::new(None),
             closed: Mutex::new(None),
+            #[cfg(feature = "otel")]
+            opened: std::time::Instant::now(),
         });
         tokio::spawn(read_loop(inner.clone()));
         let client = Client {

@@ -264,6 +264,28 @@ impl Client {
     async fn drive<P, T>(
         &self,
         method: &str,
+        params: P,
+        options: CallOptions,
+    ) -> Result<T, ClientError>
+    where
+        P: RetryParams + Serialize + HasMetaMut,
+        T: DeserializeOwned,
+    {
+        // One span over the rounds, so that each round's request (and the server's spans
+        // under it) belongs to one trace even when the caller has no span of its own.
+        let span = crate::trace::call_span_of(method);
+        if !span.is_disabled()
+            && let Ok(raw) = mcp_types::jsonrpc::to_raw(&params)
+        {
+            crate::trace::name(&span, method, Some(&raw));
+        }
+        tracing::Instrument::instrument(self.rounds(method, params, options), span).await
+    }
+
+    /// [`drive`](Self::drive)'s rounds.
+    async fn rounds<P, T>(
+        &self,
+        method: &str,
         mut params: P,
         options: CallOptions,
     ) -> Result<T, ClientError>
@@ -277,7 +299,10 @@ impl Client {
         let mut retries = 0u32;
         loop {
             let round = match self.leg::<P, T>(method, &mut params, &options).await? {
-                Outcome::Complete(result) => return Ok(result),
+                Outcome::Complete(result) => {
+                    tracing::Span::current().record("mcp.rounds", retries + 1);
+                    return Ok(result);
+                }
                 Outcome::InputRequired(round) => round,
             };
             if retries >= self.inner.max_rounds {

@@ -60,6 +60,9 @@ pub(crate) struct Inner {
     pub(crate) serving: Arc<AtomicUsize>,
     pub(crate) negotiated: Mutex<Option<Negotiated>>,
     pub(crate) closed: Mutex<Option<String>>,
+    /// When the connection opened (`mcp.client.session.duration`).
+    #[cfg(feature = "otel")]
+    pub(crate) opened: std::time::Instant,
 }
 
 /// Reads every message from the server: answers go to their waiting requests, notifications
@@ -202,6 +205,18 @@ impl Inner {
     /// Answers a legacy server-to-client request with the same callbacks the 2026-07-28 loop
     /// uses.
     pub(crate) async fn serve_server_request(&self, request: JsonRpcRequest) {
+        // The span ends once the answer is ready, before it is sent: the server goes on as
+        // soon as the answer arrives, and a program that exits right after its call ended
+        // still has this span to export.
+        let span = crate::trace::served_span(&request);
+        let reply =
+            tracing::Instrument::instrument(self.answer_server_request(request), span).await;
+        if let Err(e) = self.transport.send(reply).await {
+            tracing::warn!(error = %e, "could not answer a server-to-client request");
+        }
+    }
+
+    async fn answer_server_request(&self, request: JsonRpcRequest) -> JsonRpcMessage {
         let info = RequestInfo {
             key: request.id.to_string(),
             method: request.method.clone(),
@@ -228,15 +243,12 @@ impl Inner {
                 }
             }
         };
-        let reply = match result.and_then(|r| {
+        match result.and_then(|r| {
             JsonRpcResponse::new(request.id.clone(), &r)
                 .map_err(|e| ErrorObject::internal(e.to_string()))
         }) {
             Ok(response) => JsonRpcMessage::Response(response),
             Err(error) => JsonRpcMessage::Error(JsonRpcError::new(Some(request.id), error)),
-        };
-        if let Err(e) = self.transport.send(reply).await {
-            tracing::warn!(error = %e, "could not answer a server-to-client request");
         }
     }
 }

@@ -126,6 +126,12 @@ impl Client {
 
     /// Closes the connection.
     pub async fn close(&self) {
+        #[cfg(feature = "otel")]
+        if self.era() == Some(Era::Legacy)
+            && let Some(version) = self.protocol_version()
+        {
+            crate::trace::otel::record_session(self.inner.opened, &version);
+        }
         self.inner.transport.close().await;
     }
 
@@ -194,8 +200,42 @@ impl Client {
         answer
     }
 
-    /// Sends the request, again when the connection failed it and it is safe to repeat.
+    /// Sends the request in its span (see [`crate::trace`]), again when the connection failed
+    /// it and it is safe to repeat.
     async fn request_sent(
+        &self,
+        method: &str,
+        #[cfg_attr(not(feature = "otel"), allow(unused_mut))] mut params: Option<Box<RawValue>>,
+        wait: Wait,
+    ) -> Result<Box<RawValue>, ClientError> {
+        let version = self.protocol_version();
+        let span = crate::trace::request_span(method, version.as_deref(), params.as_deref());
+        #[cfg(feature = "otel")]
+        crate::trace::otel::inject(&span, &mut params);
+        #[cfg(feature = "otel")]
+        let started = std::time::Instant::now();
+        let answer =
+            tracing::Instrument::instrument(self.resent(method, params, wait), span.clone()).await;
+        let error = match &answer {
+            Ok(raw) => {
+                crate::trace::record_answer(&span, Ok(raw.get()));
+                None
+            }
+            Err(ClientError::Server(error)) => {
+                crate::trace::record_answer(&span, Err(error));
+                Some(error.code.0.to_string())
+            }
+            Err(_) => Some("transport".to_owned()),
+        };
+        #[cfg(feature = "otel")]
+        crate::trace::otel::record_operation(method, version.as_deref(), started, error);
+        #[cfg(not(feature = "otel"))]
+        drop(error);
+        answer
+    }
+
+    /// [`request_sent`](Self::request_sent)'s work: the request, and its resends.
+    async fn resent(
         &self,
         method: &str,
         mut params: Option<Box<RawValue>>,
@@ -312,6 +352,7 @@ impl Client {
             .as_ref()
             .map(|token| ProgressWaiter::register(inner, token));
         let request_id = id.clone();
+        tracing::Span::current().record("jsonrpc.request.id", tracing::field::display(&id));
         let request = JsonRpcRequest {
             id,
             method: method.to_owned(),

@@ -42,6 +42,8 @@ impl Layer for Timeout {
                         timeout_ms = ms,
                         "a request timed out and was stopped"
                     );
+                    #[cfg(feature = "otel")]
+                    crate::otel::count_refusal("timeout");
                     Err(refusal(
                         codes::TIMED_OUT,
                         format!(
@@ -82,6 +84,8 @@ impl Layer for ConcurrencyLimit {
     fn call<'a>(&'a self, call: &'a Call<'a>, next: Next<'a>) -> BoxFuture<'a, Reply> {
         Box::pin(async move {
             let Ok(_permit) = self.permits.try_acquire() else {
+                #[cfg(feature = "otel")]
+                crate::otel::count_refusal("concurrency");
                 return Err(refusal(
                     codes::TOO_MANY_REQUESTS,
                     format!(
@@ -130,6 +134,8 @@ impl Layer for RequireScopes {
         if missing.is_empty() {
             return next.run();
         }
+        #[cfg(feature = "otel")]
+        crate::otel::count_refusal("scope");
         let why = match call.scopes() {
             None => "and this request carries no access token",
             Some(_) => "which the request's access token does not grant",

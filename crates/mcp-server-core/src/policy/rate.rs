@@ -282,6 +282,8 @@ impl Layer for RateLimit {
             match self.store.take(&bucket, self.rate).await {
                 Ok(Admission::Allowed) => next.run().await,
                 Ok(Admission::Refused { retry_after }) => {
+                    #[cfg(feature = "otel")]
+                    crate::otel::count_refusal("rate");
                     let ms = u64::try_from(retry_after.as_millis())
                         .unwrap_or(u64::MAX)
                         .max(1);

@@ -157,6 +157,8 @@ async fn open_state<P: RetryParams>(
             }
             Err(e) => {
                 tracing::debug!(method = parts.method, reason = %e.reason(), "requestState rejected");
+                #[cfg(feature = "otel")]
+                crate::otel::count_seal_failure("requestState", e.reason().to_string());
                 return Err(invalid_request_state());
             }
         }

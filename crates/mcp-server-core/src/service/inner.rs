@@ -40,6 +40,9 @@ pub struct TransportContext {
     /// transport delivered the answer (see [`Delivery`]). `None`: the claim is marked done
     /// as soon as the handler answered.
     pub delivery: Option<Arc<Delivery>>,
+    /// The conventions' `network.transport` of the connection the request came over: `"tcp"`
+    /// (HTTP), `"pipe"` (stdio), or `None` (in memory). Recorded on each request's span.
+    pub network_transport: Option<&'static str>,
 }
 
 impl fmt::Debug for TransportContext {
@@ -49,6 +52,7 @@ impl fmt::Debug for TransportContext {
             .field("scopes", &self.scopes)
             .field("context", &self.context.is_some())
             .field("delivery", &self.delivery.is_some())
+            .field("network_transport", &self.network_transport)
             .finish()
     }
 }
@@ -167,6 +171,23 @@ pub(crate) struct SessionState {
     pub(super) inflight: Mutex<HashMap<RequestId, Tracked>>,
     pub(super) pending: Arc<Pending>,
     pub(super) closed: CancellationToken,
+    /// When the connection opened (`mcp.server.session.duration`).
+    #[cfg(feature = "otel")]
+    pub(super) opened: std::time::Instant,
+}
+
+/// A 2025-11-25 session's duration is recorded when the last of its parts lets go of it.
+#[cfg(feature = "otel")]
+impl Drop for SessionState {
+    fn drop(&mut self) {
+        if let Some(legacy) = self.legacy.get_mut().ok().and_then(|l| l.take()) {
+            crate::otel::record_session(
+                self.opened,
+                &legacy.protocol_version,
+                self.transport.network_transport,
+            );
+        }
+    }
 }
 
 impl SessionState {

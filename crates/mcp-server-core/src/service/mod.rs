@@ -201,6 +201,8 @@ impl Service {
             inflight: Mutex::new(HashMap::new()),
             pending: Arc::new(Pending::default()),
             closed: CancellationToken::new(),
+            #[cfg(feature = "otel")]
+            opened: std::time::Instant::now(),
         });
         (Session { state }, rx)
     }

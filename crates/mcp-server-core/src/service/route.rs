@@ -47,7 +47,11 @@ pub(super) fn spawn_request(
             .with_legacy(|l| l.protocol_version.clone())
             .map(std::borrow::Cow::Owned),
     };
-    let traced = RequestSpan::open(&request, typed.as_ref().ok(), era.as_deref());
+    let network = route
+        .transport()
+        .network_transport
+        .or_else(|| route.session().and_then(|s| s.transport.network_transport));
+    let traced = RequestSpan::open(&request, typed.as_ref().ok(), era.as_deref(), network);
     let span = traced.span.clone();
     let (sink, rx) = Sink::channel();
     let task = async move {

@@ -16,6 +16,7 @@ use mcp_types::{
 use serde_json::value::RawValue;
 
 use crate::limits::SessionLimits;
+use crate::trace::RequestSpan;
 
 use super::{envelope::*, inner::*, legacy::*, route::*};
 
@@ -156,11 +157,10 @@ impl Session {
         back_channel: bool,
     ) -> ResponseStream {
         if request.method == methods::INITIALIZE {
-            let response = match self.initialize(&request) {
-                Ok(result) => respond(&request.id, Ok(result)),
-                Err(e) => respond(&request.id, Err(e)),
-            };
-            return ResponseStream::ready(response);
+            let network = transport
+                .network_transport
+                .or(self.state.transport.network_transport);
+            return ResponseStream::ready(self.handshake(&request, network));
         }
         let typed = ClientRequest::from_request(&request);
         let enveloped = match &typed {
@@ -184,28 +184,43 @@ impl Session {
         spawn_request(self.state.inner.clone(), request, typed, route)
     }
 
-    pub(super) fn initialize(
-        &self,
-        request: &JsonRpcRequest,
-    ) -> Result<Box<RawValue>, ErrorObject> {
+    /// Answers `initialize` in its request span (named and parented like every other
+    /// request's, at the version the client asked for).
+    fn handshake(&self, request: &JsonRpcRequest, network: Option<&'static str>) -> JsonRpcMessage {
         let cap = self.state.inner.server.limits.max_initialize_params;
-        if request
+        let typed = if request
             .params
             .as_deref()
             .is_some_and(|p| p.get().len() > cap)
         {
-            return Err(ErrorObject::invalid_params(format!(
+            Err(ErrorObject::invalid_params(format!(
                 "initialize params exceed {cap} bytes; send a smaller clientInfo and capabilities"
-            )));
-        }
-        let params: InitializeRequestParams = match ClientRequest::from_request(request) {
+            )))
+        } else {
+            ClientRequest::from_request(request).map_err(params_error)
+        };
+        let asked = match &typed {
+            Ok(ClientRequest::Initialize(p)) => Some(p.protocol_version.as_str()),
+            _ => None,
+        };
+        let traced = RequestSpan::open(request, typed.as_ref().ok(), asked, network);
+        let result = traced.span.in_scope(|| self.initialize(typed));
+        traced.finish(Some(result.as_ref().map(|raw| raw.get())));
+        respond(&request.id, result)
+    }
+
+    pub(super) fn initialize(
+        &self,
+        typed: Result<ClientRequest, ErrorObject>,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        let params: InitializeRequestParams = match typed {
             Ok(ClientRequest::Initialize(p)) => p,
             Ok(_) => {
                 return Err(ErrorObject::internal(
                     "initialize decoded as another method",
                 ));
             }
-            Err(e) => return Err(params_error(e)),
+            Err(e) => return Err(e),
         };
         let version = if LEGACY_VERSIONS.contains(&params.protocol_version.as_str()) {
             params.protocol_version.clone()

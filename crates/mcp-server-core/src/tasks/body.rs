@@ -205,6 +205,12 @@ async fn run(
     if let Terminal::Failed(e) = &terminal {
         let _ = store.set_status_message(&id, Some(e.message.clone())).await;
     }
+    #[cfg(feature = "otel")]
+    crate::otel::count_task(match &terminal {
+        Terminal::Completed(_) => "completed",
+        Terminal::Failed(_) => "failed",
+        Terminal::Cancelled => "cancelled",
+    });
     store_end(store, &id, terminal, lease_until).await;
 }
 

@@ -175,6 +175,7 @@ impl Endpoint {
                 scopes,
                 context: Some(request_headers.clone()),
                 delivery: Some(delivery.clone()),
+                network_transport: Some("tcp"),
             },
             headers: request_headers,
             permit: permit.clone(),

@@ -105,6 +105,7 @@ impl Sessions {
         // its own.
         let kept = TransportContext {
             principal: incoming.transport.principal.clone(),
+            network_transport: Some("tcp"),
             ..TransportContext::default()
         };
         let (session, unsolicited) = service.connect(kept);
