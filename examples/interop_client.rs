@@ -543,6 +543,17 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // With OTEL_EXPORTER_OTLP_ENDPOINT set, every request's span is exported and its trace
+    // context travels in `_meta` (`cargo xtask interop`'s OpenTelemetry cells).
+    let otel = mcp_examples::cli::observe();
+    let code = drive(target, era, probe, with_apps).await;
+    if let Some(otel) = otel {
+        otel.shutdown().await;
+    }
+    code
+}
+
+async fn drive(target: Target, era: String, probe: bool, with_apps: bool) -> ExitCode {
     let script = Shared::default();
     let client = match connect(&target, &era, probe, with_apps, &script).await {
         Ok(client) => client,

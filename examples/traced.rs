@@ -1,7 +1,8 @@
 //! The Files server with its traces as JSON lines on stderr: one `mcp.request` span per
-//! request with the fields `crates/mcp-server-core/src/trace.rs` documents (`mcp.era`,
-//! `mcp.method`, `mcp.name`, `mcp.request_id`, `mcp.round`, `mcp.outcome`, `mcp.error_code`,
-//! `mcp.duration_us`), closed when the request is answered. Nothing secret is traced at any
+//! request with the fields `docs/observability.md` lists (OpenTelemetry's MCP conventions:
+//! `mcp.method.name`, `mcp.protocol.version`, `jsonrpc.request.id`, `gen_ai.tool.name`,
+//! `error.type`, …, and ours: `mcp.round`, `mcp.outcome`, `mcp.duration_us`), closed when the
+//! request is answered. Nothing secret is traced at any
 //! level, so `RUST_LOG=trace` is safe to ship to a log store.
 //!
 //! ```sh

@@ -56,6 +56,43 @@ impl Listen {
 /// Serves `server` where the command line says, until stdin closes (stdio) or, over HTTP,
 /// SIGTERM or Ctrl-C (then it drains: see `McpHttpService::serve_with_shutdown`).
 pub async fn run(server: impl IntoService) -> Result<(), mcp::ServeError> {
+    let otel = observe();
+    let served = serve(server).await;
+    if let Some(otel) = otel {
+        otel.shutdown().await;
+    }
+    served
+}
+
+/// OpenTelemetry when the standard variables name an OTLP endpoint
+/// (`OTEL_EXPORTER_OTLP_ENDPOINT`; `OTEL_SERVICE_NAME`, else the program's name): the
+/// request spans and metrics go there (`docs/observability.md`).
+pub fn observe() -> Option<mcp::otel::Otel> {
+    let program = std::env::args()
+        .next()
+        .and_then(|p| {
+            std::path::Path::new(&p)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "mcp-example".into());
+    match mcp::otel::Otel::from_env(&program) {
+        Ok(Some(otel)) => match otel.set_global_subscriber() {
+            Ok(()) => Some(otel),
+            Err(e) => {
+                eprintln!("OpenTelemetry is off: {e}");
+                None
+            }
+        },
+        Ok(None) => None,
+        Err(e) => {
+            eprintln!("OpenTelemetry is off: {e}");
+            None
+        }
+    }
+}
+
+async fn serve(server: impl IntoService) -> Result<(), mcp::ServeError> {
     match Listen::from_env() {
         Listen::Stdio => mcp::stdio::serve(server).await,
         Listen::Http(addr) => {

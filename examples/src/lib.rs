@@ -10,6 +10,7 @@ pub mod cli;
 pub mod deployer;
 pub mod files;
 pub mod fleet;
+pub mod otlp;
 pub mod protected;
 pub mod provisioner;
 pub mod shop;

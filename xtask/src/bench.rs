@@ -118,6 +118,15 @@ fn implementations(bin: &Path, python: Option<&Path>) -> Vec<Implementation> {
             latency: true,
             sessions: Some(vec![exe("our-echo"), "--http-wide".into(), "{port}".into()]),
         },
+        // The same server with the `otel` feature compiled in and no exporter installed.
+        Implementation {
+            name: "ours-otel",
+            http: vec![exe("our-echo-otel"), "--http".into(), "{port}".into()],
+            stdio: Some(vec![exe("our-echo-otel"), "--stdio".into()]),
+            flow: false,
+            latency: false,
+            sessions: None,
+        },
         Implementation {
             name: "rmcp",
             http: vec![exe("rmcp-echo"), "--http".into(), "{port}".into()],
@@ -195,6 +204,18 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
     run(Command::new(env_cargo())
         .current_dir(&root)
         .args(["build", "--release", "--manifest-path"])
+        .arg(bench_dir.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", &target))?;
+    // Apart, so its `otel` feature stays out of our-echo (see bench/Cargo.toml).
+    run(Command::new(env_cargo())
+        .current_dir(&root)
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "our-echo-otel",
+            "--manifest-path",
+        ])
         .arg(bench_dir.join("Cargo.toml"))
         .env("CARGO_TARGET_DIR", &target))?;
     let bin = target.join("release");
@@ -672,6 +693,20 @@ fn targets() -> Vec<Target> {
         ("ours", cpu(FLOW_CONNS)),
         true,
         1.2,
+    ));
+    list.push(ratio(
+        "HTTP server CPU per tools/call, `otel` on and no exporter (64 conn.) ≤ 1.05× ours".into(),
+        ("ours-otel", cpu(64)),
+        ("ours", cpu(64)),
+        true,
+        1.05,
+    ));
+    list.push(ratio(
+        "stdio server CPU per call, `otel` on and no exporter ≤ 1.05× ours".into(),
+        ("ours-otel", stdio_cpu()),
+        ("ours", stdio_cpu()),
+        true,
+        1.05,
     ));
     let rss = || getter(|r| r.http["idle_rss_kb"].as_f64().map(|k| k / 1024.0));
     list.push(Target {

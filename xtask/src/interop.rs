@@ -13,6 +13,11 @@
 //! servers listen on 127.0.0.1 at a free port; each is started for its cell and stopped by the
 //! PID of the child spawned here. Logs go to `target/interop/`.
 //!
+//! One more cell, `python otel`, runs `examples/python/otel_interop.py`: with an OTLP receiver
+//! of its own, it checks that a trace started by the Python SDK's client continues in our
+//! server, and that one started by our client continues in the Python SDK's server (and, in
+//! 2025-11-25, back into our client for the questions asked mid-call), in both eras.
+//!
 //! The Python SDK lives in the `target/py` virtual environment ([`python_env`]). The
 //! TypeScript SDK is installed from the npm registry with `npm ci` into
 //! `examples/typescript/node_modules` (ignored by git), from the committed
@@ -313,6 +318,25 @@ pub(crate) fn interop() -> Result<(), String> {
             }
         }
     }
+    // OpenTelemetry across the boundary, both ways and in both eras (one script, its own
+    // OTLP receiver): see examples/python/otel_interop.py.
+    let started = Instant::now();
+    match otel_cell(&programs) {
+        Ok(summary) => {
+            passed += 1;
+            println!(
+                "PASS  python otel (trace context both ways)  ({summary}, {:.1}s)",
+                started.elapsed().as_secs_f64()
+            );
+        }
+        Err(detail) => {
+            failed += 1;
+            println!("FAIL  python otel (trace context both ways)");
+            for line in detail.lines() {
+                println!("        {line}");
+            }
+        }
+    }
     println!("interop: {passed} passed, {failed} failed");
     if failed == 0 {
         Ok(())
@@ -347,20 +371,32 @@ fn run_cell(programs: &Programs, cell: &Cell) -> Result<String, String> {
     let mut child = spawn_to(&mut client, &out, &err)?;
     let status = wait_with_timeout(&mut child, CELL_TIMEOUT);
     drop(server);
-    let output = std::fs::read_to_string(&out).unwrap_or_default();
+    finish(status, &out, &err, "client", CELL_TIMEOUT)
+}
+
+/// A finished child's summary (the last line it printed) when it exited 0; else what went
+/// wrong: its status, its lines other than `ok …`, and the last lines of its stderr.
+fn finish(
+    status: Option<std::process::ExitStatus>,
+    out: &Path,
+    err: &Path,
+    what: &str,
+    timeout: Duration,
+) -> Result<String, String> {
+    let output = std::fs::read_to_string(out).unwrap_or_default();
     let summary = output.lines().last().unwrap_or("").to_owned();
     match status {
         Some(s) if s.success() => Ok(summary),
         status => {
             let mut detail = match status {
-                Some(s) => format!("client exited with {s}\n"),
-                None => format!("client killed after {}s\n", CELL_TIMEOUT.as_secs()),
+                Some(s) => format!("{what} exited with {s}\n"),
+                None => format!("{what} killed after {}s\n", timeout.as_secs()),
             };
             for line in output.lines().filter(|l| !l.starts_with("ok ")) {
                 detail.push_str(line);
                 detail.push('\n');
             }
-            let errors = std::fs::read_to_string(&err).unwrap_or_default();
+            let errors = std::fs::read_to_string(err).unwrap_or_default();
             let tail: Vec<&str> = errors.lines().rev().take(15).collect();
             if !tail.is_empty() {
                 detail.push_str(&format!("last lines of {}:\n", err.display()));
@@ -373,6 +409,28 @@ fn run_cell(programs: &Programs, cell: &Cell) -> Result<String, String> {
             Err(detail)
         }
     }
+}
+
+/// Runs `otel_interop.py`: a Python client's trace continued by our server, and our client's
+/// continued by a Python server, each checked span by span at an OTLP receiver.
+fn otel_cell(programs: &Programs) -> Result<String, String> {
+    let out = programs.logs.join("otel.client.out");
+    let err = programs.logs.join("otel.client.err");
+    let mut command = Command::new(&programs.python);
+    command
+        .arg(programs.python_client.with_file_name("otel_interop.py"))
+        .arg("--rust-server")
+        .arg(&programs.rust_server)
+        .arg("--rust-client")
+        .arg(&programs.rust_client)
+        .arg("--logs")
+        .arg(&programs.logs)
+        .env("PYTHONUNBUFFERED", "1")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .current_dir(workspace_root());
+    let mut child = spawn_to(&mut command, &out, &err)?;
+    let status = wait_with_timeout(&mut child, 2 * CELL_TIMEOUT);
+    finish(status, &out, &err, "otel_interop.py", 2 * CELL_TIMEOUT)
 }
 
 /// An HTTP server this task spawned; dropping it kills that child (by its PID) and reaps it.

@@ -55,6 +55,12 @@ mod semver;
 
 /// The Python SDK version the interop tests run against.
 const PYTHON_MCP: &str = "mcp==2.3.0";
+/// What else the `target/py` environment holds: the OpenTelemetry SDK and its OTLP/HTTP exporter
+/// (which brings `opentelemetry-proto`), for the interop task's OpenTelemetry cells.
+const PYTHON_OTEL: [&str; 2] = [
+    "opentelemetry-sdk==1.45.2",
+    "opentelemetry-exporter-otlp-proto-http==1.45.2",
+];
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
@@ -193,23 +199,25 @@ fn python_env() -> Result<PathBuf, String> {
     let venv = workspace_root().join("target").join("py");
     let python = venv.join("bin").join("python");
     let marker = venv.join(".installed");
-    let wanted = PYTHON_MCP;
-    if std::fs::read_to_string(&marker).ok().as_deref() == Some(wanted) {
+    let wanted = format!("{PYTHON_MCP} {}", PYTHON_OTEL.join(" "));
+    if std::fs::read_to_string(&marker).ok().as_deref() == Some(wanted.as_str()) {
         return Ok(python);
     }
     let system_python = env::var("PYTHON").unwrap_or_else(|_| "python3".into());
     run(Command::new(&system_python)
         .args(["-m", "venv", "--clear"])
         .arg(&venv))?;
-    run(Command::new(&python).args([
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        wanted,
-    ]))?;
-    std::fs::write(&marker, wanted)
+    run(Command::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            PYTHON_MCP,
+        ])
+        .args(PYTHON_OTEL))?;
+    std::fs::write(&marker, &wanted)
         .map_err(|e| format!("could not write {}: {e}", marker.display()))?;
     Ok(python)
 }

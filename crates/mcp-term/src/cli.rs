@@ -97,6 +97,12 @@ pub(crate) struct Opts {
     /// Print each round's keys, methods and the size and SHA-256 of its state on stderr.
     #[arg(long, global = true)]
     pub(crate) trace_rounds: bool,
+    /// Export this run's client spans and metrics (OpenTelemetry's MCP conventions) with
+    /// OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT (default http://127.0.0.1:4318), as
+    /// OTEL_SERVICE_NAME (default mcp-term); the trace continues in the server through `_meta`.
+    #[cfg(feature = "otel")]
+    #[arg(long, global = true)]
+    pub(crate) otel: bool,
     /// The most rounds one call may take.
     #[arg(long, global = true, default_value_t = 10)]
     pub(crate) max_rounds: u32,

@@ -66,10 +66,23 @@ fn main() {
         }
     };
     let exit = runtime.block_on(async {
-        tokio::select! {
+        #[cfg(feature = "otel")]
+        let otel = match cli.opts.otel.then(observe).transpose() {
+            Ok(otel) => otel,
+            Err(f) => return Err(f),
+        };
+        let exit = tokio::select! {
             exit = run(cli, command) => exit,
             _ = tokio::signal::ctrl_c() => Err(fail(code::INTERRUPTED, "interrupted", interrupted().await)),
+        };
+        #[cfg(feature = "otel")]
+        if let Some(otel) = otel {
+            // A collector that is down must not hold the command's exit for long.
+            if tokio::time::timeout(Duration::from_secs(5), otel.shutdown()).await.is_err() {
+                eprintln!("mcp-term: the OpenTelemetry export did not finish within 5 s");
+            }
         }
+        exit
     });
     let code = match exit {
         Ok(code) => code,
@@ -89,6 +102,21 @@ fn main() {
     };
     runtime.shutdown_timeout(Duration::from_millis(200));
     std::process::exit(code);
+}
+
+/// `--otel`: the exporters the `OTEL_*` variables describe, else a collector on this machine's
+/// default OTLP/HTTP port, installed under a subscriber of their own.
+#[cfg(feature = "otel")]
+fn observe() -> Result<mcp::otel::Otel, Fail> {
+    let otel = match mcp::otel::Otel::from_env("mcp-term") {
+        Ok(Some(otel)) => Ok(otel),
+        Ok(None) => mcp::otel::Otel::to_endpoint("http://127.0.0.1:4318", "mcp-term"),
+        Err(e) => Err(e),
+    }
+    .map_err(|e| usage(format!("--otel: {e}")))?;
+    otel.set_global_subscriber()
+        .map_err(|e| usage(format!("--otel: {e}")))?;
+    Ok(otel)
 }
 
 /// After Ctrl-C: a task being followed is cancelled (within 5 s), so it does not run on.

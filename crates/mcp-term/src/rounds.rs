@@ -62,12 +62,19 @@ impl Call {
         }
     }
 
-    #[allow(dead_code)]
     fn method(&self) -> &'static str {
         match self {
             Call::Tool { .. } => "tools/call",
             Call::Prompt { .. } => "prompts/get",
             Call::Read { .. } => "resources/read",
+        }
+    }
+
+    /// The tool or prompt name, or the URI.
+    fn target(&self) -> &str {
+        match self {
+            Call::Tool { name, .. } | Call::Prompt { name, .. } => name,
+            Call::Read { uri } => uri,
         }
     }
 }
@@ -294,8 +301,20 @@ impl Driver {
         })
     }
 
-    /// Runs a 2026-07-28 call from its first leg (or from a resumed round) to the end.
+    /// Runs a 2026-07-28 call from its first leg (or from a resumed round) to the end, its
+    /// rounds in one span (one trace, with `--otel`).
     pub async fn modern(
+        &self,
+        call: &Call,
+        responses: Option<InputResponses>,
+        state: Option<String>,
+        round: u32,
+    ) -> Finished {
+        let span = mcp::client::call_span(call.method(), Some(call.target()));
+        tracing::Instrument::instrument(self.rounds(call, responses, state, round), span).await
+    }
+
+    async fn rounds(
         &self,
         call: &Call,
         mut responses: Option<InputResponses>,
