@@ -30,6 +30,7 @@ guides! {
     WireTypes => "wire-types.md",
     Architecture => "architecture.md",
     McpTerm => "mcp-term.md",
+    Observability => "observability.md",
     Readme => "../README.md",
     McpReadme => "../crates/mcp/README.md",
     TypesReadme => "../crates/mcp-types/README.md",
