@@ -13,6 +13,7 @@ use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequ
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
 
 /// What the receiver got, by path (`/v1/traces`, `/v1/metrics`).
@@ -110,6 +111,14 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The `service.name` of a resource, or "" when it has none.
+fn service_name(resource: Option<&Resource>) -> String {
+    resource
+        .map(|r| attributes(&r.attributes))
+        .and_then(|mut a| a.remove("service.name"))
+        .unwrap_or_default()
+}
+
 /// Every span received so far, decoded.
 pub fn spans(received: &Received) -> Vec<Span> {
     let mut out = Vec::new();
@@ -119,12 +128,7 @@ pub fn spans(received: &Received) -> Vec<Span> {
         }
         let request = ExportTraceServiceRequest::decode(body.clone()).expect("OTLP traces");
         for resource in request.resource_spans {
-            let service = resource
-                .resource
-                .as_ref()
-                .map(|r| attributes(&r.attributes))
-                .and_then(|a| a.get("service.name").cloned())
-                .unwrap_or_default();
+            let service = service_name(resource.resource.as_ref());
             for scope in resource.scope_spans {
                 for span in scope.spans {
                     out.push(Span {
@@ -155,12 +159,7 @@ pub fn metrics(received: &Received) -> BTreeMap<String, Vec<Point>> {
         }
         let request = ExportMetricsServiceRequest::decode(body.clone()).expect("OTLP metrics");
         for resource in request.resource_metrics {
-            let service = resource
-                .resource
-                .as_ref()
-                .map(|r| attributes(&r.attributes))
-                .and_then(|a| a.get("service.name").cloned())
-                .unwrap_or_default();
+            let service = service_name(resource.resource.as_ref());
             for scope in resource.scope_metrics {
                 for metric in scope.metrics {
                     let points: Vec<BTreeMap<String, String>> = match &metric.data {

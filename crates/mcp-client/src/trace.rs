@@ -210,25 +210,11 @@ pub(crate) mod otel {
         if !context.span().span_context().is_valid() {
             return;
         }
-        let mut object = match params
-            .as_deref()
-            .map(|p| serde_json::from_str::<Value>(p.get()))
-        {
-            None => JsonObject::new(),
-            Some(Ok(Value::Object(object))) => object,
-            Some(_) => return,
-        };
-        let meta = object
-            .entry("_meta")
-            .or_insert_with(|| Value::Object(JsonObject::new()));
-        if let Value::Object(meta) = meta {
+        mcp_types::meta::edit_params_meta(params, |meta| {
             opentelemetry::global::get_text_map_propagator(|propagator| {
                 propagator.inject_context(&context, &mut Writer(meta));
             });
-        }
-        if let Ok(raw) = serde_json::value::to_raw_value(&object) {
-            *params = Some(raw);
-        }
+        });
     }
 
     /// Parents `span` on the trace context a server-to-client request's `_meta` carries.

@@ -80,23 +80,7 @@ pub(crate) fn inject_into_params(
     if !span.context().span().span_context().is_valid() {
         return;
     }
-    let mut object = match params
-        .as_deref()
-        .map(|p| serde_json::from_str::<Value>(p.get()))
-    {
-        None => JsonObject::new(),
-        Some(Ok(Value::Object(object))) => object,
-        Some(_) => return,
-    };
-    let meta = object
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(JsonObject::new()));
-    if let Value::Object(meta) = meta {
-        inject(span, meta);
-    }
-    if let Ok(raw) = serde_json::value::to_raw_value(&object) {
-        *params = Some(raw);
-    }
+    mcp_types::meta::edit_params_meta(params, |meta| inject(span, meta));
 }
 
 struct Instruments {

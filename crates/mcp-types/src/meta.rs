@@ -41,6 +41,33 @@ pub const TRACESTATE: &str = "tracestate";
 /// OpenTelemetry `baggage`.
 pub const BAGGAGE: &str = "baggage";
 
+/// Edits the `_meta` object of raw request params (params and `_meta` made objects when
+/// absent) and writes the params back. Params that are not an object, or a `_meta` that is
+/// not one, are left as they are.
+pub fn edit_params_meta(
+    params: &mut Option<Box<serde_json::value::RawValue>>,
+    edit: impl FnOnce(&mut JsonObject),
+) {
+    let mut object = match params
+        .as_deref()
+        .map(|p| serde_json::from_str::<serde_json::Value>(p.get()))
+    {
+        None => JsonObject::new(),
+        Some(Ok(serde_json::Value::Object(object))) => object,
+        Some(_) => return,
+    };
+    let meta = object
+        .entry("_meta")
+        .or_insert_with(|| serde_json::Value::Object(JsonObject::new()));
+    let serde_json::Value::Object(meta) = meta else {
+        return;
+    };
+    edit(meta);
+    if let Ok(raw) = serde_json::value::to_raw_value(&object) {
+        *params = Some(raw);
+    }
+}
+
 /// A `_meta` object with typed access to the reserved keys.
 ///
 /// The larger members are behind pointers so every type that carries a `_meta` stays small;
@@ -203,5 +230,32 @@ mod tests {
         assert!(is_reserved_key("dev.mcp/x"));
         assert!(!is_reserved_key("com.example.mcp/x"));
         assert!(!is_reserved_key("progressToken"));
+    }
+
+    #[test]
+    fn edit_params_meta_adds_to_meta_and_leaves_what_is_not_an_object() {
+        let add = |meta: &mut JsonObject| {
+            meta.insert(TRACEPARENT.into(), "00-a-b-01".into());
+        };
+        let mut none = None;
+        edit_params_meta(&mut none, add);
+        assert_eq!(
+            none.unwrap().get(),
+            r#"{"_meta":{"traceparent":"00-a-b-01"}}"#
+        );
+        let mut some = Some(
+            serde_json::value::to_raw_value(&serde_json::json!({"name": "t", "_meta": {"k": 1}}))
+                .unwrap(),
+        );
+        edit_params_meta(&mut some, add);
+        assert_eq!(
+            some.unwrap().get(),
+            r#"{"_meta":{"k":1,"traceparent":"00-a-b-01"},"name":"t"}"#
+        );
+        for odd in [r#"[1]"#, r#"{"_meta":3}"#] {
+            let mut params = Some(serde_json::value::RawValue::from_string(odd.into()).unwrap());
+            edit_params_meta(&mut params, add);
+            assert_eq!(params.unwrap().get(), odd);
+        }
     }
 }
