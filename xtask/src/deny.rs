@@ -76,6 +76,13 @@ fn check() -> Result<(), String> {
         &provenance.commit[..12],
         provenance.date
     );
+    // cargo-deny reads `cargo metadata` for every platform, so it needs the sources of crates
+    // no build on this host downloads (windows-sys, wasm-bindgen's bumpalo): a fresh machine
+    // has none of them, and `--offline` below would fail on the first. The registry is the
+    // one network place CI reaches; after this, the check itself stays offline.
+    run(Command::new(env!("CARGO"))
+        .current_dir(workspace_root())
+        .args(["fetch", "--locked"]))?;
     run(Command::new(env!("CARGO"))
         .current_dir(workspace_root())
         .args(["deny", "--offline", "check"]))
