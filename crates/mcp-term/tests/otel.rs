@@ -19,14 +19,19 @@ async fn otel_exports_the_commands_spans_and_the_server_continues_the_trace() {
     let endpoint = mcp::http::endpoint(mcp_examples::files::server()).unwrap();
     tokio::spawn(endpoint.serve_with_shutdown(listener, "/mcp", std::future::pending()));
 
-    for era in ["2026-07-28", "2025-11-25"] {
+    // The example's folders live in this process: the legacy call goes first and keeps the
+    // folder (`ok=no`), so that both eras find it full and ask.
+    for (era, answer, said) in [
+        ("2025-11-25", "ok=no", "kept the folder\n"),
+        ("2026-07-28", "ok=yes", "deleted /tmp/project\n"),
+    ] {
         let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-term"))
             .args([
                 "call",
                 "delete_folder",
                 "path=/tmp/project",
                 "--answer",
-                "ok=yes",
+                answer,
                 "--era",
                 era,
                 "--otel",
@@ -43,7 +48,7 @@ async fn otel_exports_the_commands_spans_and_the_server_continues_the_trace() {
                 out.status.code(),
                 String::from_utf8_lossy(&out.stdout).as_ref()
             ),
-            (Some(0), "deleted /tmp/project\n"),
+            (Some(0), said),
             "{era}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
@@ -98,7 +103,8 @@ async fn otel_exports_the_commands_spans_and_the_server_continues_the_trace() {
         assert_eq!(served[0].trace, calls[0].trace);
         assert_eq!(served[0].name, "tools/call delete_folder");
     }
-    // 2025-11-25: one request, the server's span its child.
+    // 2025-11-25: one request, the server's span its child, and the question the server
+    // asked mid-call answered by mcp-term in a span that is the server span's child.
     let legacy = spans
         .iter()
         .find(|s| {
@@ -112,5 +118,14 @@ async fn otel_exports_the_commands_spans_and_the_server_continues_the_trace() {
         .find(|s| s.id == legacy.parent)
         .expect("the span of mcp-term's request");
     assert_eq!((sender.service.as_str(), sender.kind), ("mcp-term", CLIENT));
+    let answered = spans
+        .iter()
+        .find(|s| s.service == "mcp-term" && s.name == "elicitation/create")
+        .expect("the span of mcp-term's answer to the legacy question");
+    assert_eq!(
+        (answered.kind, &answered.trace, &answered.parent),
+        (SERVER, &legacy.trace, &legacy.id)
+    );
+    assert_eq!(answered.attributes["mcp.method.name"], "elicitation/create");
     otel.shutdown().await;
 }
