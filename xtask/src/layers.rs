@@ -39,6 +39,9 @@ const LAYERS: &[(&str, Option<&[&str]>)] = &[
             "base64",
             "tokio",
             "url",
+            // One span over a call's rounds (`mcp::client::call_span`, instrumented with
+            // `tracing::Instrument`), for `--otel`; already in the graph through mcp.
+            "tracing",
         ]),
     ),
 ];
