@@ -51,6 +51,7 @@ mod cancel;
 mod context;
 pub mod events;
 mod extension;
+pub mod fleet;
 mod futures;
 pub mod gating;
 mod handle;

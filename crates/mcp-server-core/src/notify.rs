@@ -25,12 +25,15 @@ pub enum ChangeEvent {
 #[derive(Debug, Clone)]
 pub struct ChangeNotifier {
     tx: broadcast::Sender<ChangeEvent>,
+    /// The fleet every change raised here is also published to.
+    fleet: Option<crate::fleet::Fleet>,
 }
 
 impl Default for ChangeNotifier {
     fn default() -> Self {
         ChangeNotifier {
             tx: broadcast::channel(CHANGE_BUFFER).0,
+            fleet: None,
         }
     }
 }
@@ -57,11 +60,52 @@ impl ChangeNotifier {
     }
 
     pub(crate) fn send(&self, event: ChangeEvent) {
+        if let Some(fleet) = &self.fleet {
+            publish(fleet, &event);
+        }
+        self.raise_here(event);
+    }
+
+    /// Raises `event` for this process's subscribers only (one another instance published).
+    pub(crate) fn raise_here(&self, event: ChangeEvent) {
         // No subscriber is not an error: nobody is listening.
         let _ = self.tx.send(event);
+    }
+
+    /// A notifier whose changes also reach every instance of `fleet`.
+    pub(crate) fn for_fleet(fleet: Option<crate::fleet::Fleet>) -> Self {
+        ChangeNotifier {
+            fleet,
+            ..Self::default()
+        }
     }
 
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<ChangeEvent> {
         self.tx.subscribe()
     }
+}
+
+/// Publishes a change raised here to the fleet, in the background (raising one is not async).
+/// A change the bus cannot take is logged: this instance's subscribers still get it.
+fn publish(fleet: &crate::fleet::Fleet, event: &ChangeEvent) {
+    let Some(change) = crate::fleet::WireChange::of(event) else {
+        return;
+    };
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        tracing::warn!("a change raised outside a Tokio runtime reaches this instance only");
+        return;
+    };
+    let message = crate::fleet::ChangeMessage {
+        from: fleet.instance().to_owned(),
+        event: change,
+    };
+    let Ok(payload) = serde_json::to_vec(&message) else {
+        return;
+    };
+    let bus = fleet.bus().clone();
+    runtime.spawn(async move {
+        if let Err(e) = bus.publish(crate::fleet::CHANGES, &payload).await {
+            tracing::warn!(error = %e, "a change notification did not reach the other instances");
+        }
+    });
 }

@@ -114,9 +114,19 @@ type Answer = Result<Box<RawValue>, ErrorObject>;
 pub(crate) struct Pending {
     next_id: AtomicI64,
     waiting: Mutex<HashMap<RequestId, oneshot::Sender<Answer>>>,
+    /// A fleet instance's request prefix (`i1:`): ids are then `i1:1`, `i1:2`, … so that an
+    /// answer reaching another instance finds its way back; numbers otherwise.
+    prefix: Option<String>,
 }
 
 impl Pending {
+    pub(crate) fn named(prefix: Option<String>) -> Self {
+        Pending {
+            prefix,
+            ..Pending::default()
+        }
+    }
+
     /// Delivers the client's answer to `id`; an answer nobody waits for is dropped.
     pub(crate) fn resolve(&self, id: &RequestId, answer: Answer) {
         let waiter = self.waiting.lock().ok().and_then(|mut w| w.remove(id));
@@ -131,7 +141,11 @@ impl Pending {
     }
 
     fn register(&self) -> (RequestId, oneshot::Receiver<Answer>) {
-        let id = RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed) + 1);
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = match &self.prefix {
+            Some(prefix) => RequestId::String(format!("{prefix}{n}")),
+            None => RequestId::Number(n),
+        };
         let (tx, rx) = oneshot::channel();
         if let Ok(mut waiting) = self.waiting.lock() {
             waiting.insert(id.clone(), tx);

@@ -95,6 +95,7 @@ pub struct Server {
     pub(crate) extensions: Extensions,
     pub(crate) extension_methods: HashMap<String, ExtensionMethod>,
     pub(crate) policy: crate::policy::Policy,
+    pub(crate) fleet: Option<crate::fleet::Fleet>,
 }
 
 /// Decides whether a subscriber (by its principal) may learn that a resource changed.
@@ -146,7 +147,18 @@ impl Server {
             extensions: Extensions::default(),
             extension_methods: HashMap::new(),
             policy: crate::policy::Policy::default(),
+            fleet: None,
         }
+    }
+
+    /// Makes this server instance one of a fleet (see [`crate::fleet`]): 2025-11-25 sessions
+    /// live in the fleet's session store, so any instance serves any request of any session;
+    /// change notifications raised here reach the subscribers of every instance; a client's
+    /// answer to a question this instance asked finds its way back from whichever instance
+    /// received it. Without it everything stays in this process.
+    pub fn fleet(mut self, fleet: crate::fleet::Fleet) -> Self {
+        self.fleet = Some(fleet);
+        self
     }
 
     /// Advertises extension `id` with these settings under `capabilities.extensions`, in

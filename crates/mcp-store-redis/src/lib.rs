@@ -1,9 +1,10 @@
 //! Redis stores for a fleet of MCP server instances: [`RedisTaskStore`]
 //! ([`TaskStore`](mcp_server_core::tasks::TaskStore)), [`RedisEventStore`]
 //! ([`EventStore`](mcp_server_core::events::EventStore)), [`RedisSeenStore`]
-//! ([`SeenStore`](mcp_state_seal::SeenStore), the replay guard) and [`RedisRates`]
-//! ([`RateStore`](mcp_server_core::policy::RateStore), rate limits shared by the fleet), all
-//! from one [`RedisStores`].
+//! ([`SeenStore`](mcp_state_seal::SeenStore), the replay guard), [`RedisRates`]
+//! ([`RateStore`](mcp_server_core::policy::RateStore), rate limits shared by the fleet),
+//! [`RedisSessionStore`] and [`RedisBus`] (a fleet's 2025-11-25 sessions and the messages
+//! between its instances, [`mcp_server_core::fleet`]), all from one [`RedisStores`].
 //!
 //! Package `keel-mcp-store-redis` on crates.io: `cargo add keel-mcp-store-redis`,
 //! then `use mcp_store_redis::…`.
@@ -54,6 +55,7 @@
 #![forbid(unsafe_code)]
 
 mod events;
+mod fleet;
 mod rates;
 mod seen;
 mod tasks;
@@ -65,6 +67,7 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 pub use events::RedisEventStore;
+pub use fleet::{RedisBus, RedisSessionStore};
 pub use rates::RedisRates;
 pub use seen::RedisSeenStore;
 pub use tasks::RedisTaskStore;
@@ -423,6 +426,23 @@ impl RedisStores {
     /// [`RateLimit::store`](mcp_server_core::policy::RateLimit::store).
     pub fn rate_store(&self) -> RedisRates {
         RedisRates::new(self.shared.clone())
+    }
+
+    /// The fleet's shared 2025-11-25 sessions, for
+    /// [`Fleet::new`](mcp_server_core::fleet::Fleet::new).
+    pub fn session_store(&self) -> RedisSessionStore {
+        RedisSessionStore::new(self.shared.clone())
+    }
+
+    /// The fleet's bus (Redis pub/sub), for [`Fleet::new`](mcp_server_core::fleet::Fleet::new).
+    pub fn bus(&self) -> RedisBus {
+        RedisBus::new(self.shared.clone())
+    }
+
+    /// This instance's place in the fleet on this Redis: named `instance`, its sessions in
+    /// [`RedisStores::session_store`], its bus [`RedisStores::bus`].
+    pub fn fleet(&self, instance: impl Into<String>) -> mcp_server_core::fleet::Fleet {
+        mcp_server_core::fleet::Fleet::new(instance, self.session_store(), self.bus())
     }
 
     /// The replay guard's seen-store: one per process (it is the instance whose liveness a

@@ -419,7 +419,7 @@ impl RedisTaskStore {
     }
 }
 
-async fn subscribe(
+pub(crate) async fn subscribe(
     client: &redis::Client,
     channel: &str,
     timeout: std::time::Duration,

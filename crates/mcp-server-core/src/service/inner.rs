@@ -150,6 +150,8 @@ pub(crate) struct Inner {
     pub(super) capabilities: ServerCapabilities,
     pub(super) legacy_capabilities: ServerCapabilities,
     pub(super) notifier: ChangeNotifier,
+    /// Whether [`Service::join_fleet`](super::Service::join_fleet) ran.
+    pub(super) fleet_joined: std::sync::atomic::AtomicBool,
 }
 
 /// The state a legacy (2025-11-25) session negotiated with `initialize`.
@@ -171,6 +173,12 @@ pub(crate) struct SessionState {
     pub(super) inflight: Mutex<HashMap<RequestId, Tracked>>,
     pub(super) pending: Arc<Pending>,
     pub(super) closed: CancellationToken,
+    /// Told the session's record whenever `logging/setLevel` or a subscription changes it
+    /// (a fleet's transport stores it).
+    pub(super) changed: std::sync::OnceLock<ChangeHook>,
+    /// Whether unsolicited notifications are delivered now (a fleet's transport: only while
+    /// this instance holds the session's GET stream); always, when unset.
+    pub(super) deliver: std::sync::OnceLock<DeliverGate>,
     /// When the connection opened (`mcp.server.session.duration`).
     #[cfg(feature = "otel")]
     pub(super) opened: std::time::Instant,
@@ -190,7 +198,44 @@ impl Drop for SessionState {
     }
 }
 
+/// See [`SessionState::changed`].
+pub(crate) type ChangeHook = Box<dyn Fn(crate::fleet::SessionRecord) + Send + Sync>;
+/// See [`SessionState::deliver`].
+pub(crate) type DeliverGate = Box<dyn Fn() -> bool + Send + Sync>;
+
 impl SessionState {
+    /// The session's record, as a fleet's store keeps it (`None` before `initialize`).
+    pub(super) fn record(&self) -> Option<crate::fleet::SessionRecord> {
+        let legacy = self.legacy()?;
+        let mut subscriptions: Vec<String> = self
+            .subscriptions
+            .lock()
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default();
+        subscriptions.sort();
+        Some(crate::fleet::SessionRecord {
+            protocol_version: legacy.protocol_version,
+            capabilities: (*legacy.capabilities).clone(),
+            client_info: legacy.client_info.map(|c| (*c).clone()),
+            log_level: legacy.log_level,
+            subscriptions,
+            principal: self
+                .transport
+                .principal
+                .as_ref()
+                .map(crate::fleet::StoredPrincipal::from),
+        })
+    }
+
+    /// Tells the change hook, if any, the session's record after a change.
+    pub(super) fn record_changed(&self) {
+        if let Some(hook) = self.changed.get()
+            && let Some(record) = self.record()
+        {
+            hook(record);
+        }
+    }
+
     pub(super) fn legacy(&self) -> Option<LegacyState> {
         self.legacy.lock().ok().and_then(|l| l.clone())
     }

@@ -73,6 +73,9 @@ pub(super) fn spawn_change_forwarder(state: &Arc<SessionState>) {
                 }
                 Err(broadcast::error::RecvError::Closed) => return,
             };
+            if state.deliver.get().is_some_and(|deliver| !deliver()) {
+                continue;
+            }
             if let Ok(n) = notification.to_notification() {
                 match state.outbound.try_send(JsonRpcMessage::Notification(n)) {
                     Ok(()) => {}
@@ -182,12 +185,17 @@ pub(super) async fn serve_legacy(
         ClientRequest::Ping(_) => empty(),
         ClientRequest::SetLevel(params) => {
             session.with_legacy(|l| l.log_level = Some(params.level));
+            session.record_changed();
             empty()
         }
         ClientRequest::Subscribe(params) => Box::pin(subscribe(inner, session, ctx, params)).await,
         ClientRequest::Unsubscribe(params) => {
-            if let Ok(mut subscriptions) = session.subscriptions.lock() {
-                subscriptions.remove(&params.uri);
+            let removed = session
+                .subscriptions
+                .lock()
+                .is_ok_and(|mut s| s.remove(&params.uri));
+            if removed {
+                session.record_changed();
             }
             match &inner.server.handlers.unsubscribe {
                 Some(handler) => handler(ctx, params).await.and_then(|()| empty()),

@@ -81,10 +81,11 @@ impl Service {
         };
         Service {
             inner: Arc::new(Inner {
-                server,
                 capabilities,
                 legacy_capabilities,
-                notifier: ChangeNotifier::default(),
+                notifier: ChangeNotifier::for_fleet(server.fleet.clone()),
+                fleet_joined: std::sync::atomic::AtomicBool::new(false),
+                server,
             }),
         }
     }
@@ -136,6 +137,58 @@ impl Service {
     /// A handle to announce list changes and resource updates to every subscriber.
     pub fn notifier(&self) -> ChangeNotifier {
         self.inner.notifier.clone()
+    }
+
+    /// The fleet this instance belongs to ([`Server::fleet`]), if any.
+    pub fn fleet(&self) -> Option<&crate::fleet::Fleet> {
+        self.inner.server.fleet.as_ref()
+    }
+
+    /// Starts hearing the changes other instances of the fleet raise, so that this
+    /// instance's subscribers (`subscriptions/listen` streams, legacy sessions) get them too;
+    /// once per service, from within a Tokio runtime (a transport calls it when it starts
+    /// serving). Without a fleet, nothing to do.
+    pub fn join_fleet(&self) {
+        let Some(fleet) = self.fleet() else {
+            return;
+        };
+        if self
+            .inner
+            .fleet_joined
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return;
+        }
+        let mut changes = fleet.bus().listen(crate::fleet::CHANGES);
+        let me = fleet.instance().to_owned();
+        let weak = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            while let Some(payload) = changes.recv().await {
+                let Some(inner) = weak.upgrade() else {
+                    return;
+                };
+                match serde_json::from_slice::<crate::fleet::ChangeMessage>(&payload) {
+                    Ok(message) if message.from != me => {
+                        inner.notifier.raise_here(message.event.event());
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::debug!(error = %e, "an unreadable change message ignored"),
+                }
+            }
+        });
+    }
+
+    /// Opens a connection for a 2025-11-25 session another instance of the fleet opened (or
+    /// this one, before a restart), from its stored record: as if its `initialize` had run
+    /// here. `transport` is the session's kept context (its principal).
+    pub fn restore(
+        &self,
+        record: &crate::fleet::SessionRecord,
+        transport: TransportContext,
+    ) -> (Session, mpsc::Receiver<JsonRpcMessage>) {
+        let (session, unsolicited) = self.connect(transport);
+        session.restore(record);
+        (session, unsolicited)
     }
 
     /// How many task bodies (Tasks extension) run in this process now: a draining transport
@@ -199,8 +252,12 @@ impl Service {
             legacy: Mutex::new(None),
             subscriptions: Mutex::new(HashSet::new()),
             inflight: Mutex::new(HashMap::new()),
-            pending: Arc::new(Pending::default()),
+            pending: Arc::new(Pending::named(
+                self.fleet().map(crate::fleet::Fleet::request_prefix),
+            )),
             closed: CancellationToken::new(),
+            changed: std::sync::OnceLock::new(),
+            deliver: std::sync::OnceLock::new(),
             #[cfg(feature = "otel")]
             opened: std::time::Instant::now(),
         });

@@ -79,6 +79,60 @@ impl Session {
         async move { closed.cancelled().await }
     }
 
+    /// The session's record as a fleet's store keeps it (`None` before `initialize`).
+    pub fn record(&self) -> Option<crate::fleet::SessionRecord> {
+        self.state.record()
+    }
+
+    /// Takes on a stored record (see [`Service::restore`](super::Service::restore)): the
+    /// first time, as if its `initialize` had run here; after that, its log level and
+    /// subscriptions (what another instance may have changed since).
+    pub fn restore(&self, record: &crate::fleet::SessionRecord) {
+        let first = {
+            let Ok(mut legacy) = self.state.legacy.lock() else {
+                return;
+            };
+            let first = legacy.is_none();
+            match legacy.as_mut() {
+                Some(kept) => kept.log_level = record.log_level,
+                None => {
+                    *legacy = Some(LegacyState {
+                        protocol_version: record.protocol_version.clone(),
+                        capabilities: Arc::new(record.capabilities.clone()),
+                        client_info: record.client_info.clone().map(Arc::new),
+                        log_level: record.log_level,
+                    })
+                }
+            }
+            first
+        };
+        if let Ok(mut subscriptions) = self.state.subscriptions.lock() {
+            let max = self.state.inner.server.limits.max_subscriptions;
+            *subscriptions = record.subscriptions.iter().take(max).cloned().collect();
+        }
+        if first {
+            spawn_change_forwarder(&self.state);
+        }
+    }
+
+    /// Calls `hook` with the session's record whenever a request changes it
+    /// (`logging/setLevel`, `resources/subscribe`, `resources/unsubscribe`). Set once; a
+    /// second hook is ignored.
+    pub fn on_record_change(
+        &self,
+        hook: impl Fn(crate::fleet::SessionRecord) + Send + Sync + 'static,
+    ) {
+        let _ = self.state.changed.set(Box::new(hook));
+    }
+
+    /// Delivers the session's unsolicited notifications (list changes, resource updates)
+    /// only while `gate` says so, dropping them otherwise: a fleet instance delivers them
+    /// only while it holds the session's GET stream, so that the one instance that does
+    /// sends each once. Set once; without it every notification is queued for the session.
+    pub fn deliver_unsolicited_when(&self, gate: impl Fn() -> bool + Send + Sync + 'static) {
+        let _ = self.state.deliver.set(Box::new(gate));
+    }
+
     /// The limits this session runs under.
     pub fn limits(&self) -> &SessionLimits {
         &self.state.inner.server.limits

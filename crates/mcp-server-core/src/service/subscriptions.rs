@@ -68,6 +68,10 @@ pub(super) async fn subscribe(
     if !subscriptions.contains(&uri) && subscriptions.len() >= limits.max_subscriptions {
         return Err(full(limits.max_subscriptions));
     }
-    subscriptions.insert(uri);
+    let added = subscriptions.insert(uri);
+    drop(subscriptions);
+    if added {
+        session.record_changed();
+    }
     to_raw(&EmptyResult::default())
 }

@@ -41,7 +41,7 @@ impl Endpoint {
     pub(crate) fn new(service: Service, config: Config) -> Self {
         Endpoint {
             guards: Guards::new(&config),
-            sessions: Arc::new(Sessions::new(&config)),
+            sessions: Arc::new(Sessions::new(&config, &service)),
             draining: tokio::sync::watch::Sender::new(false),
             service,
             config,
@@ -70,6 +70,9 @@ impl Endpoint {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
+        // In a fleet, the bus is heard from the first request on (mounted in another router,
+        // this is where the endpoint starts).
+        self.sessions.join_fleet();
         let (parts, body) = request.into_parts();
         let cors_origin = match check_origin_and_host(&self.config, &parts) {
             Ok(origin) => origin,
@@ -129,7 +132,8 @@ impl Endpoint {
             Method::DELETE => {
                 return self
                     .sessions
-                    .delete(session_id.as_deref(), principal.as_ref());
+                    .delete(session_id.as_deref(), principal.as_ref())
+                    .await;
             }
             _ => return not_allowed(),
         }

@@ -11,15 +11,18 @@ use std::time::Duration;
 use hyper::header::HeaderValue;
 use hyper::{Response, StatusCode};
 use mcp_server_core::events::{EventStore, EventStoreError};
+use mcp_server_core::fleet::{self, Fleet, SessionRecord};
 use mcp_server_core::seal::Principal;
 use mcp_server_core::{ResponseStream, Service, Session, TransportContext};
 use mcp_types::{ErrorObject, JsonRpcMessage};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use tokio::sync::Semaphore;
 
 use super::body::{McpBody, StreamSlot};
 use super::config::Config;
 use super::quota::{Held, client_key};
-use super::reply::{accepted, busy, busy_owned, error, json, not_allowed, plain};
+use super::reply::{accepted, busy, busy_owned, error, json, not_allowed, plain, plain_owned};
 use super::request::Incoming;
 use super::resume::{
     GET_STREAM, Resumable, Resumptions, get_stream, history_refusal, legacy, parse_event_id,
@@ -55,10 +58,47 @@ pub(crate) struct Sessions {
     per_client: usize,
     id_prefix: String,
     events: Arc<dyn EventStore>,
+    /// The service, which restores a session another instance of the fleet opened.
+    service: Service,
+    /// The fleet the sessions are shared with (`None`: they live in `live` only).
+    fleet: Option<Fleet>,
+    /// Whether this endpoint listens to the fleet's bus.
+    listening: AtomicBool,
+}
+
+/// A message about one session on the fleet's bus: a client's answer handed to the instance
+/// that asked, a cancellation for whichever instance runs the request, the session's record
+/// after a change, or its end.
+#[derive(Serialize, Deserialize)]
+struct SessionMessage {
+    from: String,
+    session: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    message: Option<Box<RawValue>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    record: Option<SessionRecord>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    closed: bool,
+}
+
+impl SessionMessage {
+    fn new(fleet: &Fleet, session: &str) -> Self {
+        SessionMessage {
+            from: fleet.instance().to_owned(),
+            session: session.to_owned(),
+            message: None,
+            record: None,
+            closed: false,
+        }
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
 }
 
 impl Sessions {
-    pub(crate) fn new(config: &Config) -> Self {
+    pub(crate) fn new(config: &Config, service: &Service) -> Self {
         Sessions {
             live: Mutex::new(HashMap::new()),
             sweeper: AtomicBool::new(false),
@@ -67,6 +107,258 @@ impl Sessions {
             per_client: config.sessions_per_client,
             id_prefix: config.session_id_prefix.clone(),
             events: config.events.clone(),
+            service: service.clone(),
+            fleet: service.fleet().cloned(),
+            listening: AtomicBool::new(false),
+        }
+    }
+
+    /// Starts listening to the fleet's bus, once (nothing to do without a fleet): the
+    /// changes other instances raise, the answers to the questions this instance asked, and
+    /// the cancellations, record changes and ends of sessions.
+    pub(crate) fn join_fleet(self: &Arc<Self>) {
+        let Some(fleet) = &self.fleet else {
+            return;
+        };
+        if self
+            .listening
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return;
+        }
+        self.service.join_fleet();
+        let mut answers = fleet
+            .bus()
+            .listen(&fleet::answers_channel(fleet.instance()));
+        let mut sessions = fleet.bus().listen(fleet::SESSIONS);
+        let weak = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                let payload = tokio::select! {
+                    Some(payload) = answers.recv() => payload,
+                    Some(payload) = sessions.recv() => payload,
+                    else => return,
+                };
+                let Some(this) = weak.upgrade() else {
+                    return;
+                };
+                this.heard(&payload);
+            }
+        });
+    }
+
+    /// A message of the bus about a session this instance may hold.
+    fn heard(&self, payload: &[u8]) {
+        let Some(fleet) = &self.fleet else {
+            return;
+        };
+        let message: SessionMessage = match serde_json::from_slice(payload) {
+            Ok(message) => message,
+            Err(e) => {
+                tracing::debug!(error = %e, "an unreadable session message on the bus ignored");
+                return;
+            }
+        };
+        if message.from == fleet.instance() && message.message.is_none() {
+            // Record changes and ends were applied here before they were published.
+            return;
+        }
+        let local = self
+            .live
+            .lock()
+            .ok()
+            .and_then(|live| live.get(&message.session).cloned());
+        let Some(local) = local else {
+            return;
+        };
+        if message.closed {
+            if let Ok(mut live) = self.live.lock() {
+                live.remove(&message.session);
+            }
+            local.session.close();
+            return;
+        }
+        if let Some(record) = &message.record {
+            local.session.restore(record);
+        }
+        if let Some(raw) = &message.message {
+            match JsonRpcMessage::from_slice(raw.get().as_bytes()) {
+                Ok(forwarded) => {
+                    let _ = local.session.handle(forwarded);
+                }
+                Err(e) => tracing::debug!(error = %e, "an unreadable forwarded message ignored"),
+            }
+        }
+    }
+
+    /// Publishes `message` on `channel`, best effort (a cancellation, a record change, an
+    /// end: what the bus loses while it is away, the store or a retry makes good).
+    fn announce(&self, channel: String, message: SessionMessage) {
+        let Some(fleet) = &self.fleet else {
+            return;
+        };
+        let bus = fleet.bus().clone();
+        tokio::spawn(async move {
+            if let Err(e) = bus.publish(&channel, &message.encode()).await {
+                tracing::warn!(error = %e, "a session message did not reach the other instances");
+            }
+        });
+    }
+
+    /// Makes a [`LegacySession`] of a connection that completed (or restored) its
+    /// `initialize`. In a fleet, its record changes are stored and announced, its unsolicited
+    /// notifications go out only while this instance holds its GET stream, and its POST
+    /// streams are numbered from a random point so that no two instances name one alike in
+    /// the shared SSE history.
+    fn adopt(
+        &self,
+        id: String,
+        session: Session,
+        unsolicited: tokio::sync::mpsc::Receiver<JsonRpcMessage>,
+        principal: Option<Principal>,
+        client: Option<String>,
+    ) -> Arc<LegacySession> {
+        let stream = Arc::new(StreamSlot::new(unsolicited));
+        let mut first_post = 0;
+        if let Some(fleet) = &self.fleet {
+            let slot = Arc::downgrade(&stream);
+            session.deliver_unsolicited_when(move || slot.upgrade().is_some_and(|s| s.is_open()));
+            let (store, bus, me) = (fleet.sessions().clone(), fleet.bus().clone(), fleet.clone());
+            let (sid, idle) = (id.clone(), self.idle);
+            session.on_record_change(move |record| {
+                let (store, bus, sid) = (store.clone(), bus.clone(), sid.clone());
+                let mut message = SessionMessage::new(&me, &sid);
+                message.record = Some(record.clone());
+                tokio::spawn(async move {
+                    if let Err(e) = store.put(&sid, &record.encode(), idle).await {
+                        tracing::warn!(error = %e, "a session's change was not stored");
+                        return;
+                    }
+                    if let Err(e) = bus.publish(fleet::SESSIONS, &message.encode()).await {
+                        tracing::warn!(error = %e, "a session's change was not announced");
+                    }
+                });
+            });
+            first_post = mcp_state_seal::random_hex_id()
+                .ok()
+                .and_then(|hex| u64::from_str_radix(&hex[..8], 16).ok())
+                .unwrap_or(0)
+                * 1_000_000;
+        }
+        Arc::new(LegacySession {
+            id,
+            principal,
+            stream,
+            posts: Arc::new(AtomicU64::new(first_post)),
+            resumptions: Arc::default(),
+            in_flight: Arc::new(Semaphore::new(session.limits().max_in_flight.max(1))),
+            session,
+            client,
+        })
+    }
+
+    /// Session `id` for a request of `principal`: the live one, or in a fleet the one the
+    /// shared store holds (restored here if another instance opened it, refreshed if this
+    /// one holds a copy, dropped here if the fleet ended it). While the store cannot answer,
+    /// a session held here keeps serving; one that is not is refused with a `503` naming the
+    /// store.
+    async fn find(
+        &self,
+        id: &str,
+        principal: Option<&Principal>,
+    ) -> Result<Arc<LegacySession>, Response<McpBody>> {
+        let not_found = || plain(StatusCode::NOT_FOUND, "Session not found");
+        let Some(fleet) = &self.fleet else {
+            return self.session(id, principal).ok_or_else(not_found);
+        };
+        let local = self.live.lock().ok().and_then(|live| live.get(id).cloned());
+        let record = match fleet.sessions().get(id, self.idle).await {
+            Ok(Some(bytes)) => match SessionRecord::decode(&bytes) {
+                Ok(record) => record,
+                Err(e) => {
+                    tracing::warn!(error = %e, "a session record could not be read");
+                    return Err(not_found());
+                }
+            },
+            Ok(None) => {
+                let gone = self.live.lock().ok().and_then(|mut live| live.remove(id));
+                if let Some(gone) = gone {
+                    gone.session.close();
+                }
+                return Err(not_found());
+            }
+            Err(e) => {
+                return match local {
+                    Some(local) if local.principal.as_ref() == principal => {
+                        tracing::warn!(error = %e, "the session store is away: serving the copy held here");
+                        local.stream.touch();
+                        Ok(local)
+                    }
+                    _ => Err(busy_owned(format!(
+                        "The session store cannot answer ({e}); retry shortly"
+                    ))),
+                };
+            }
+        };
+        let owner = record.principal();
+        if owner.as_ref() != principal {
+            tracing::debug!("a session id was presented by another principal");
+            return Err(not_found());
+        }
+        if let Some(local) = local {
+            local.session.restore(&record);
+            local.stream.touch();
+            return Ok(local);
+        }
+        if self.live_sessions() >= self.max {
+            self.sweep();
+            if self.live_sessions() >= self.max {
+                return Err(busy("Too many sessions; try again later"));
+            }
+        }
+        let kept = TransportContext {
+            principal: owner.clone(),
+            network_transport: Some("tcp"),
+            ..TransportContext::default()
+        };
+        let (session, unsolicited) = self.service.restore(&record, kept);
+        let client = client_key(owner.as_ref(), None);
+        let restored = self.adopt(id.to_owned(), session, unsolicited, owner, client);
+        let Ok(mut live) = self.live.lock() else {
+            return Err(not_found());
+        };
+        // Two requests may have restored it at once: the first one kept wins.
+        let kept = live.entry(id.to_owned()).or_insert(restored).clone();
+        drop(live);
+        tracing::debug!("a session of the fleet restored on this instance");
+        Ok(kept)
+    }
+
+    /// A client's answer to a question another instance of the fleet asked (`asker`, from
+    /// the request id), handed to it over the bus.
+    async fn forward_answer(
+        &self,
+        fleet: &Fleet,
+        asker: &str,
+        session: &str,
+        message: &JsonRpcMessage,
+    ) -> Response<McpBody> {
+        let mut forwarded = SessionMessage::new(fleet, session);
+        forwarded.message = serde_json::value::to_raw_value(message).ok();
+        let channel = fleet::answers_channel(asker);
+        match fleet.bus().publish(&channel, &forwarded.encode()).await {
+            Ok(0) => plain_owned(
+                StatusCode::GONE,
+                format!(
+                    "The server instance that asked this question ({asker}) is gone, and the \
+                     call it was serving with it; retry that call"
+                ),
+            ),
+            Ok(_) => accepted(),
+            Err(e) => busy_owned(format!(
+                "The answer could not be handed to the server instance that asked ({asker}): \
+                 {e}; retry shortly"
+            )),
         }
     }
 
@@ -100,6 +392,7 @@ impl Sessions {
             );
         }
         let principal = incoming.transport.principal.clone();
+        let request_id = request.id.clone();
         // The session keeps who opened it, never the handshake's headers (review W5: up to
         // hyper's ~400 KB of them, for the session's whole life); each later request brings
         // its own.
@@ -127,16 +420,22 @@ impl Sessions {
                 None => accepted(),
             };
         };
-        let session = Arc::new(LegacySession {
-            id: id.clone(),
-            principal,
-            stream: Arc::new(StreamSlot::new(unsolicited)),
-            posts: Arc::default(),
-            resumptions: Arc::default(),
-            in_flight: Arc::new(Semaphore::new(session.limits().max_in_flight.max(1))),
-            session,
-            client,
-        });
+        if let Some(fleet) = &self.fleet {
+            self.join_fleet();
+            let Some(record) = session.record() else {
+                return error(
+                    Some(request_id),
+                    ErrorObject::internal("the session has no record after initialize"),
+                );
+            };
+            if let Err(e) = fleet.sessions().put(&id, &record.encode(), self.idle).await {
+                session.close();
+                return busy_owned(format!(
+                    "The session store cannot answer ({e}); no session was opened; retry shortly"
+                ));
+            }
+        }
+        let session = self.adopt(id.clone(), session, unsolicited, principal, client);
         if let Ok(mut sessions) = self.live.lock() {
             sessions.insert(id.clone(), session);
         }
@@ -155,9 +454,30 @@ impl Sessions {
         message: JsonRpcMessage,
         incoming: Incoming,
     ) -> Response<McpBody> {
-        let Some(session) = self.session(id, incoming.transport.principal.as_ref()) else {
-            return plain(StatusCode::NOT_FOUND, "Session not found");
+        let session = match self.find(id, incoming.transport.principal.as_ref()).await {
+            Ok(session) => session,
+            Err(refused) => return refused,
         };
+        if let Some(fleet) = &self.fleet {
+            let answered = match &message {
+                JsonRpcMessage::Response(r) => Some(&r.id),
+                JsonRpcMessage::Error(e) => e.id.request_id(),
+                _ => None,
+            };
+            if let Some(asker) = answered.and_then(Fleet::asker)
+                && asker != fleet.instance()
+            {
+                return self.forward_answer(fleet, asker, id, &message).await;
+            }
+            if let JsonRpcMessage::Notification(n) = &message
+                && n.method == mcp_types::methods::NOTIFICATION_CANCELLED
+            {
+                // The request may run on any instance: every one that holds it stops.
+                let mut cancel = SessionMessage::new(fleet, id);
+                cancel.message = serde_json::value::to_raw_value(&message).ok();
+                self.announce(fleet::SESSIONS.to_owned(), cancel);
+            }
+        }
         // Only requests run handlers: notifications and the client's answers to the server's
         // own questions always get through, or a session at its cap could never finish.
         let session_permit = match &message {
@@ -192,6 +512,24 @@ impl Sessions {
         .await
     }
 
+    /// Ends session `id` for good after this instance evicted it: its history, and in a
+    /// fleet its record (every instance's copy goes on its next request or the bus message).
+    fn forget(&self, id: &str) {
+        self.forget_history(id);
+        if let Some(fleet) = &self.fleet {
+            let store = fleet.sessions().clone();
+            let owned = id.to_owned();
+            tokio::spawn(async move {
+                if let Err(e) = store.remove(&owned).await {
+                    tracing::warn!(error = %e, "an evicted session's record could not be removed");
+                }
+            });
+            let mut closed = SessionMessage::new(fleet, id);
+            closed.closed = true;
+            self.announce(fleet::SESSIONS.to_owned(), closed);
+        }
+    }
+
     /// Forgets the SSE history of a session that closed.
     fn forget_history(&self, session: &str) {
         let events = self.events.clone();
@@ -215,7 +553,10 @@ impl Sessions {
         };
         sessions.retain(|_, s| {
             let fresh = s.stream.is_open() || now.duration_since(s.stream.last_seen()) < self.idle;
-            if !fresh {
+            if !fresh && self.fleet.is_some() {
+                // A copy of a fleet session: the store keeps the session (and its expiry).
+                s.session.close();
+            } else if !fresh {
                 s.session.close();
                 let events = self.events.clone();
                 let id = s.id.clone();
@@ -259,7 +600,7 @@ impl Sessions {
                 "a client at its session share: its least recently used session closes"
             );
             session.session.close();
-            self.forget_history(&session.id);
+            self.forget(&session.id);
         }
     }
 
@@ -292,7 +633,10 @@ impl Sessions {
         };
         for session in drained {
             session.session.close();
-            self.forget_history(&session.id);
+            // A fleet's sessions outlive this instance: another one serves them next.
+            if self.fleet.is_none() {
+                self.forget_history(&session.id);
+            }
         }
     }
 
@@ -326,8 +670,9 @@ impl Sessions {
         let Some(id) = session_id else {
             return not_allowed();
         };
-        let Some(session) = self.session(id, principal) else {
-            return plain(StatusCode::NOT_FOUND, "Session not found");
+        let session = match self.find(id, principal).await {
+            Ok(session) => session,
+            Err(refused) => return refused,
         };
         let resume = match last_event_id.map(parse_event_id) {
             None => None,
@@ -397,7 +742,7 @@ impl Sessions {
         )
     }
 
-    pub(crate) fn delete(
+    pub(crate) async fn delete(
         &self,
         session_id: Option<&str>,
         principal: Option<&Principal>,
@@ -405,8 +750,18 @@ impl Sessions {
         let Some(id) = session_id else {
             return not_allowed();
         };
-        if self.session(id, principal).is_none() {
-            return plain(StatusCode::NOT_FOUND, "Session not found");
+        if let Err(refused) = self.find(id, principal).await {
+            return refused;
+        }
+        if let Some(fleet) = &self.fleet {
+            if let Err(e) = fleet.sessions().remove(id).await {
+                return busy_owned(format!(
+                    "The session store cannot answer ({e}); the session was not deleted; retry shortly"
+                ));
+            }
+            let mut closed = SessionMessage::new(fleet, id);
+            closed.closed = true;
+            self.announce(fleet::SESSIONS.to_owned(), closed);
         }
         let removed = self.live.lock().ok().and_then(|mut s| s.remove(id));
         match removed {

@@ -1,0 +1,533 @@
+//! A fleet of instances behind one endpoint, with nothing sticky: what a 2025-11-25 session
+//! needs between its requests lives in a shared [`SessionStore`], and a [`Bus`] carries
+//! between instances what must reach another one (a change notification, a client's answer to
+//! a question another instance asked, a cancellation, a session's end).
+//!
+//! One process needs none of it: without [`Server::fleet`](crate::Server::fleet) a session
+//! lives in its endpoint's table and change notifications stay in the process, as before.
+//! [`MemorySessionStore`] and [`MemoryBus`] join several endpoints of one process (tests, or
+//! two listeners); `mcp_store_redis` has the Redis ones a real fleet uses.
+//!
+//! What travels: a session's record (negotiated version, the client's capabilities and
+//! identity from `initialize`, log level, resource subscriptions, the principal that opened
+//! it), JSON-encoded; on the bus, JSON messages on three channels ([`CHANGES`],
+//! [`SESSIONS`], and [`answers_channel`] of each instance).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_types::capabilities::ClientCapabilities;
+use mcp_types::lifecycle::Implementation;
+use mcp_types::logging::LoggingLevel;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{broadcast, mpsc};
+
+use crate::futures::BoxFuture;
+use crate::notify::ChangeEvent;
+use crate::seal::Principal;
+
+/// The channel every instance hears change notifications on.
+pub const CHANGES: &str = "changes";
+/// The channel every instance hears cancellations and session ends on.
+pub const SESSIONS: &str = "sessions";
+/// How many bus messages wait for a slow listener of one channel before the oldest are
+/// dropped (a listener that far behind has lost them; it logs how many).
+pub const BUS_QUEUE: usize = 1024;
+
+/// The channel on which instance `instance` hears the answers to the questions it asked.
+pub fn answers_channel(instance: &str) -> String {
+    format!("answers:{instance}")
+}
+
+/// Why a shared store or the bus could not serve: the text names the store (Redis, …) and
+/// what failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FleetError(pub String);
+
+impl fmt::Display for FleetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for FleetError {}
+
+/// Where the 2025-11-25 sessions of a fleet live between requests. Records are opaque bytes
+/// (a [`SessionRecord`] encoded); each expires after `idle` without a read or a write.
+pub trait SessionStore: Send + Sync + fmt::Debug {
+    /// Stores `record` as session `id`'s, expiring after `idle`.
+    fn put<'a>(
+        &'a self,
+        id: &'a str,
+        record: &'a [u8],
+        idle: Duration,
+    ) -> BoxFuture<'a, Result<(), FleetError>>;
+
+    /// Session `id`'s record, its expiry pushed back to `idle` from now; `None` when there is
+    /// no such session (it never was, was deleted, or expired).
+    fn get<'a>(
+        &'a self,
+        id: &'a str,
+        idle: Duration,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, FleetError>>;
+
+    /// Forgets session `id`; `true` when it existed.
+    fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, FleetError>>;
+}
+
+/// Messages between the instances of a fleet. Delivery is at most once, to the instances
+/// listening when the message is published (a publish reports how many that was).
+pub trait Bus: Send + Sync + fmt::Debug {
+    /// Sends `payload` to every listener of `channel`, this instance's included; how many
+    /// listeners got it.
+    fn publish<'a>(
+        &'a self,
+        channel: &'a str,
+        payload: &'a [u8],
+    ) -> BoxFuture<'a, Result<usize, FleetError>>;
+
+    /// What is published on `channel` from now on. A listener that falls [`BUS_QUEUE`]
+    /// messages behind loses the oldest; one whose connection drops is reconnected by the
+    /// bus. Call it from within a Tokio runtime.
+    fn listen(&self, channel: &str) -> mpsc::Receiver<Vec<u8>>;
+}
+
+/// This instance's place in a fleet: its name (unique in the fleet: it names the questions it
+/// asks, so an answer finds its way back), the shared session store and the bus.
+#[derive(Clone)]
+pub struct Fleet {
+    pub(crate) instance: Arc<str>,
+    pub(crate) sessions: Arc<dyn SessionStore>,
+    pub(crate) bus: Arc<dyn Bus>,
+}
+
+impl fmt::Debug for Fleet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Fleet")
+            .field("instance", &self.instance)
+            .field("sessions", &self.sessions)
+            .field("bus", &self.bus)
+            .finish()
+    }
+}
+
+impl Fleet {
+    /// Instance `instance` (letters, digits, `-`, `_`; unique in the fleet) of a fleet that
+    /// shares `sessions` and `bus`.
+    ///
+    /// # Panics
+    /// When `instance` is empty or holds another character: it is part of request ids and
+    /// channel names, and a wrong name is a deployment error best seen at start.
+    pub fn new(
+        instance: impl Into<String>,
+        sessions: impl SessionStore + 'static,
+        bus: impl Bus + 'static,
+    ) -> Self {
+        Self::shared(instance, Arc::new(sessions), Arc::new(bus))
+    }
+
+    /// [`Fleet::new`] with stores already shared.
+    pub fn shared(
+        instance: impl Into<String>,
+        sessions: Arc<dyn SessionStore>,
+        bus: Arc<dyn Bus>,
+    ) -> Self {
+        let instance: String = instance.into();
+        assert!(
+            !instance.is_empty()
+                && instance
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+            "a fleet instance name is letters, digits, '-' and '_', and not empty: {instance:?}"
+        );
+        Fleet {
+            instance: instance.into(),
+            sessions,
+            bus,
+        }
+    }
+
+    /// This instance's name.
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    /// The shared session store.
+    pub fn sessions(&self) -> &Arc<dyn SessionStore> {
+        &self.sessions
+    }
+
+    /// The bus.
+    pub fn bus(&self) -> &Arc<dyn Bus> {
+        &self.bus
+    }
+
+    /// The prefix of the ids of the server-to-client requests this instance sends
+    /// (`i1:` → `i1:7`): [`Fleet::asker`] reads it back.
+    pub fn request_prefix(&self) -> String {
+        format!("{}:", self.instance)
+    }
+
+    /// Which instance sent the server-to-client request `id`, if a fleet instance did.
+    pub fn asker(id: &mcp_types::RequestId) -> Option<&str> {
+        match id {
+            mcp_types::RequestId::String(s) => {
+                let (instance, n) = s.rsplit_once(':')?;
+                (!instance.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                    .then_some(instance)
+            }
+            mcp_types::RequestId::Number(_) => None,
+        }
+    }
+}
+
+/// What a 2025-11-25 session keeps between requests, as the shared store holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRecord {
+    /// The version `initialize` negotiated.
+    pub protocol_version: String,
+    /// The client's capabilities from `initialize`.
+    pub capabilities: ClientCapabilities,
+    /// The client's name and version from `initialize`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_info: Option<Implementation>,
+    /// The level `logging/setLevel` chose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_level: Option<LoggingLevel>,
+    /// The resources the client subscribed to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subscriptions: Vec<String>,
+    /// Who opened the session (only they may use it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<StoredPrincipal>,
+}
+
+/// A [`Principal`] as a session record keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredPrincipal {
+    /// [`Principal::client_id`].
+    pub client_id: String,
+    /// [`Principal::issuer`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
+    /// [`Principal::subject`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+}
+
+impl From<&Principal> for StoredPrincipal {
+    fn from(p: &Principal) -> Self {
+        StoredPrincipal {
+            client_id: p.client_id.clone(),
+            issuer: p.issuer.clone(),
+            subject: p.subject.clone(),
+        }
+    }
+}
+
+impl From<StoredPrincipal> for Principal {
+    fn from(p: StoredPrincipal) -> Self {
+        Principal {
+            client_id: p.client_id,
+            issuer: p.issuer,
+            subject: p.subject,
+        }
+    }
+}
+
+impl SessionRecord {
+    /// The record as the store keeps it.
+    pub fn encode(&self) -> Vec<u8> {
+        // A record is strings, numbers and JSON objects: it always serializes.
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// A stored record; an error names what is wrong with it.
+    pub fn decode(bytes: &[u8]) -> Result<Self, FleetError> {
+        serde_json::from_slice(bytes)
+            .map_err(|e| FleetError(format!("a stored session record is unreadable: {e}")))
+    }
+
+    /// The principal that opened the session.
+    pub fn principal(&self) -> Option<Principal> {
+        self.principal.clone().map(Principal::from)
+    }
+}
+
+/// A change notification on the [`CHANGES`] channel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ChangeMessage {
+    pub(crate) from: String,
+    #[serde(flatten)]
+    pub(crate) event: WireChange,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "change", rename_all = "camelCase")]
+pub(crate) enum WireChange {
+    Tools,
+    Prompts,
+    Resources,
+    Resource { uri: String },
+}
+
+impl WireChange {
+    pub(crate) fn of(event: &ChangeEvent) -> Option<Self> {
+        match event {
+            ChangeEvent::ToolsListChanged => Some(WireChange::Tools),
+            ChangeEvent::PromptsListChanged => Some(WireChange::Prompts),
+            ChangeEvent::ResourcesListChanged => Some(WireChange::Resources),
+            ChangeEvent::ResourceUpdated(uri) => Some(WireChange::Resource { uri: uri.clone() }),
+            // Each instance drains on its own.
+            ChangeEvent::Shutdown => None,
+        }
+    }
+
+    pub(crate) fn event(self) -> ChangeEvent {
+        match self {
+            WireChange::Tools => ChangeEvent::ToolsListChanged,
+            WireChange::Prompts => ChangeEvent::PromptsListChanged,
+            WireChange::Resources => ChangeEvent::ResourcesListChanged,
+            WireChange::Resource { uri } => ChangeEvent::ResourceUpdated(uri),
+        }
+    }
+}
+
+/// Session records in this process's memory, for several endpoints of one process. Records
+/// expire after their idle time; the store holds at most `max` (oldest-expiring evicted).
+#[derive(Debug, Clone)]
+pub struct MemorySessionStore {
+    records: Arc<Mutex<HashMap<String, (Vec<u8>, tokio::time::Instant)>>>,
+    max: usize,
+}
+
+/// The most records a [`MemorySessionStore`] holds unless configured.
+pub const DEFAULT_MAX_MEMORY_SESSIONS: usize = 100_000;
+
+impl Default for MemorySessionStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MemorySessionStore {
+    /// An empty store of up to [`DEFAULT_MAX_MEMORY_SESSIONS`] records.
+    pub fn new() -> Self {
+        Self::with_max(DEFAULT_MAX_MEMORY_SESSIONS)
+    }
+
+    /// An empty store of up to `max` records.
+    pub fn with_max(max: usize) -> Self {
+        MemorySessionStore {
+            records: Arc::default(),
+            max: max.max(1),
+        }
+    }
+}
+
+impl SessionStore for MemorySessionStore {
+    fn put<'a>(
+        &'a self,
+        id: &'a str,
+        record: &'a [u8],
+        idle: Duration,
+    ) -> BoxFuture<'a, Result<(), FleetError>> {
+        Box::pin(async move {
+            let now = tokio::time::Instant::now();
+            let mut records = self
+                .records
+                .lock()
+                .map_err(|_| FleetError("the memory session store is poisoned".into()))?;
+            if !records.contains_key(id) && records.len() >= self.max {
+                records.retain(|_, (_, until)| *until > now);
+                if records.len() >= self.max {
+                    let first = records
+                        .iter()
+                        .min_by_key(|(_, (_, until))| *until)
+                        .map(|(k, _)| k.clone());
+                    if let Some(first) = first {
+                        records.remove(&first);
+                    }
+                }
+            }
+            records.insert(id.to_owned(), (record.to_vec(), now + idle));
+            Ok(())
+        })
+    }
+
+    fn get<'a>(
+        &'a self,
+        id: &'a str,
+        idle: Duration,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, FleetError>> {
+        Box::pin(async move {
+            let now = tokio::time::Instant::now();
+            let mut records = self
+                .records
+                .lock()
+                .map_err(|_| FleetError("the memory session store is poisoned".into()))?;
+            match records.get_mut(id) {
+                Some((record, until)) if *until > now => {
+                    *until = now + idle;
+                    Ok(Some(record.clone()))
+                }
+                Some(_) => {
+                    records.remove(id);
+                    Ok(None)
+                }
+                None => Ok(None),
+            }
+        })
+    }
+
+    fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, FleetError>> {
+        Box::pin(async move {
+            let mut records = self
+                .records
+                .lock()
+                .map_err(|_| FleetError("the memory session store is poisoned".into()))?;
+            Ok(records.remove(id).is_some())
+        })
+    }
+}
+
+/// A bus inside this process (several endpoints of one process; tests).
+#[derive(Debug, Clone, Default)]
+pub struct MemoryBus {
+    channels: Arc<Mutex<HashMap<String, broadcast::Sender<Arc<[u8]>>>>>,
+}
+
+impl MemoryBus {
+    /// A bus with no listener yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn sender(&self, channel: &str) -> Option<broadcast::Sender<Arc<[u8]>>> {
+        let mut channels = self.channels.lock().ok()?;
+        Some(
+            channels
+                .entry(channel.to_owned())
+                .or_insert_with(|| broadcast::channel(BUS_QUEUE).0)
+                .clone(),
+        )
+    }
+}
+
+impl Bus for MemoryBus {
+    fn publish<'a>(
+        &'a self,
+        channel: &'a str,
+        payload: &'a [u8],
+    ) -> BoxFuture<'a, Result<usize, FleetError>> {
+        Box::pin(async move {
+            let sender = self
+                .sender(channel)
+                .ok_or_else(|| FleetError("the memory bus is poisoned".into()))?;
+            Ok(sender.send(Arc::from(payload)).unwrap_or(0))
+        })
+    }
+
+    fn listen(&self, channel: &str) -> mpsc::Receiver<Vec<u8>> {
+        let (tx, rx) = mpsc::channel(BUS_QUEUE);
+        let Some(sender) = self.sender(channel) else {
+            return rx;
+        };
+        let mut messages = sender.subscribe();
+        let channel = channel.to_owned();
+        tokio::spawn(async move {
+            loop {
+                match messages.recv().await {
+                    Ok(message) => {
+                        if tx.send(message.to_vec()).await.is_err() {
+                            return;
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::warn!(%channel, skipped = n, "a bus listener fell behind");
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+        rx
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn asker_reads_back_the_request_prefix() {
+        let fleet = Fleet::new("i-2", MemorySessionStore::new(), MemoryBus::new());
+        let id = mcp_types::RequestId::String(format!("{}17", fleet.request_prefix()));
+        assert_eq!(Fleet::asker(&id), Some("i-2"));
+        assert_eq!(Fleet::asker(&mcp_types::RequestId::Number(3)), None);
+        assert_eq!(
+            Fleet::asker(&mcp_types::RequestId::String("i1:x".into())),
+            None
+        );
+        assert_eq!(
+            Fleet::asker(&mcp_types::RequestId::String(":4".into())),
+            None
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "a fleet instance name")]
+    fn an_instance_name_with_a_colon_is_refused() {
+        let _ = Fleet::new("i:1", MemorySessionStore::new(), MemoryBus::new());
+    }
+
+    #[test]
+    fn a_record_round_trips_and_a_bad_one_names_itself() {
+        let record = SessionRecord {
+            protocol_version: "2025-11-25".into(),
+            capabilities: ClientCapabilities::default(),
+            client_info: None,
+            log_level: Some(LoggingLevel::Info),
+            subscriptions: vec!["file:///a".into()],
+            principal: Some(StoredPrincipal::from(&Principal::new("app"))),
+        };
+        let bytes = record.encode();
+        assert_eq!(SessionRecord::decode(&bytes).unwrap(), record);
+        let err = SessionRecord::decode(b"{").unwrap_err();
+        assert!(
+            err.0.starts_with("a stored session record is unreadable"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_memory_store_expires_idle_records_and_evicts_at_its_cap() {
+        let store = MemorySessionStore::with_max(2);
+        let idle = Duration::from_secs(10);
+        store.put("a", b"1", idle).await.unwrap();
+        store.put("b", b"2", idle).await.unwrap();
+        tokio::time::advance(Duration::from_secs(6)).await;
+        assert_eq!(store.get("a", idle).await.unwrap(), Some(b"1".to_vec()));
+        store.put("c", b"3", idle).await.unwrap();
+        // "b" expired first: it made room.
+        assert_eq!(store.get("b", idle).await.unwrap(), None);
+        tokio::time::advance(Duration::from_secs(11)).await;
+        assert_eq!(store.get("a", idle).await.unwrap(), None);
+        assert_eq!(store.get("c", idle).await.unwrap(), None);
+        store.put("d", b"4", idle).await.unwrap();
+        assert!(store.remove("d").await.unwrap());
+        assert!(!store.remove("d").await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn the_memory_bus_counts_listeners() {
+        let bus = MemoryBus::new();
+        assert_eq!(bus.publish("x", b"lost").await.unwrap(), 0);
+        let mut rx = bus.listen("x");
+        assert_eq!(bus.publish("x", b"hello").await.unwrap(), 1);
+        assert_eq!(rx.recv().await.unwrap(), b"hello".to_vec());
+    }
+}

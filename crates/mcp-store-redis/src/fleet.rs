@@ -1,0 +1,188 @@
+//! The fleet's shared 2025-11-25 sessions and its bus on Redis.
+//!
+//! A session record is one string key, `{prefix}:session:{id}`, whose TTL is the session's
+//! idle timeout, pushed back by every read (`GETEX … PX`). The bus is Redis pub/sub on
+//! `{prefix}:bus:{channel}`: a publish reports how many instances listened, and each listener
+//! holds its own connection, reconnected after a pause when Redis goes away (what was
+//! published meanwhile is lost to it, as pub/sub promises no more).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_server_core::BoxFuture;
+use mcp_server_core::fleet::{BUS_QUEUE, Bus, FleetError, SessionStore};
+use tokio::sync::mpsc;
+
+use crate::Shared;
+
+/// How long a bus listener waits before it reconnects to Redis.
+const RECONNECT_PAUSE: Duration = Duration::from_millis(250);
+
+/// The sessions of a fleet on Redis ([`SessionStore`]).
+#[derive(Clone)]
+pub struct RedisSessionStore {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for RedisSessionStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisSessionStore")
+            .field("prefix", &self.shared.config.prefix)
+            .finish()
+    }
+}
+
+impl RedisSessionStore {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        RedisSessionStore { shared }
+    }
+
+    fn key(&self, id: &str) -> String {
+        self.shared.key(&["session", id])
+    }
+}
+
+/// A TTL in whole milliseconds, at least one (Redis refuses `PX 0`).
+fn millis(idle: Duration) -> u64 {
+    u64::try_from(idle.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+impl SessionStore for RedisSessionStore {
+    fn put<'a>(
+        &'a self,
+        id: &'a str,
+        record: &'a [u8],
+        idle: Duration,
+    ) -> BoxFuture<'a, Result<(), FleetError>> {
+        Box::pin(async move {
+            let mut cmd = redis::cmd("SET");
+            cmd.arg(self.key(id))
+                .arg(record)
+                .arg("PX")
+                .arg(millis(idle));
+            self.shared
+                .run::<()>("SET of a session", &cmd)
+                .await
+                .map_err(FleetError)
+        })
+    }
+
+    fn get<'a>(
+        &'a self,
+        id: &'a str,
+        idle: Duration,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, FleetError>> {
+        Box::pin(async move {
+            let mut cmd = redis::cmd("GETEX");
+            cmd.arg(self.key(id)).arg("PX").arg(millis(idle));
+            self.shared
+                .run::<Option<Vec<u8>>>("GETEX of a session", &cmd)
+                .await
+                .map_err(FleetError)
+        })
+    }
+
+    fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, FleetError>> {
+        Box::pin(async move {
+            let mut cmd = redis::cmd("DEL");
+            cmd.arg(self.key(id));
+            self.shared
+                .run::<u64>("DEL of a session", &cmd)
+                .await
+                .map(|n| n > 0)
+                .map_err(FleetError)
+        })
+    }
+}
+
+/// The fleet's bus on Redis pub/sub ([`Bus`]).
+#[derive(Clone)]
+pub struct RedisBus {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for RedisBus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisBus")
+            .field("prefix", &self.shared.config.prefix)
+            .finish()
+    }
+}
+
+impl RedisBus {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        RedisBus { shared }
+    }
+
+    fn channel(&self, channel: &str) -> String {
+        self.shared.key(&["bus", channel])
+    }
+}
+
+impl Bus for RedisBus {
+    fn publish<'a>(
+        &'a self,
+        channel: &'a str,
+        payload: &'a [u8],
+    ) -> BoxFuture<'a, Result<usize, FleetError>> {
+        Box::pin(async move {
+            let mut cmd = redis::cmd("PUBLISH");
+            cmd.arg(self.channel(channel)).arg(payload);
+            self.shared
+                .run::<usize>("PUBLISH", &cmd)
+                .await
+                .map_err(FleetError)
+        })
+    }
+
+    fn listen(&self, channel: &str) -> mpsc::Receiver<Vec<u8>> {
+        let (tx, rx) = mpsc::channel(BUS_QUEUE);
+        let client = self.shared.client.clone();
+        let channel = self.channel(channel);
+        let timeout = self.shared.config.command_timeout;
+        tokio::spawn(async move {
+            let mut dropped = 0u64;
+            loop {
+                match crate::tasks::subscribe(&client, &channel, timeout).await {
+                    Ok(pubsub) => {
+                        use futures_util::StreamExt;
+                        let mut pubsub = pubsub;
+                        let mut messages = pubsub.on_message();
+                        loop {
+                            let message = tokio::select! {
+                                () = tx.closed() => return,
+                                message = messages.next() => message,
+                            };
+                            let Some(message) = message else {
+                                break;
+                            };
+                            let Ok(payload) = message.get_payload::<Vec<u8>>() else {
+                                continue;
+                            };
+                            match tx.try_send(payload) {
+                                Ok(()) => {}
+                                Err(mpsc::error::TrySendError::Full(_)) => {
+                                    dropped += 1;
+                                    tracing::warn!(
+                                        %channel,
+                                        dropped,
+                                        "a bus listener is behind; a message was dropped"
+                                    );
+                                }
+                                Err(mpsc::error::TrySendError::Closed(_)) => return,
+                            }
+                        }
+                        tracing::warn!(%channel, "the bus lost its Redis connection; reconnecting");
+                    }
+                    Err(e) => tracing::warn!(%channel, error = %e, "the bus cannot listen"),
+                }
+                tokio::select! {
+                    () = tx.closed() => return,
+                    () = tokio::time::sleep(RECONNECT_PAUSE) => {}
+                }
+            }
+        });
+        rx
+    }
+}

@@ -1,0 +1,381 @@
+//! Two instances of one fleet in one process, sharing a `MemorySessionStore` and a
+//! `MemoryBus` (what `mcp_store_redis` does for a real fleet): a 2025-11-25 session opened on
+//! one is served by the other, a client's answer to a question one instance asked reaches it
+//! from the other, a cancellation reaches the instance running the request, a subscription
+//! made on one is honoured by the GET stream held by the other (once), a delete on one ends
+//! the session on both, and an answer whose asker is gone is told so.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{Running, start};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::rt::TokioExecutor;
+use mcp_server_core::fleet::{Fleet, MemoryBus, MemorySessionStore};
+use mcp_server_core::{ChangeNotifier, Server};
+use mcp_transport_http::McpHttpService;
+use mcp_types::ErrorObject;
+use mcp_types::mrtr::Outcome;
+use mcp_types::tools::CallToolResult;
+use serde_json::{Value, json};
+
+static WAIT_CANCELLED: AtomicBool = AtomicBool::new(false);
+
+struct CancelFlag;
+
+impl Drop for CancelFlag {
+    fn drop(&mut self) {
+        WAIT_CANCELLED.store(true, Ordering::SeqCst);
+    }
+}
+
+fn instance(
+    name: &str,
+    store: &MemorySessionStore,
+    bus: &MemoryBus,
+) -> (McpHttpService, ChangeNotifier) {
+    let server = Server::new("fleet")
+        .change_notifications(true)
+        .request_timeout(Duration::from_secs(10))
+        .on_call_tool(|ctx, params| async move {
+            match params.name.as_str() {
+                "roots" => {
+                    let roots = ctx.list_roots().await.map_err(ErrorObject::from)?;
+                    Ok(Outcome::Complete(CallToolResult::text(format!(
+                        "{} root(s)",
+                        roots.roots.len()
+                    ))))
+                }
+                "wait" => {
+                    let _flag = CancelFlag;
+                    ctx.cancellation().cancelled().await;
+                    Ok(Outcome::Complete(CallToolResult::text("cancelled")))
+                }
+                _ => Ok(Outcome::Complete(CallToolResult::text("ok"))),
+            }
+        })
+        .on_read_resource(|_ctx, p| async move {
+            Err(mcp_server_core::resource_not_found(
+                mcp_types::version::Era::Legacy,
+                &p.uri,
+            ))
+        })
+        .fleet(Fleet::new(name, store.clone(), bus.clone()));
+    let service = server.into_service();
+    let notifier = service.notifier();
+    (McpHttpService::new(service), notifier)
+}
+
+async fn send(
+    method: hyper::Method,
+    url: &str,
+    session: Option<&str>,
+    body: Option<Value>,
+) -> Response<Incoming> {
+    let client = HyperClient::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let mut builder = Request::builder()
+        .method(method)
+        .uri(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25");
+    if let Some(session) = session {
+        builder = builder.header("mcp-session-id", session);
+    }
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    client
+        .request(builder.body(Full::new(Bytes::from(body))).unwrap())
+        .await
+        .unwrap()
+}
+
+async fn text(response: Response<Incoming>) -> (StatusCode, String) {
+    let status = response.status();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+/// The next SSE `data:` message of `body` holding JSON, within 5 s.
+async fn next_message(body: &mut Incoming, buffer: &mut String) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        while let Some(end) = buffer.find("\n\n") {
+            let event: String = buffer.drain(..end + 2).collect();
+            for line in event.lines() {
+                if let Some(data) = line.strip_prefix("data: ")
+                    && !data.trim().is_empty()
+                {
+                    return serde_json::from_str(data).unwrap();
+                }
+            }
+        }
+        let frame = tokio::time::timeout_at(deadline, body.frame())
+            .await
+            .expect("no SSE message within 5 s")
+            .expect("the stream ended")
+            .unwrap();
+        if let Ok(data) = frame.into_data() {
+            buffer.push_str(&String::from_utf8_lossy(&data));
+        }
+    }
+}
+
+async fn open_session(url: &str) -> String {
+    let response = send(
+        hyper::Method::POST,
+        url,
+        None,
+        Some(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {"roots": {}},
+            "clientInfo": {"name": "raw", "version": "1"}}}),
+        ),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    response.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+struct Pair {
+    a: Running,
+    b: Running,
+    notify_a: ChangeNotifier,
+}
+
+async fn pair() -> Pair {
+    let (store, bus) = (MemorySessionStore::new(), MemoryBus::new());
+    let (a, notify_a) = instance("a", &store, &bus);
+    let (b, _) = instance("b", &store, &bus);
+    Pair {
+        a: start(a).await,
+        b: start(b).await,
+        notify_a,
+    }
+}
+
+#[tokio::test]
+async fn a_session_opened_on_one_instance_is_served_by_the_other_and_its_answers_find_the_asker() {
+    let fleet = pair().await;
+    let session = open_session(&fleet.a.url).await;
+    // Served on b, which never saw its initialize.
+    let (status, body) = text(
+        send(
+            hyper::Method::POST,
+            &fleet.b.url,
+            Some(&session),
+            Some(json!({"jsonrpc": "2.0", "id": 2, "method": "ping"})),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        (status, body.as_str()),
+        (StatusCode::OK, r#"{"jsonrpc":"2.0","id":2,"result":{}}"#)
+    );
+
+    // a asks for the roots on the call's stream; the answer goes to b, which hands it to a.
+    let call = send(
+        hyper::Method::POST,
+        &fleet.a.url,
+        Some(&session),
+        Some(
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "roots"}}),
+        ),
+    )
+    .await;
+    assert_eq!(call.status(), StatusCode::OK);
+    let mut body = call.into_body();
+    let mut buffer = String::new();
+    let question = next_message(&mut body, &mut buffer).await;
+    assert_eq!(question["method"], "roots/list");
+    assert_eq!(question["id"], "a:1", "the question's id names its asker");
+    let (status, _) = text(
+        send(
+            hyper::Method::POST,
+            &fleet.b.url,
+            Some(&session),
+            Some(
+                json!({"jsonrpc": "2.0", "id": question["id"], "result": {"roots": [
+                {"uri": "file:///x", "name": "x"}, {"uri": "file:///y", "name": "y"}]}}),
+            ),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let answer = next_message(&mut body, &mut buffer).await;
+    assert_eq!(answer["id"], 3);
+    assert_eq!(answer["result"]["content"][0]["text"], "2 root(s)");
+
+    // An answer to a question of an instance that is not there.
+    let (status, body) = text(
+        send(
+            hyper::Method::POST,
+            &fleet.b.url,
+            Some(&session),
+            Some(json!({"jsonrpc": "2.0", "id": "gone:4", "result": {"roots": []}})),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::GONE);
+    assert!(
+        body.starts_with("The server instance that asked this question (gone) is gone"),
+        "{body}"
+    );
+    fleet.a.shutdown().await;
+    fleet.b.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_cancellation_sent_to_one_instance_stops_the_request_running_on_the_other() {
+    let fleet = pair().await;
+    let session = open_session(&fleet.a.url).await;
+    // The call's answer (and so its response head) comes only when it ends.
+    let (url, id) = (fleet.a.url.clone(), session.clone());
+    let call = tokio::spawn(async move {
+        send(
+            hyper::Method::POST,
+            &url,
+            Some(&id),
+            Some(json!({"jsonrpc": "2.0", "id": "w1", "method": "tools/call", "params": {"name": "wait"}})),
+        )
+        .await
+    });
+    // The call runs on a before the cancellation is sent to b.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (status, _) = text(
+        send(
+            hyper::Method::POST,
+            &fleet.b.url,
+            Some(&session),
+            Some(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "w1"}})),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !WAIT_CANCELLED.load(Ordering::SeqCst) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the cancellation never reached the instance running the call"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    call.abort();
+    fleet.a.shutdown().await;
+    fleet.b.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_subscription_made_on_one_instance_is_delivered_once_by_the_get_stream_on_the_other() {
+    let fleet = pair().await;
+    let session = open_session(&fleet.a.url).await;
+    // The GET stream is held by b; a copy of the session is live on a as well.
+    let get = send(hyper::Method::GET, &fleet.b.url, Some(&session), None).await;
+    assert_eq!(get.status(), StatusCode::OK);
+    let (status, body) = text(
+        send(
+            hyper::Method::POST,
+            &fleet.a.url,
+            Some(&session),
+            Some(json!({"jsonrpc": "2.0", "id": 5, "method": "resources/subscribe", "params": {"uri": "file:///cfg.json"}})),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        (status, body.as_str()),
+        (StatusCode::OK, r#"{"jsonrpc":"2.0","id":5,"result":{}}"#)
+    );
+    // The record change travels on the bus; give it a moment, then raise the update on a.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    fleet.notify_a.resource_updated("file:///cfg.json");
+    fleet.notify_a.resource_updated("file:///other.json");
+    fleet.notify_a.tools_list_changed();
+    let mut body = get.into_body();
+    let mut buffer = String::new();
+    let first = next_message(&mut body, &mut buffer).await;
+    assert_eq!(
+        first,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "file:///cfg.json"}})
+    );
+    let second = next_message(&mut body, &mut buffer).await;
+    assert_eq!(
+        second,
+        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+        "each notification once, the unsubscribed URI not at all"
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), body.frame())
+            .await
+            .is_err(),
+        "a notification was delivered twice"
+    );
+    fleet.a.shutdown().await;
+    fleet.b.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_delete_on_one_instance_ends_the_session_on_both() {
+    let fleet = pair().await;
+    let session = open_session(&fleet.a.url).await;
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+    let (status, _) = text(
+        send(
+            hyper::Method::POST,
+            &fleet.b.url,
+            Some(&session),
+            Some(ping.clone()),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) =
+        text(send(hyper::Method::DELETE, &fleet.b.url, Some(&session), None).await).await;
+    assert_eq!(status, StatusCode::OK);
+    for url in [&fleet.a.url, &fleet.b.url] {
+        let (status, body) =
+            text(send(hyper::Method::POST, url, Some(&session), Some(ping.clone())).await).await;
+        assert_eq!(
+            (status, body.as_str()),
+            (StatusCode::NOT_FOUND, "Session not found")
+        );
+    }
+    fleet.a.shutdown().await;
+    fleet.b.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_session_outlives_the_instance_that_opened_it() {
+    let (store, bus) = (MemorySessionStore::new(), MemoryBus::new());
+    let first = start(instance("a", &store, &bus).0).await;
+    let session = open_session(&first.url).await;
+    first.shutdown().await;
+    // A new process in a's place: the session is in the store, not in the old table.
+    let second = start(instance("a", &store, &bus).0).await;
+    let (status, body) = text(
+        send(
+            hyper::Method::POST,
+            &second.url,
+            Some(&session),
+            Some(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "echo"}})),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body.contains(r#""text":"ok""#), "{body}");
+    second.shutdown().await;
+}
