@@ -12,8 +12,9 @@
 //!
 //! To rotate, deploy `MCP_STATE_KEYS=OLD,NEW`, then `NEW,OLD`, then (after ten minutes) `NEW`,
 //! each by a rolling restart: SIGTERM drains an instance (see `docs/scale-out.md`).
-//! `MCP_DRAIN_GRACE_MS` sets the drain grace (default 5000); `MCP_INSTANCE=i1` starts this
-//! instance's legacy session ids with `i1-`, which nginx pins them by.
+//! `MCP_DRAIN_GRACE_MS` sets the drain grace (default 5000); `MCP_INSTANCE=i1` names this
+//! instance in the fleet (unique per instance; a random name otherwise). With
+//! `MCP_REDIS_URL`, 2025-11-25 sessions live in Redis too: any instance serves any request.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,6 +34,17 @@ async fn main() -> Result<(), mcp::ServeError> {
     })?;
     let mut security = fleet::security_from(&keys)?;
     let mut tasks: Option<Arc<dyn TaskStore>> = None;
+    let mut shared = None;
+    let mut events = None;
+    // This instance's name in the fleet: it names the questions it asks legacy clients, so
+    // that an answer reaching another instance finds its way back.
+    let instance = match std::env::var("MCP_INSTANCE") {
+        Ok(name) => name,
+        Err(_) => format!(
+            "i-{}",
+            &mcp::seal::random_hex_id().map_err(|e| e.to_string())?[..8]
+        ),
+    };
     if let Ok(url) = std::env::var("MCP_REDIS_URL") {
         let prefix = std::env::var("MCP_REDIS_PREFIX").unwrap_or_else(|_| "fleet".into());
         // A replay-guard window of 5 s instead of 30 s: a round that nginx re-sends after
@@ -48,6 +60,11 @@ async fn main() -> Result<(), mcp::ServeError> {
             .map_err(|e| format!("MCP_REDIS_URL: {e}"))?;
         security = security.replay_guard(stores.seen_store());
         tasks = Some(Arc::new(stores.task_store()));
+        // 2025-11-25 sessions in Redis, and the bus between instances: nginx needs no
+        // stickiness, and a session outlives the instance that opened it.
+        shared = Some(stores.fleet(instance.clone()));
+        // Their SSE history too: a stream cut on one instance resumes on any other.
+        events = Some(Arc::new(stores.event_store()));
     }
     let grace = match std::env::var("MCP_DRAIN_GRACE_MS") {
         Ok(ms) => Duration::from_millis(
@@ -56,19 +73,17 @@ async fn main() -> Result<(), mcp::ServeError> {
         ),
         Err(_) => mcp::http::DEFAULT_DRAIN_GRACE,
     };
-    let server = fleet::server(security, tasks);
+    let server = fleet::server(security, tasks, shared);
     match Listen::from_env() {
         Listen::Stdio => mcp::stdio::serve(server).await,
         Listen::Http(addr) => {
             let listener = tokio::net::TcpListener::bind(addr).await?;
             eprintln!("serving MCP at http://{}/mcp", listener.local_addr()?);
-            // `MCP_INSTANCE=i1` makes session ids `i1-…`: nginx pins legacy sessions by it.
-            let prefix = std::env::var("MCP_INSTANCE")
-                .map(|name| format!("{name}-"))
-                .unwrap_or_default();
-            mcp::http::endpoint(server)?
-                .drain_grace(grace)
-                .session_id_prefix(&prefix)
+            let mut endpoint = mcp::http::endpoint(server)?.drain_grace(grace);
+            if let Some(events) = events {
+                endpoint = endpoint.event_store(events);
+            }
+            endpoint
                 .serve_with_shutdown(listener, "/mcp", mcp::http::shutdown_signal())
                 .await?;
             eprintln!("drained; exiting");

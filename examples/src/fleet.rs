@@ -94,6 +94,30 @@ pub async fn status(
     format!("{service} is healthy.")
 }
 
+/// The resource whose sub-resources `announce` updates (`fleet://notices/{n}`): subscribe to
+/// it (a legacy `resources/subscribe`, or a `subscriptions/listen` stream) to hear them.
+pub const NOTICES: &str = "fleet://notices";
+
+/// The arguments of `announce`.
+#[derive(Deserialize, JsonSchema)]
+pub struct Announce {
+    /// Which notice: `fleet://notices/{n}` is announced as updated.
+    pub n: u64,
+}
+
+/// Raises one resource update (`fleet://notices/{n}`) on whichever instance serves the
+/// call; in a fleet every subscriber on every instance hears it once.
+pub fn announce() -> ToolDef {
+    ToolDef::new("announce")
+        .description("Announce notice n as updated to every subscriber of fleet://notices.")
+        .arguments::<Announce>()
+        .handler(|ctx: Context, a: Announce| async move {
+            ctx.notifier()
+                .resource_updated(format!("{NOTICES}/{}", a.n));
+            format!("Announced notice {}.", a.n)
+        })
+}
+
 /// The arguments of `migrate`.
 #[derive(Deserialize, JsonSchema)]
 pub struct Migrate {
@@ -127,8 +151,13 @@ pub fn security_from(keys: &str) -> Result<RequestStateSecurity, String> {
 }
 
 /// The fleet server over the shared ring, its tasks in `tasks` (a store every instance
-/// shares, such as Redis) or, without one, in this process.
-pub fn server(security: RequestStateSecurity, tasks: Option<Arc<dyn TaskStore>>) -> McpServer {
+/// shares, such as Redis) or, without one, in this process; one instance of `fleet` (its
+/// 2025-11-25 sessions and change notifications shared) when given.
+pub fn server(
+    security: RequestStateSecurity,
+    tasks: Option<Arc<dyn TaskStore>>,
+    fleet: Option<mcp::fleet::Fleet>,
+) -> McpServer {
     // A short lease: a task whose instance died is failed ("worker lost") within seconds.
     let mut config = TaskConfig::new()
         .poll_interval(Duration::from_millis(100))
@@ -136,13 +165,23 @@ pub fn server(security: RequestStateSecurity, tasks: Option<Arc<dyn TaskStore>>)
     if let Some(store) = tasks {
         config = config.shared_store(store);
     }
-    McpServer::new("fleet")
+    let server = McpServer::new("fleet")
         .tool(restart)
         .tool(deploy)
         .tool(status)
         .tool(migrate())
+        .tool(announce())
+        .resource(
+            mcp::ResourceDef::new(NOTICES, "notices")
+                .description("The notices `announce` updates (fleet://notices/{n}).")
+                .handler(|_ctx| async { String::from("Subscribe to hear announcements.") }),
+        )
         .tasks(config)
-        .request_state_security(security)
+        .request_state_security(security);
+    match fleet {
+        Some(fleet) => server.fleet(fleet),
+        None => server,
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,9 @@
-//! `cargo xtask fleet`: three `fleet` instances behind nginx on a shared Redis, on loopback,
-//! under a bounded load, through a three-phase key rotation by rolling restarts (SIGTERM, so
-//! each instance drains) and one SIGKILL.
+//! `cargo xtask fleet`: three `fleet` instances behind nginx (plain round-robin, nothing
+//! sticky) on a shared Redis, on loopback, under a bounded load, through a three-phase key
+//! rotation by rolling restarts (SIGTERM, so each instance drains), one SIGKILL, a restart of
+//! Redis (its append-only file on) and a 2 s stall of Redis (SIGSTOP). Then, in steady state,
+//! the notification check: a `subscriptions/listen` stream and a legacy GET stream held on
+//! every instance each hear every announcement raised on any instance exactly once.
 //!
 //! The load generator is plain blocking HTTP/1.1 over keep-alive connections to nginx, one
 //! thread per concurrent flow. It never retries a failed leg: a fleet that drops a request
@@ -15,12 +18,20 @@
 //! - `legacy`: a 2025-11-25 session: `initialize`, `tools/call status`, `DELETE`;
 //! - `sse-resume`: a 2025-11-25 session whose `restart` call elicits on the POST's SSE stream;
 //!   the stream is cut after the question, the answer POSTed, and the result read from a GET
-//!   with `Last-Event-ID`.
+//!   with `Last-Event-ID` (each leg on whichever instance nginx picks: the answer is handed to
+//!   the instance that asked over the fleet's bus);
+//! - `kept`: three 2025-11-25 sessions opened at the start, one directly on each instance,
+//!   called through nginx every 100 ms for the whole run: each must outlive the rolling
+//!   restarts and the SIGKILL of the instance that opened it.
 //!
 //! Outcomes: completed; failed with a clean error (an HTTP error status or a JSON-RPC error,
 //! with its reason); lost (no answer within the deadline, a broken connection, or a wrong
-//! answer). Exit status: non-zero on any lost flow, and on any failed 2026-07-28 flow except
-//! a task whose worker was on the killed instance (which must fail cleanly: "worker lost").
+//! answer). Exit status: non-zero on any lost flow, and on any failed flow of either era
+//! except: a task whose worker was on the killed instance (which must fail cleanly: "worker
+//! lost"); a legacy question whose asker was the killed instance (the answer is told "gone");
+//! and a flow that needed Redis while Redis was away (the error names Redis or the session
+//! store). Every task that completed is read again after the Redis restart and must still be
+//! there with its result.
 //! A round in flight on the killed instance that nginx re-sent elsewhere must complete there:
 //! the replay guard hands a dead instance's unfinished claim over (see `mcp-store-redis`).
 
@@ -39,6 +50,24 @@ use serde_json::{Value, json};
 use crate::{cargo, run, workspace_root};
 
 const KINDS: [&str; 6] = ["plain", "mrtr-2", "mrtr-3", "task", "legacy", "sse-resume"];
+/// Every kind the report shows: the load's, and the long-lived sessions'.
+const REPORTED: [&str; 7] = [
+    "plain",
+    "mrtr-2",
+    "mrtr-3",
+    "task",
+    "legacy",
+    "sse-resume",
+    "kept",
+];
+/// How many times `sse-resume` resumes a stream that ended before its answer.
+const RESUMPTIONS: usize = 3;
+/// A flow that failed this long after Redis came back, or less, may blame Redis.
+const REDIS_GRACE: Duration = Duration::from_secs(3);
+/// How many announcements the notification check raises.
+const NOTICES: u64 = 30;
+/// Task flows that completed (task id, service): each is read again at the end of the run.
+static COMPLETED_TASKS: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
 /// A leg that gets no answer in this long is lost (hung).
 const LEG_DEADLINE: Duration = Duration::from_secs(30);
 /// How long a task flow polls before calling it lost.
@@ -243,22 +272,9 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
     fs::create_dir_all(dir.join("tmp")).map_err(|e| e.to_string())?;
 
     let redis_port = free_port()?;
-    let _redis = Guard(
-        Command::new(&redis_server)
-            .args([
-                "--port",
-                &redis_port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("redis-server: {e}"))?,
-    );
+    let redis_dir = dir.join("redis");
+    fs::create_dir_all(&redis_dir).map_err(|e| e.to_string())?;
+    let mut redis = Guard(spawn_redis(&redis_server, redis_port, &redis_dir)?);
     wait_for_port(redis_port, "redis-server")?;
 
     let mut fleet = Fleet {
@@ -312,6 +328,15 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
         o.concurrency
     );
 
+    // Sessions that live through the whole run, each opened on one instance.
+    let mut kept = Vec::new();
+    for instance in &fleet.instances {
+        let (_, session) = legacy_init(instance.port)
+            .map_err(|e| format!("a kept session on {}: {e:?}", instance.name))?;
+        kept.push(session);
+    }
+    let outages: Arc<Mutex<Vec<(Instant, Instant)>>> = Arc::default();
+
     // The load.
     let next = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(AtomicUsize::new(0));
@@ -350,6 +375,31 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
             }
         }));
     }
+
+    let keeper = {
+        let results = results.clone();
+        let finished = finished.clone();
+        std::thread::spawn(move || {
+            let mut conn: Option<Conn> = None;
+            let mut n = 0;
+            while !finished.load(Ordering::Relaxed) {
+                for session in &kept {
+                    n += 1;
+                    let start = Instant::now();
+                    let result = kept_call(session, n, nginx_port, &mut conn);
+                    if let Ok(mut r) = results.lock() {
+                        r.push(Outcome {
+                            kind: "kept",
+                            result,
+                            took: start.elapsed(),
+                            started: start,
+                        });
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+    };
 
     // The schedule: three rotation phases by rolling restarts, then one SIGKILL.
     let mut events = Vec::new();
@@ -416,10 +466,54 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
             Err(e) => schedule_error = Some(e),
         }
     }
+    if schedule_error.is_none() {
+        // Redis restarts under load (SIGTERM: it writes its append-only file and exits).
+        wait_until(at(0.80));
+        let down = Instant::now();
+        let restarted = signal(&redis.0, "TERM")
+            .and_then(|()| redis.0.wait().map_err(|e| e.to_string()))
+            .and_then(|_| spawn_redis(&redis_server, redis_port, &redis_dir))
+            .and_then(|child| {
+                redis.0 = child;
+                wait_for_port(redis_port, "redis-server")
+            });
+        let up = Instant::now();
+        if let Ok(mut o) = outages.lock() {
+            o.push((down, up + REDIS_GRACE));
+        }
+        match restarted {
+            Ok(()) => events.push(format!(
+                "Redis restarted (away {} ms) at flow {}",
+                up.duration_since(down).as_millis(),
+                done.load(Ordering::Relaxed)
+            )),
+            Err(e) => schedule_error = Some(format!("restarting Redis: {e}")),
+        }
+    }
+    if schedule_error.is_none() {
+        // Redis stalls for 2 s: connections stay open, nothing answers.
+        wait_until(at(0.90));
+        let stalled = Instant::now();
+        let stall = signal(&redis.0, "STOP").map(|()| {
+            std::thread::sleep(Duration::from_secs(2));
+        });
+        let resumed = signal(&redis.0, "CONT");
+        if let Ok(mut o) = outages.lock() {
+            o.push((stalled, Instant::now() + REDIS_GRACE));
+        }
+        match stall.and(resumed) {
+            Ok(()) => events.push(format!(
+                "Redis stalled (SIGSTOP) for 2 s at flow {}",
+                done.load(Ordering::Relaxed)
+            )),
+            Err(e) => schedule_error = Some(format!("stalling Redis: {e}")),
+        }
+    }
     finished.store(true, Ordering::Relaxed);
     for worker in workers {
         let _ = worker.join();
     }
+    let _ = keeper.join();
     let load_took = load_start.elapsed();
 
     let results = results
@@ -430,7 +524,17 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
     for event in &events {
         println!("  {event}");
     }
-    let verdict = report(&results, killed_at, load_took);
+    let outages = outages.lock().map(|o| o.clone()).unwrap_or_default();
+    let mut verdict = report(&results, killed_at, &outages);
+    match recheck_tasks(nginx_port) {
+        Ok(line) => println!("  {line}"),
+        Err(e) => verdict = verdict.and(Err(e)),
+    }
+    let ports: Vec<u16> = fleet.instances.iter().map(|i| i.port).collect();
+    match notification_check(&ports, nginx_port) {
+        Ok(line) => println!("  {line}"),
+        Err(e) => verdict = verdict.and(Err(e)),
+    }
     let nginx_log = fs::read_to_string(dir.join("nginx.log")).unwrap_or_default();
     let refused = nginx_log.matches("connect() failed (111").count();
     let resent = nginx_log
@@ -477,7 +581,11 @@ fn percentile(sorted: &[Duration], p: f64) -> String {
     format!("{:.1}", sorted[i].as_secs_f64() * 1000.0)
 }
 
-fn report(results: &[Outcome], killed_at: Option<Instant>, _took: Duration) -> Result<(), String> {
+fn report(
+    results: &[Outcome],
+    killed_at: Option<Instant>,
+    outages: &[(Instant, Instant)],
+) -> Result<(), String> {
     println!();
     println!("| flow | completed | failed (clean) | lost | p50 ms | p99 ms |");
     println!("|---|---|---|---|---|---|");
@@ -485,7 +593,8 @@ fn report(results: &[Outcome], killed_at: Option<Instant>, _took: Duration) -> R
     let mut reasons: BTreeMap<(&str, String), usize> = BTreeMap::new();
     let mut retrying = 0usize;
     let mut worker_lost: Vec<String> = Vec::new();
-    for kind in KINDS {
+    let mut excused: BTreeMap<&str, usize> = BTreeMap::new();
+    for kind in REPORTED {
         let of_kind: Vec<&Outcome> = results.iter().filter(|o| o.kind == kind).collect();
         let completed = of_kind.iter().filter(|o| o.result.is_ok()).count();
         let mut clean = 0;
@@ -500,7 +609,17 @@ fn report(results: &[Outcome], killed_at: Option<Instant>, _took: Duration) -> R
                     if why.starts_with("HTTP 502") || why.starts_with("HTTP 503") {
                         retrying += 1;
                     }
-                    let modern = !matches!(kind, "legacy" | "sse-resume");
+                    // A flow that needed Redis while it was away, told so.
+                    let redis_away = outages
+                        .iter()
+                        .any(|(from, to)| o.started <= *to && o.started + o.took >= *from)
+                        && (why.contains("Redis") || why.contains("store"));
+                    // A legacy question asked by the killed instance: its answer is told the
+                    // asker is gone.
+                    let asker_killed = why.contains("is gone")
+                        && killed_at.is_some_and(|k| {
+                            o.started <= k && k.duration_since(o.started) < CRASH_WINDOW
+                        });
                     // A task whose body ran on the killed instance: it started shortly before
                     // the kill (a task flow takes well under a second) and failed "worker lost".
                     let crash_task = kind == "task"
@@ -524,7 +643,15 @@ fn report(results: &[Outcome], killed_at: Option<Instant>, _took: Duration) -> R
                         });
                         worker_lost.push(relative);
                     }
-                    if modern && !crash_task {
+                    if redis_away {
+                        *excused.entry("needed Redis while it was away").or_default() += 1;
+                    } else if asker_killed {
+                        *excused
+                            .entry("answered a question of the killed instance")
+                            .or_default() += 1;
+                    } else if crash_task {
+                        *excused.entry("task whose worker was killed").or_default() += 1;
+                    } else {
                         problems.push(format!("{kind}: {why}"));
                     }
                 }
@@ -553,6 +680,9 @@ fn report(results: &[Outcome], killed_at: Option<Instant>, _took: Duration) -> R
     }
     if !worker_lost.is_empty() {
         println!("  tasks failed 'worker lost': {}", worker_lost.join(", "));
+    }
+    for (why, n) in &excused {
+        println!("  failed as designed: {n} × {why}");
     }
     println!("  a client retrying once on 502/503 would have completed {retrying} more flow(s)");
     if problems.is_empty() {
@@ -659,6 +789,16 @@ fn json_answer(response: &Response) -> Result<Value, Failure> {
         )));
     }
     Ok(value)
+}
+
+/// The start of a response's body, for a failure's reason.
+fn body_text(response: &Response) -> String {
+    String::from_utf8_lossy(&response.body)
+        .chars()
+        .take(120)
+        .collect::<String>()
+        .trim()
+        .to_owned()
 }
 
 fn text_of(result: &Value) -> &str {
@@ -797,7 +937,11 @@ fn task_flow(service: &str, port: u16, conn: &mut Option<Conn>) -> Result<(), Fa
                 answered = true;
             }
             "completed" => {
-                return expect_text(&result["result"], &format!("Migrated {service}."));
+                expect_text(&result["result"], &format!("Migrated {service}."))?;
+                if let Ok(mut done) = COMPLETED_TASKS.lock() {
+                    done.push((id.clone(), service.to_owned()));
+                }
+                return Ok(());
             }
             "failed" => {
                 let why = result["statusMessage"]
@@ -842,8 +986,9 @@ fn legacy_init(port: u16) -> Result<(Conn, String), Failure> {
         .map_err(Failure::Lost)?;
     if r.status != 202 {
         return Err(Failure::Clean(format!(
-            "HTTP {} to notifications/initialized",
-            r.status
+            "HTTP {} to notifications/initialized: {}",
+            r.status,
+            body_text(&r)
         )));
     }
     Ok((conn, session))
@@ -872,7 +1017,11 @@ fn legacy_flow(service: &str, port: u16) -> Result<(), Failure> {
         .send("DELETE", "/mcp", &legacy_headers(&session), "")
         .map_err(Failure::Lost)?;
     if r.status != 200 {
-        return Err(Failure::Clean(format!("HTTP {} to DELETE", r.status)));
+        return Err(Failure::Clean(format!(
+            "HTTP {} to DELETE: {}",
+            r.status,
+            body_text(&r)
+        )));
     }
     Ok(())
 }
@@ -906,32 +1055,285 @@ fn sse_resume_flow(service: &str, port: u16) -> Result<(), Failure> {
         .map_err(Failure::Lost)?;
     if r.status != 202 {
         return Err(Failure::Clean(format!(
-            "HTTP {} to the elicitation answer",
-            r.status
+            "HTTP {} to the elicitation answer: {}",
+            r.status,
+            body_text(&r)
         )));
     }
-    let mut resume = Conn::open(port).map_err(|e| Failure::Lost(format!("connect: {e}")))?;
-    let last_id_sent = last_id.clone();
-    let mut headers = legacy_headers(&session);
-    headers.push(("last-event-id", &last_id));
-    let events = resume
-        .sse_until("GET", &headers, "", |e| e.get("id") == Some(&json!(2)))
-        .map_err(|e| match e {
-            SseError::Status(status, body) => {
-                Failure::Clean(format!("HTTP {status} on resume {}", body.trim()))
+    // A resumed stream that ends before the answer (its instance drained) is resumed again
+    // from the last event it carried, as an SSE client does: at most RESUMPTIONS times.
+    let mut last_id = last_id;
+    for _ in 0..RESUMPTIONS {
+        let mut resume = Conn::open(port).map_err(|e| Failure::Lost(format!("connect: {e}")))?;
+        let last_id_sent = last_id.clone();
+        let mut headers = legacy_headers(&session);
+        headers.push(("last-event-id", &last_id_sent));
+        let events = resume
+            .sse_until("GET", &headers, "", |e| e.get("id") == Some(&json!(2)))
+            .map_err(|e| match e {
+                SseError::Status(status, body) => {
+                    Failure::Clean(format!("HTTP {status} on resume {}", body.trim()))
+                }
+                SseError::Io(e) => Failure::Lost(format!("resume: {e}")),
+                SseError::Broken { last_id, why } => after_broken_stream(
+                    port,
+                    &session,
+                    last_id.as_deref().or(Some(last_id_sent.as_str())),
+                    &format!("resume: {why}"),
+                ),
+            })?;
+        if let Some((_, result)) = events.iter().find(|(_, e)| e.get("id") == Some(&json!(2))) {
+            return expect_text(&result["result"], &format!("Restarted {service}."));
+        }
+        if let Some((id, _)) = events.iter().rev().find(|(id, _)| !id.is_empty()) {
+            last_id = id.clone();
+        }
+    }
+    Err(Failure::Lost(format!(
+        "the resumed stream ended without the answer {RESUMPTIONS} times"
+    )))
+}
+
+/// Redis on `port` with its append-only file in `dir`, written through on every command
+/// (`appendfsync always`): what was acknowledged survives a restart.
+fn spawn_redis(
+    program: &std::path::Path,
+    port: u16,
+    dir: &std::path::Path,
+) -> Result<Child, String> {
+    Command::new(program)
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+            "--dir",
+        ])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("redis-server: {e}"))
+}
+
+/// One call on a kept session, through nginx (any instance). A 404 is a lost session.
+fn kept_call(session: &str, n: usize, port: u16, conn: &mut Option<Conn>) -> Result<(), Failure> {
+    let service = format!("kept-{n}");
+    let call = json!({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "status", "arguments": {"service": service}}}).to_string();
+    let mut headers = legacy_headers(session);
+    headers[1] = ("accept", "application/json");
+    let response = send_on(conn, port, "POST", &headers, &call)?;
+    if response.status == 404 {
+        return Err(Failure::Lost("the session was lost (HTTP 404)".into()));
+    }
+    let answer = json_answer(&response)?;
+    expect_text(&answer["result"], &format!("{service} is healthy."))
+}
+
+/// Reads every task that completed during the run again (after Redis restarted): each must
+/// still be there, completed, with its result.
+fn recheck_tasks(port: u16) -> Result<String, String> {
+    let tasks = COMPLETED_TASKS
+        .lock()
+        .map(|t| t.clone())
+        .unwrap_or_default();
+    let mut conn = None;
+    let mut missing = Vec::new();
+    for (n, (id, service)) in tasks.iter().enumerate() {
+        let got = modern(
+            &mut conn,
+            port,
+            n + 1,
+            "tasks/get",
+            id,
+            json!({"taskId": id, "_meta": meta(tasks_caps())}),
+        );
+        let ok = got.as_ref().is_ok_and(|v| {
+            v["result"]["status"] == "completed"
+                && text_of(&v["result"]["result"]) == format!("Migrated {service}.")
+        });
+        if !ok {
+            missing.push(format!("{id}: {got:?}"));
+        }
+    }
+    if missing.is_empty() {
+        Ok(format!(
+            "tasks: all {} completed tasks read back with their results after the Redis restart",
+            tasks.len()
+        ))
+    } else {
+        Err(format!(
+            "{} of {} completed tasks lost: {}",
+            missing.len(),
+            tasks.len(),
+            missing.into_iter().take(3).collect::<Vec<_>>().join("; ")
+        ))
+    }
+}
+
+/// What one notification stream heard: the notice numbers, in order, or why it failed.
+type Heard = Result<Vec<u64>, String>;
+
+/// The notice number of a `notifications/resources/updated` for `fleet://notices/{n}`.
+fn notice_of(message: &Value) -> Option<u64> {
+    (message["method"] == "notifications/resources/updated")
+        .then(|| message["params"]["uri"].as_str())
+        .flatten()
+        .and_then(|uri| uri.strip_prefix("fleet://notices/"))
+        .and_then(|n| n.parse().ok())
+}
+
+/// Reads `conn`'s SSE stream (its head already read) until `quiet` passes without an event
+/// after the last notice expected, collecting notice numbers.
+fn collect_notices(mut conn: Conn, quiet: Duration) -> Heard {
+    let _ = conn.reader.get_mut().set_read_timeout(Some(quiet));
+    let mut pending = String::new();
+    let mut heard = Vec::new();
+    loop {
+        let chunk = match conn.read_chunk() {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => return Ok(heard),
+            // The read timeout: nothing more came within `quiet`.
+            Err(e)
+                if e.contains("os error 11")
+                    || e.contains("timed out")
+                    || e.contains("WouldBlock") =>
+            {
+                return Ok(heard);
             }
-            SseError::Io(e) => Failure::Lost(format!("resume: {e}")),
-            SseError::Broken { last_id, why } => after_broken_stream(
-                port,
-                &session,
-                last_id.as_deref().or(Some(last_id_sent.as_str())),
-                &format!("resume: {why}"),
-            ),
-        })?;
-    let (_, result) = events.last().ok_or(Failure::Lost(
-        "the resumed stream ended without the answer".into(),
-    ))?;
-    expect_text(&result["result"], &format!("Restarted {service}."))
+            Err(e) => return Err(e),
+        };
+        pending.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = pending.find("\n\n") {
+            let event: String = pending.drain(..end + 2).collect();
+            for line in event.lines() {
+                if let Some(data) = line.strip_prefix("data: ")
+                    && let Ok(message) = serde_json::from_str::<Value>(data)
+                    && let Some(n) = notice_of(&message)
+                {
+                    heard.push(n);
+                }
+            }
+        }
+    }
+}
+
+/// Opens a stream on `port` and returns its connection once the head says SSE.
+fn open_stream(
+    port: u16,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Result<Conn, String> {
+    let mut conn = Conn::open(port)?;
+    conn.write_request(method, "/mcp", headers, body)?;
+    let (status, head) = conn.read_head()?;
+    let sse = head
+        .iter()
+        .any(|(n, v)| n == "content-type" && v.starts_with("text/event-stream"));
+    if status == 200 && sse {
+        Ok(conn)
+    } else {
+        Err(format!(
+            "HTTP {status} to {method} of a notification stream"
+        ))
+    }
+}
+
+/// In steady state: one `subscriptions/listen` stream and one legacy GET stream (its session
+/// subscribed to `fleet://notices`) held directly on every instance; [`NOTICES`]
+/// announcements raised through nginx (so on every instance in turn); every stream must hear
+/// each exactly once.
+fn notification_check(ports: &[u16], nginx_port: u16) -> Result<String, String> {
+    let mut streams: Vec<(String, Conn)> = Vec::new();
+    for (i, port) in ports.iter().enumerate() {
+        let listen =
+            json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {
+            "notifications": {"resourceSubscriptions": ["fleet://notices"]},
+            "_meta": meta(json!({}))}})
+            .to_string();
+        let headers = [
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "subscriptions/listen"),
+        ];
+        let conn = open_stream(*port, "POST", &headers, &listen)
+            .map_err(|e| format!("listen stream on i{}: {e}", i + 1))?;
+        streams.push((format!("listen stream on i{}", i + 1), conn));
+
+        let (mut session_conn, session) =
+            legacy_init(nginx_port).map_err(|e| format!("legacy session: {e:?}"))?;
+        let subscribe = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": "fleet://notices"}}).to_string();
+        let mut headers = legacy_headers(&session);
+        headers[1] = ("accept", "application/json");
+        let r = session_conn
+            .send("POST", "/mcp", &headers, &subscribe)
+            .map_err(|e| format!("resources/subscribe: {e}"))?;
+        json_answer(&r).map_err(|e| format!("resources/subscribe: {e:?}"))?;
+        let get_headers = [
+            ("accept", "text/event-stream"),
+            ("mcp-protocol-version", "2025-11-25"),
+            ("mcp-session-id", session.as_str()),
+        ];
+        let conn = open_stream(*port, "GET", &get_headers, "")
+            .map_err(|e| format!("legacy GET stream on i{}: {e}", i + 1))?;
+        streams.push((format!("legacy GET stream on i{}", i + 1), conn));
+    }
+    // Subscriptions are announced over the bus: let them land before the first notice.
+    std::thread::sleep(Duration::from_millis(500));
+    let readers: Vec<(String, std::thread::JoinHandle<Heard>)> = streams
+        .into_iter()
+        .map(|(name, conn)| {
+            (
+                name,
+                std::thread::spawn(move || collect_notices(conn, Duration::from_secs(3))),
+            )
+        })
+        .collect();
+    let mut conn = None;
+    for n in 1..=NOTICES {
+        modern(
+            &mut conn,
+            nginx_port,
+            n as usize,
+            "tools/call",
+            "announce",
+            json!({"name": "announce", "arguments": {"n": n}, "_meta": meta(json!({}))}),
+        )
+        .map_err(|e| format!("announce {n}: {e:?}"))?;
+    }
+    let mut problems = Vec::new();
+    for (name, reader) in readers {
+        let heard = reader
+            .join()
+            .map_err(|_| format!("the reader of the {name} panicked"))?;
+        match heard {
+            Err(e) => problems.push(format!("{name}: {e}")),
+            Ok(mut heard) => {
+                heard.sort_unstable();
+                let expected: Vec<u64> = (1..=NOTICES).collect();
+                if heard != expected {
+                    problems.push(format!("{name} heard {heard:?}"));
+                }
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(format!(
+            "notifications: {} streams (a listen stream and a legacy GET stream on each of {} \
+             instances) each heard all {NOTICES} announcements exactly once",
+            ports.len() * 2,
+            ports.len()
+        ))
+    } else {
+        Err(format!("notifications: {}", problems.join("; ")))
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

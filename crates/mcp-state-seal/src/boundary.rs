@@ -235,8 +235,10 @@ impl SealingBoundary {
         let Some(jti) = verified.jti.as_deref() else {
             return Err(InvalidRequestState::new(RejectReason::Replayed));
         };
-        if !store.first_use(jti, verified.exp).await {
-            return Err(InvalidRequestState::new(RejectReason::Replayed));
+        match store.first_use_checked(jti, verified.exp).await {
+            Ok(true) => {}
+            Ok(false) => return Err(InvalidRequestState::new(RejectReason::Replayed)),
+            Err(_) => return Err(InvalidRequestState::new(RejectReason::GuardUnavailable)),
         }
         let claim = UseClaim::new(store.clone(), jti.to_owned(), verified.exp);
         Ok((verified.state, Some(claim)))

@@ -121,6 +121,10 @@ pub enum RejectReason {
     Lifetime,
     /// The replay guard has seen this token before, or it carries no `jti` to check.
     Replayed,
+    /// The replay guard's store could not answer (Redis away or stalled, or this instance's
+    /// liveness in doubt): the state is refused, failing closed, though it may be valid. Not
+    /// a verdict on the token, so a server may tell the client to retry.
+    GuardUnavailable,
 }
 
 impl RejectReason {
@@ -142,6 +146,7 @@ impl RejectReason {
             Self::Principal => "principal",
             Self::Lifetime => "valid for longer than this server's TTL",
             Self::Replayed => "already used (replay guard)",
+            Self::GuardUnavailable => "the replay guard's store cannot answer",
         }
     }
 }

@@ -27,6 +27,17 @@ pub trait SeenStore: Send + Sync {
         expires_at: f64,
     ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>>;
 
+    /// [`first_use`](Self::first_use), telling a refusal (`Ok(false)`) from a store that could
+    /// not answer (`Err`, with what failed, naming the store): the state is refused either
+    /// way, but only the second is worth a retry. The default knows no such failure.
+    fn first_use_checked<'a>(
+        &'a self,
+        jti: &'a str,
+        expires_at: f64,
+    ) -> Pin<Box<dyn Future<Output = Result<bool, String>> + Send + 'a>> {
+        Box::pin(async move { Ok(self.first_use(jti, expires_at).await) })
+    }
+
     /// Marks the claim of `jti` done: the request that used it produced its answer (a result
     /// or an error). A done state is never accepted again, whoever asks. The default does
     /// nothing, for a store whose claims never outlive their owner (one process's memory),

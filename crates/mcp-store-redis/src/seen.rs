@@ -241,29 +241,43 @@ fn expiry_ms(expires_at: f64) -> u64 {
 impl SeenStore for RedisSeenStore {
     fn first_use<'a>(&'a self, jti: &'a str, expires_at: f64) -> BoxFuture<'a, bool> {
         Box::pin(async move {
+            self.first_use_checked(jti, expires_at)
+                .await
+                .unwrap_or(false)
+        })
+    }
+
+    fn first_use_checked<'a>(
+        &'a self,
+        jti: &'a str,
+        expires_at: f64,
+    ) -> BoxFuture<'a, Result<bool, String>> {
+        Box::pin(async move {
             self.ensure_heartbeat();
             if let Some(why) = self.unfit_to_claim() {
                 tracing::warn!(
                     why,
                     "replay guard refuses a state: this instance's liveness is in doubt"
                 );
-                return false;
+                return Err(format!(
+                    "this instance's liveness in Redis is in doubt ({why})"
+                ));
             }
             let at_ms = expiry_ms(expires_at);
             let deadline = Instant::now() + self.inner.shared.config.takeover_wait;
             let mut pause = TAKEOVER_POLL;
             loop {
                 match self.try_claim(jti, at_ms).await {
-                    Ok(1) => return true,
+                    Ok(1) => return Ok(true),
                     Ok(2) if Instant::now() < deadline => {
                         let left = deadline.saturating_duration_since(Instant::now());
                         tokio::time::sleep(pause.min(left)).await;
                         pause = (pause * 2).min(TAKEOVER_POLL_MAX);
                     }
-                    Ok(_) => return false,
+                    Ok(_) => return Ok(false),
                     Err(e) => {
                         tracing::warn!(error = %e, "replay guard refuses a state: Redis did not answer");
-                        return false;
+                        return Err(e);
                     }
                 }
             }

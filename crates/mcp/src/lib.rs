@@ -78,6 +78,11 @@ pub use mcp_state_seal::RequestStateSecurity;
 #[cfg(feature = "otel")]
 pub mod otel;
 
+/// A fleet of instances with nothing sticky: [`Fleet`](fleet::Fleet), the
+/// [`SessionStore`](fleet::SessionStore) and [`Bus`](fleet::Bus) traits and their in-memory
+/// forms (`mcp::redis` has the Redis ones); see `docs/scale-out.md`.
+#[cfg(feature = "server")]
+pub use mcp_server_core::fleet;
 /// Layers around requests (timeout, concurrency and rate limits, audit, scopes): see
 /// `docs/policy.md`.
 #[cfg(feature = "server")]

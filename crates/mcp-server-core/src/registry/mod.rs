@@ -185,6 +185,7 @@ pub struct McpServer {
     request_timeout: Option<Duration>,
     limits: Option<crate::SessionLimits>,
     tasks: Option<crate::tasks::TaskConfig>,
+    fleet: Option<crate::fleet::Fleet>,
     skills_dir: Option<std::path::PathBuf>,
     skills_limits: SkillsLimits,
     extensions: Vec<crate::Extension>,
@@ -226,6 +227,7 @@ impl McpServer {
             change_notifications: true,
             logging: false,
             request_timeout: None,
+            fleet: None,
             limits: None,
             tasks: None,
             skills_dir: None,
@@ -316,6 +318,13 @@ impl McpServer {
     /// What one session may make the server hold (see [`SessionLimits`](crate::SessionLimits)).
     pub fn session_limits(mut self, limits: crate::SessionLimits) -> Self {
         self.limits = Some(limits);
+        self
+    }
+
+    /// Makes this server one instance of a fleet with nothing sticky (see
+    /// [`Server::fleet`](crate::Server::fleet) and `docs/scale-out.md`).
+    pub fn fleet(mut self, fleet: crate::fleet::Fleet) -> Self {
+        self.fleet = Some(fleet);
         self
     }
 
@@ -423,6 +432,9 @@ impl McpServer {
         }
         if let Some(instructions) = &self.instructions {
             server = server.instructions(instructions);
+        }
+        if let Some(fleet) = self.fleet.take() {
+            server = server.fleet(fleet);
         }
         if let Some(timeout) = self.request_timeout {
             server = server.request_timeout(timeout);

@@ -159,6 +159,13 @@ async fn open_state<P: RetryParams>(
                 tracing::debug!(method = parts.method, reason = %e.reason(), "requestState rejected");
                 #[cfg(feature = "otel")]
                 crate::otel::count_seal_failure("requestState", e.reason().to_string());
+                if e.reason() == mcp_state_seal::RejectReason::GuardUnavailable {
+                    // Not a verdict on the state: the client may retry the same round.
+                    return Err(ErrorObject::internal(
+                        "The replay guard's store (Redis) cannot answer, so the requestState \
+                         could not be checked; retry shortly",
+                    ));
+                }
                 return Err(invalid_request_state());
             }
         }

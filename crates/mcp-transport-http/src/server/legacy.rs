@@ -695,6 +695,7 @@ impl Sessions {
                     stream,
                     after,
                     draining,
+                    self.fleet.as_ref().map(|_| self.idle),
                 )
                 .await;
             }

@@ -18,7 +18,7 @@ use mcp_types::JsonRpcMessage;
 use super::body::{KEEP_ALIVE, McpBody, SessionStream, event_with_id};
 use super::config::SSE_RETRY;
 use super::quota::Held;
-use super::reply::{accepted, busy, json, plain, sse_response};
+use super::reply::{accepted, busy, busy_owned, json, plain, sse_response};
 
 /// The most encoded SSE frames waiting for a slow client on one resumable stream; the task
 /// writing them waits beyond (the handler's own stream then applies backpressure).
@@ -283,6 +283,13 @@ pub(crate) fn history_refusal(error: &EventStoreError) -> Response<McpBody> {
             StatusCode::GONE,
             "The events after Last-Event-ID are no longer kept",
         ),
+        EventStoreError::Unavailable(why) => {
+            tracing::warn!(error = %error, "SSE resumption failed");
+            // The store's own words name it (Redis, …) and what failed.
+            busy_owned(format!(
+                "The event history is unavailable ({why}); retry shortly"
+            ))
+        }
         other => {
             tracing::warn!(error = %other, "SSE resumption failed");
             busy("The event history is unavailable; retry shortly")
@@ -350,6 +357,7 @@ pub(crate) async fn resume_post(
     stream: &str,
     after: u64,
     mut draining: tokio::sync::watch::Receiver<bool>,
+    foreign: Option<Duration>,
 ) -> Response<McpBody> {
     let (broken, running) = match streams.lock() {
         Ok(streams) => (
@@ -376,6 +384,11 @@ pub(crate) async fn resume_post(
     tokio::spawn(async move {
         let mut replay = first;
         let mut after = after;
+        // A stream this instance does not run may run on another instance of the fleet
+        // (`foreign`: how long its shared history may stay silent before the reader gives up,
+        // when its instance went away without recording its end).
+        let follow = foreign.filter(|_| running.is_none());
+        let mut heard = tokio::time::Instant::now();
         let mut running = running;
         loop {
             for (n, message) in &replay.events {
@@ -390,6 +403,25 @@ pub(crate) async fn resume_post(
             // its client's next resumption is refused.
             if replay.finished || broken {
                 return;
+            }
+            if let Some(silence) = follow {
+                if !replay.events.is_empty() {
+                    heard = tokio::time::Instant::now();
+                } else if heard.elapsed() >= silence {
+                    return;
+                }
+                replay = tokio::select! {
+                    next = events.read_after(&session, &stream, after, KEEP_ALIVE) => match next {
+                        Ok(replay) => replay,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "a resumed SSE stream lost its history");
+                            return;
+                        }
+                    },
+                    () = tx.closed() => return,
+                    _ = draining.wait_for(|draining| *draining) => return,
+                };
+                continue;
             }
             let Some(ended) = running.as_mut() else {
                 return;
