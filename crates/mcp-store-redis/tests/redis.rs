@@ -1219,3 +1219,102 @@ async fn a_rate_limit_on_redis_is_shared_by_two_instances() {
         started.elapsed()
     );
 }
+
+#[tokio::test]
+async fn the_session_store_keeps_a_record_for_its_idle_time_and_every_read_extends_it() {
+    use mcp_server_core::fleet::SessionStore;
+    let redis = Redis::start();
+    let store = stores(&redis, "sessions").await.session_store();
+    let idle = Duration::from_millis(600);
+    assert_eq!(store.get("s1", idle).await.unwrap(), None);
+    store.put("s1", b"{\"v\":1}", idle).await.unwrap();
+    // Read every 300 ms for 1.2 s: each read pushes the expiry back.
+    for _ in 0..4 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            store.get("s1", idle).await.unwrap(),
+            Some(b"{\"v\":1}".to_vec())
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    assert_eq!(
+        store.get("s1", idle).await.unwrap(),
+        None,
+        "an idle record expires"
+    );
+    store
+        .put("s2", b"x", Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert!(store.remove("s2").await.unwrap());
+    assert!(!store.remove("s2").await.unwrap());
+    // Another prefix is another fleet.
+    let other = stores(&redis, "other").await.session_store();
+    store
+        .put("s3", b"x", Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(other.get("s3", idle).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn the_bus_counts_listeners_and_a_listener_hears_again_after_redis_restarts() {
+    use mcp_server_core::fleet::Bus;
+    let redis = Redis::start();
+    let bus = stores(&redis, "bus").await.bus();
+    assert_eq!(bus.publish("c", b"nobody").await.unwrap(), 0);
+    let mut rx = bus.listen("c");
+    let mut waited = 0;
+    while bus.publish("c", b"hello").await.unwrap() == 0 {
+        waited += 1;
+        assert!(waited < 200, "the listener never subscribed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(2), rx.recv())
+            .await
+            .unwrap(),
+        Some(b"hello".to_vec())
+    );
+    // Redis goes away: a publish fails with an error naming Redis, within the deadline.
+    let port = redis.stop();
+    let started = std::time::Instant::now();
+    let err = bus.publish("c", b"lost").await.unwrap_err();
+    assert!(err.0.starts_with("Redis PUBLISH"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // Back on the same port: the listener reconnects and hears new messages.
+    let _redis = Redis::start_on(port);
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the listener did not come back"
+        );
+        if bus.publish("c", b"again").await.unwrap_or(0) > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let heard = tokio::time::timeout(Duration::from_secs(2), rx.recv())
+        .await
+        .unwrap();
+    assert_eq!(heard, Some(b"again".to_vec()));
+}
+
+#[tokio::test]
+async fn the_replay_guard_tells_a_store_away_from_a_state_already_used() {
+    let redis = Redis::start();
+    let guard = guard(&redis, "guard-away").await;
+    let expires = (now_ms() / 1000 + 60) as f64;
+    assert_eq!(guard.first_use_checked("j1", expires).await, Ok(true));
+    // A second use waits for the (live) claimer up to the takeover wait, then refuses.
+    assert_eq!(guard.first_use_checked("j1", expires).await, Ok(false));
+    drop(redis);
+    let away = guard.first_use_checked("j2", expires).await.unwrap_err();
+    assert!(
+        away.contains("Redis") || away.contains("liveness"),
+        "{away}"
+    );
+    // The plain answer fails closed.
+    assert!(!guard.first_use("j3", expires).await);
+}
