@@ -96,7 +96,21 @@ pub struct Server {
     pub(crate) extension_methods: HashMap<String, ExtensionMethod>,
     pub(crate) policy: crate::policy::Policy,
     pub(crate) fleet: Option<crate::fleet::Fleet>,
+    /// Runs a task's tool again after its worker was lost (the registry's).
+    pub(crate) task_rerun: Option<TaskRerun>,
 }
+
+/// See [`Server::task_rerun`].
+pub(crate) type TaskRerun = Arc<
+    dyn Fn(
+            RequestContext,
+            &str,
+            JsonObject,
+        )
+            -> Option<crate::BoxFuture<'static, HandlerResult<mcp_types::tools::CallToolResult>>>
+        + Send
+        + Sync,
+>;
 
 /// Decides whether a subscriber (by its principal) may learn that a resource changed.
 pub(crate) type UpdateFilter =
@@ -148,6 +162,7 @@ impl Server {
             extension_methods: HashMap::new(),
             policy: crate::policy::Policy::default(),
             fleet: None,
+            task_rerun: None,
         }
     }
 

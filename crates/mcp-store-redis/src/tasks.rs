@@ -30,6 +30,19 @@ const CAS_ATTEMPTS: usize = 32;
 /// takes the rest.
 const SWEEP_BATCH: usize = 256;
 
+/// Keeps `ARGV[1]` as the replay `KEYS[2]` of the task `KEYS[1]`, expiring with it; `-1` when
+/// the task is gone.
+const SET_REPLAY: &str = r"
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl == -2 then return -1 end
+if ttl < 0 then
+  redis.call('SET', KEYS[2], ARGV[1])
+else
+  redis.call('SET', KEYS[2], ARGV[1], 'PX', ttl)
+end
+return 1
+";
+
 /// Writes a new record if the version is still the one read (compare-and-set), and keeps the
 /// lease and the lease index in step. KEYS[1] the task, KEYS[2] the lease index; ARGV[1] the
 /// version read, ARGV[2] the new record, ARGV[3] its expiry (ms), ARGV[4] the id, ARGV[5] `1`
@@ -271,6 +284,21 @@ impl RedisTaskStore {
 
     fn task_key(&self, id: &str) -> String {
         self.shared.key(&["task", id])
+    }
+
+    fn replay_key(&self, id: &str) -> String {
+        self.shared.key(&["task-replay", id])
+    }
+
+    async fn has_replay(&self, id: &str) -> Result<bool, StoreError> {
+        self.shared
+            .run::<i64>(
+                "EXISTS task-replay",
+                redis::cmd("EXISTS").arg(self.replay_key(id)),
+            )
+            .await
+            .map(|n| n > 0)
+            .map_err(backend)
     }
 
     fn channel(&self) -> String {
@@ -694,6 +722,10 @@ impl TaskStore for RedisTaskStore {
                 .await
                 .map_err(backend)?;
             for id in lapsed {
+                // A task that can run again waits for an engine to take it (`lapsed`).
+                if self.has_replay(&id).await? {
+                    continue;
+                }
                 let outcome = self
                     .update(&id, true, |r, now| {
                         if r.terminal.is_none()
@@ -723,6 +755,66 @@ impl TaskStore for RedisTaskStore {
                 }
             }
             Ok(removed)
+        })
+    }
+
+    fn set_replay<'a>(
+        &'a self,
+        id: &'a str,
+        replay: Vec<u8>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            // The replay lives as long as its task's key.
+            let script = redis::Script::new(SET_REPLAY);
+            let mut invocation = script.key(self.task_key(id));
+            invocation.key(self.replay_key(id)).arg(replay);
+            let kept: i64 = self
+                .shared
+                .script("SET task-replay", &invocation)
+                .await
+                .map_err(backend)?;
+            if kept < 0 {
+                return Err(StoreError::NotFound);
+            }
+            Ok(true)
+        })
+    }
+
+    fn replay<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Vec<u8>>, StoreError>> {
+        Box::pin(async move {
+            self.shared
+                .run(
+                    "GET task-replay",
+                    redis::cmd("GET").arg(self.replay_key(id)),
+                )
+                .await
+                .map_err(backend)
+        })
+    }
+
+    fn lapsed(&self, now_ms: u64) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        Box::pin(async move {
+            let lapsed: Vec<String> = self
+                .shared
+                .run(
+                    "ZRANGEBYSCORE task-leases",
+                    redis::cmd("ZRANGEBYSCORE")
+                        .arg(self.shared.key(&["task-leases"]))
+                        .arg("-inf")
+                        .arg(now_ms)
+                        .arg("LIMIT")
+                        .arg(0)
+                        .arg(SWEEP_BATCH),
+                )
+                .await
+                .map_err(backend)?;
+            let mut rerunnable = Vec::new();
+            for id in lapsed {
+                if self.has_replay(&id).await? {
+                    rerunnable.push(id);
+                }
+            }
+            Ok(rerunnable)
         })
     }
 

@@ -516,6 +516,18 @@ struct BuiltTool {
     graph: Graph,
 }
 
+impl BuiltTool {
+    /// Whether the tool says it is safe to run again (`idempotentHint`).
+    fn reruns(&self) -> bool {
+        self.def
+            .tool
+            .annotations
+            .as_ref()
+            .and_then(|a| a.idempotent_hint)
+            == Some(true)
+    }
+}
+
 struct BuiltPrompt {
     def: PromptDef,
     graph: Graph,
@@ -768,6 +780,10 @@ impl Registry {
                 let reg = reg.clone();
                 async move { reg.call_tool(ctx, p).await }
             });
+            let reg = self.clone();
+            server.task_rerun = Some(Arc::new(move |ctx, tool: &str, arguments| {
+                reg.clone().rerun(ctx, tool, arguments)
+            }));
         }
         if !self.prompts.is_empty() {
             let reg = self.clone();
@@ -834,6 +850,40 @@ impl Registry {
         server
     }
 
+    /// The body of a task of `tool` run again after its worker was lost (see
+    /// [`crate::tasks::MAX_TASK_RUNS`]); `None` when this server has no such tool.
+    fn rerun(
+        self: Arc<Self>,
+        ctx: Context,
+        tool: &str,
+        arguments: JsonObject,
+    ) -> Option<crate::BoxFuture<'static, crate::HandlerResult<CallToolResult>>> {
+        let index = *self.tool_index.get(tool)?;
+        Some(Box::pin(async move {
+            let tool = &self.tools[index];
+            let name = &tool.def.tool.name;
+            let (Some(parse), Some(body)) = (&tool.def.parse, &tool.def.body) else {
+                return Err(ErrorObject::internal(format!(
+                    "tool '{name}' has no handler"
+                )));
+            };
+            let args = parse(&arguments).map_err(|e| {
+                ErrorObject::internal(format!("tool '{name}' no longer takes its arguments: {e}"))
+            })?;
+            match prepare(&tool.graph, &tool.def.params, &ctx, Arc::new(arguments)).await? {
+                Step::Body(resolved) => match body(ctx, args, resolved).await? {
+                    Outcome::Complete(result) => Ok(result),
+                    Outcome::InputRequired(_) => Err(ErrorObject::internal(format!(
+                        "tool '{name}' returned an InputRequiredResult from a task; a task asks with ctx.elicit() and friends"
+                    ))),
+                },
+                _ => Err(ErrorObject::internal(format!(
+                    "tool '{name}' cannot run again: it asks through resolvers"
+                ))),
+            }
+        }))
+    }
+
     async fn call_tool(
         &self,
         ctx: Context,
@@ -867,6 +917,10 @@ impl Registry {
                 ))));
             }
         };
+        // A task of a tool that says it is safe to run again, and needs no resolver (their
+        // answers are not kept), can outlive its worker: it keeps what a re-run needs.
+        let replay = (ctx.may_run_as_task() && tool.graph.order.is_empty() && tool.reruns())
+            .then(|| arguments.clone());
         match prepare(&tool.graph, &tool.def.params, &ctx, Arc::new(arguments)).await? {
             Step::Ask(round) => Ok(Outcome::InputRequired(round)),
             Step::Fail(message) => Ok(Outcome::Complete(CallToolResult::error(format!(
@@ -875,7 +929,19 @@ impl Registry {
             Step::Body(resolved) if ctx.may_run_as_task() => {
                 let body = body.clone();
                 let name = name.clone();
-                Box::pin(ctx.run_as_task(move |ctx| async move {
+                let replay = replay.map(|arguments| crate::tasks::Replay {
+                    tool: name.clone(),
+                    arguments,
+                    protocol_version: ctx.protocol_version.clone(),
+                    capabilities: (*ctx.client_capabilities).clone(),
+                    principal: ctx
+                        .principal
+                        .as_ref()
+                        .map(crate::fleet::StoredPrincipal::from),
+                    answered: Default::default(),
+                    runs: 1,
+                });
+                Box::pin(ctx.run_as_task_replayable(replay, move |ctx| async move {
                     match body(ctx, args, resolved).await? {
                         Outcome::Complete(result) => Ok(result),
                         Outcome::InputRequired(_) => Err(ErrorObject::internal(format!(

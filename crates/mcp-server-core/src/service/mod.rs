@@ -79,7 +79,7 @@ impl Service {
             extensions: (!legacy_extensions.is_empty()).then_some(legacy_extensions),
             ..capabilities.clone()
         };
-        Service {
+        let service = Service {
             inner: Arc::new(Inner {
                 capabilities,
                 legacy_capabilities,
@@ -87,7 +87,9 @@ impl Service {
                 fleet_joined: std::sync::atomic::AtomicBool::new(false),
                 server,
             }),
-        }
+        };
+        service.arm_task_reruns();
+        service
     }
 
     /// The `x-mcp-header` annotations of tool `name`, if it has any (see
@@ -137,6 +139,48 @@ impl Service {
     /// A handle to announce list changes and resource updates to every subscriber.
     pub fn notifier(&self) -> ChangeNotifier {
         self.inner.notifier.clone()
+    }
+
+    /// Lets the task engine run again, here, a task whose worker was lost (see
+    /// `tasks/rerun.rs`): the context is the one its first run had, detached.
+    fn arm_task_reruns(&self) {
+        let (Some(engine), Some(rerun)) = (
+            self.inner.server.tasks.as_ref(),
+            self.inner.server.task_rerun.clone(),
+        ) else {
+            return;
+        };
+        let weak = Arc::downgrade(&self.inner);
+        engine.set_rerunner(Arc::new(move |replay, task, token| {
+            let inner = weak.upgrade()?;
+            let principal = replay.principal.clone().map(Into::into);
+            let transport = TransportContext {
+                principal: principal.clone(),
+                ..TransportContext::default()
+            };
+            let mut ctx = crate::RequestContext {
+                id: mcp_types::RequestId::String("task-rerun".into()),
+                method: mcp_types::methods::TOOLS_CALL.into(),
+                era: mcp_types::version::Era::Modern,
+                protocol_version: replay.protocol_version.clone(),
+                client_capabilities: Arc::new(replay.capabilities.clone()),
+                client_info: None,
+                meta: None,
+                principal,
+                request_state: None,
+                input_responses: None,
+                progress_token: None,
+                log_level: None,
+                sink: crate::sink::Sink::detached(),
+                cancellation: token,
+                peer: None,
+                notifier: inner.notifier.clone(),
+                task,
+                sealing: crate::sealing::Sealing::of(inner.server.boundary.as_ref(), &transport),
+            };
+            ctx.keep_for_task();
+            rerun(ctx, &replay.tool, replay.arguments.clone())
+        }));
     }
 
     /// The fleet this instance belongs to ([`Server::fleet`]), if any.

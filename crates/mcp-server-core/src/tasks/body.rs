@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use mcp_types::ErrorObject;
@@ -32,6 +31,20 @@ impl RequestContext {
     /// the call's: one body serves every era and mode.
     pub async fn run_as_task<F, Fut>(
         self,
+        body: F,
+    ) -> HandlerResult<mcp_types::mrtr::Outcome<CallToolResult>>
+    where
+        F: FnOnce(RequestContext) -> Fut + Send + 'static,
+        Fut: Future<Output = HandlerResult<CallToolResult>> + Send + 'static,
+    {
+        self.run_as_task_replayable(None, body).await
+    }
+
+    /// [`run_as_task`](Self::run_as_task) for a tool that may run again when its worker is
+    /// lost: `replay` (the call, who made it) is kept in the store with the task.
+    pub(crate) async fn run_as_task_replayable<F, Fut>(
+        self,
+        replay: Option<super::Replay>,
         body: F,
     ) -> HandlerResult<mcp_types::mrtr::Outcome<CallToolResult>>
     where
@@ -74,13 +87,21 @@ impl RequestContext {
             }
             other => store_error(other),
         })?;
+        // A replay the store cannot keep leaves a task that fails "worker lost" as any other.
+        let replay = match replay {
+            Some(replay) => match store.set_replay(&id, replay.encode()).await {
+                Ok(true) => Some(replay),
+                Ok(false) => None,
+                Err(e) => {
+                    tracing::warn!(error = %e, "a task's replay was not kept; it will not run again");
+                    None
+                }
+            },
+            None => None,
+        };
         let token = CancellationToken::new();
         let mut ctx = self;
-        ctx.task = TaskCtx::Running(Arc::new(TaskLink {
-            engine: engine.clone(),
-            id: id.clone(),
-            asked: AtomicU64::new(0),
-        }));
+        ctx.task = TaskCtx::Running(Arc::new(TaskLink::new(engine.clone(), id.clone(), replay)));
         ctx.cancellation = token.clone();
         ctx.peer = None;
         ctx.progress_token = None;
@@ -120,7 +141,7 @@ impl RequestContext {
 /// body's token, then gives it the grace period) and for removal (TTL: the body is dropped),
 /// and writes the terminal state. `lease_until` is when the lease the task was created with
 /// lapses.
-async fn run(
+pub(super) async fn run(
     engine: TaskEngine,
     id: String,
     token: CancellationToken,

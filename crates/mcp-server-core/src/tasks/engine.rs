@@ -41,6 +41,8 @@ pub(super) struct EngineInner {
     pub(super) running: Arc<std::sync::atomic::AtomicUsize>,
     /// The sweep timer, started by the first task request or creation (on the runtime).
     pub(super) sweeper: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// How re-run bodies are built (set by the service; see `rerun.rs`).
+    pub(super) rerunner: std::sync::OnceLock<super::rerun::Rerunner>,
 }
 
 impl Drop for EngineInner {
@@ -184,6 +186,7 @@ impl TaskEngine {
                 worker,
                 running: Arc::default(),
                 sweeper: Mutex::new(None),
+                rerunner: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -205,6 +208,8 @@ impl TaskEngine {
     /// time).
     async fn sweep(&self) {
         let now = self.store().now_ms();
+        // First the tasks that can run again (before the sweep below could fail them).
+        self.rerun_lapsed(now).await;
         if let Err(e) = self.store().expire(now).await {
             tracing::warn!(error = %e, "sweeping expired tasks failed");
         }
@@ -419,6 +424,9 @@ pub(crate) struct TaskLink {
     pub(super) engine: TaskEngine,
     pub(super) id: String,
     pub(super) asked: AtomicU64,
+    /// The replay of a task that can run again: answers are recorded in it as they come, and
+    /// a re-run's questions are answered from it.
+    pub(super) kept: Option<super::rerun::Kept>,
 }
 
 impl fmt::Debug for TaskLink {
@@ -440,6 +448,48 @@ pub(crate) enum TaskCtx {
 }
 
 impl TaskLink {
+    pub(super) fn new(
+        engine: TaskEngine,
+        id: String,
+        replay: Option<super::rerun::Replay>,
+    ) -> Self {
+        TaskLink {
+            engine,
+            id,
+            asked: AtomicU64::new(0),
+            kept: replay.map(|replay| super::rerun::Kept {
+                replay: Mutex::new(replay),
+            }),
+        }
+    }
+
+    pub(super) fn rerun(engine: TaskEngine, id: String, replay: super::rerun::Replay) -> Self {
+        Self::new(engine, id, Some(replay))
+    }
+
+    /// The answer an earlier run of this task received for `key`, if any.
+    fn answered(&self, key: &str) -> Option<Value> {
+        let kept = self.kept.as_ref()?;
+        kept.replay.lock().ok()?.answered.get(key).cloned()
+    }
+
+    /// Records the answer to `key` in the replay, so that a re-run is not asked again.
+    async fn keep_answer(&self, key: &str, value: &Value) {
+        let Some(kept) = &self.kept else {
+            return;
+        };
+        let encoded = match kept.replay.lock() {
+            Ok(mut replay) => {
+                replay.answered.insert(key.to_owned(), value.clone());
+                replay.encode()
+            }
+            Err(_) => return,
+        };
+        if let Err(e) = self.engine.store().set_replay(&self.id, encoded).await {
+            tracing::warn!(error = %e, "an answer was not kept for a re-run");
+        }
+    }
+
     pub(crate) fn id(&self) -> &str {
         &self.id
     }
@@ -465,15 +515,27 @@ impl TaskLink {
         }
         let method = request.method();
         let key = format!("q{n}");
+        // A re-run asks again what an earlier run was answered: the kept answer serves.
+        if let Some(value) = self.answered(&key) {
+            return answer_of(&request, value).map_err(|reason| PeerError::InvalidResult {
+                method: static_method(method),
+                reason,
+            });
+        }
         let store = self.engine.store();
         let mut feed = store.watch(&self.id);
-        store
+        match store
             .add_input_requests(
                 &self.id,
                 InputRequests::from([(key.clone(), request.clone())]),
             )
             .await
-            .map_err(|e| PeerError::Refused(e.to_string()))?;
+        {
+            Ok(()) => {}
+            // A re-run's question the lost run had asked: it stands, its answer may come.
+            Err(StoreError::KeyReused(_)) if self.kept.is_some() => {}
+            Err(e) => return Err(PeerError::Refused(e.to_string())),
+        }
         let poll = self.engine.config().poll_interval;
         loop {
             // With a change feed the answer wakes us (review W10); without one, poll.
@@ -483,6 +545,7 @@ impl TaskLink {
             };
             match store.take_answer(&self.id, &key).await {
                 Ok(Some(value)) => {
+                    self.keep_answer(&key, &value).await;
                     return answer_of(&request, value).map_err(|reason| PeerError::InvalidResult {
                         method: static_method(method),
                         reason,

@@ -245,6 +245,33 @@ pub trait TaskStore: Send + Sync + 'static {
     /// may leave part of a large backlog to the next call.
     fn expire(&self, now_ms: u64) -> BoxFuture<'_, Result<Vec<String>, StoreError>>;
 
+    /// Keeps `replay` (opaque bytes: what running task `id` again from the start needs) for as
+    /// long as the task lives, replacing any kept before; `true` when kept. A task with a
+    /// replay is not failed by [`expire`](Self::expire) when its lease lapses: an engine
+    /// finds it with [`lapsed`](Self::lapsed), takes its lease and runs it again. The default
+    /// keeps nothing (such tasks fail "worker lost" as any other).
+    fn set_replay<'a>(
+        &'a self,
+        id: &'a str,
+        replay: Vec<u8>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let _ = (id, replay);
+        Box::pin(std::future::ready(Ok(false)))
+    }
+
+    /// The replay [`set_replay`](Self::set_replay) kept for task `id`, if any.
+    fn replay<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Vec<u8>>, StoreError>> {
+        let _ = id;
+        Box::pin(std::future::ready(Ok(None)))
+    }
+
+    /// The unfinished tasks that have a replay and whose lease lapsed by `now_ms` (at most a
+    /// bounded batch per call).
+    fn lapsed(&self, now_ms: u64) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        let _ = now_ms;
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
     /// A feed that changes whenever the task does (a revision counter), so a worker wakes on
     /// an answer or a cancel; `None` when the store has no such feed (the worker then polls).
     /// The feed closes when the task is removed.
@@ -258,6 +285,9 @@ pub fn system_now_ms() -> u64 {
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
 }
+
+/// The most lapsed tasks one [`TaskStore::lapsed`] call of the in-memory store returns.
+const LAPSED_BATCH: usize = 100;
 
 /// How many tasks an [`InMemoryTaskStore`] holds unless configured.
 pub const DEFAULT_MAX_TASKS: usize = 10_000;
@@ -284,6 +314,8 @@ struct State {
     leases: BTreeSet<(u64, String)>,
     /// How many tasks each owner holds (tasks without an owner are not counted).
     owners: HashMap<String, usize>,
+    /// What runs a task again, by task id (see [`TaskStore::set_replay`]).
+    replays: HashMap<String, Vec<u8>>,
 }
 
 /// When the lease of an unfinished task lapses; `None` for a finished task or one without a
@@ -299,6 +331,7 @@ impl State {
     /// Removes a task and its index entries.
     fn remove(&mut self, id: &str) -> Option<Entry> {
         let entry = self.tasks.remove(id)?;
+        self.replays.remove(id);
         if let Some(owner) = &entry.record.owner
             && let Some(count) = self.owners.get_mut(owner)
         {
@@ -439,7 +472,18 @@ impl InMemoryTaskStore {
                 state.expiry.remove(&(at, id));
             }
         }
-        // Every entry of the lease index is the current lease of an unfinished task.
+        // Every entry of the lease index is the current lease of an unfinished task; a task
+        // that can run again keeps its lapsed lease until an engine takes it (`lapsed`).
+        let rerunnable: Vec<(u64, String)> = state
+            .leases
+            .iter()
+            .take_while(|(until, _)| *until <= now)
+            .filter(|(_, id)| state.replays.contains_key(id))
+            .cloned()
+            .collect();
+        for key in &rerunnable {
+            state.leases.remove(key);
+        }
         while let Some((until, id)) = state.leases.first().cloned() {
             if until > now {
                 break;
@@ -457,6 +501,7 @@ impl InMemoryTaskStore {
             r.last_updated_at_ms = now;
             entry.feed.send_modify(|v| *v += 1);
         }
+        state.leases.extend(rerunnable);
         removed
     }
 }
@@ -654,6 +699,54 @@ impl TaskStore for InMemoryTaskStore {
                 .map_err(|_| StoreError::Backend("poisoned".into()))
                 .map(|mut s| Self::sweep(&mut s, now_ms)),
         )
+    }
+
+    fn set_replay<'a>(
+        &'a self,
+        id: &'a str,
+        replay: Vec<u8>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let result = match self.state.lock() {
+            Ok(mut state) => match state.tasks.get(id) {
+                Some(entry) if entry.record.terminal.is_none() => {
+                    state.replays.insert(id.to_owned(), replay);
+                    Ok(true)
+                }
+                Some(_) => Err(StoreError::Finished),
+                None => Err(StoreError::NotFound),
+            },
+            Err(_) => Err(StoreError::Backend(
+                "the task store's lock is poisoned".into(),
+            )),
+        };
+        ready(result)
+    }
+
+    fn replay<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Vec<u8>>, StoreError>> {
+        let result = self
+            .state
+            .lock()
+            .map(|state| state.replays.get(id).cloned())
+            .map_err(|_| StoreError::Backend("the task store's lock is poisoned".into()));
+        ready(result)
+    }
+
+    fn lapsed(&self, now_ms: u64) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        let result = self
+            .state
+            .lock()
+            .map(|state| {
+                state
+                    .leases
+                    .iter()
+                    .take_while(|(until, _)| *until <= now_ms)
+                    .filter(|(_, id)| state.replays.contains_key(id))
+                    .take(LAPSED_BATCH)
+                    .map(|(_, id)| id.clone())
+                    .collect()
+            })
+            .map_err(|_| StoreError::Backend("the task store's lock is poisoned".into()));
+        ready(result)
     }
 
     fn watch(&self, id: &str) -> Option<watch::Receiver<u64>> {

@@ -1,0 +1,249 @@
+//! Tasks that outlive their worker: two instances share one task store; the first runs a task
+//! of an idempotent tool and one of another tool, answers a question of each, and dies (its
+//! runtime is dropped, as a SIGKILL would stop it). The second instance's engine runs the
+//! idempotent one again from the start, answering the question already answered from the
+//! kept replay, and the other one fails "worker lost" as before.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::TestClient;
+use mcp_server_core::Service;
+use mcp_server_core::registry::{ElicitationResult, McpServer, ToolDef};
+use mcp_server_core::tasks::{InMemoryTaskStore, TaskConfig, TaskStore, TaskSupport};
+use mcp_types::tools::ToolAnnotations;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+fn declaring() -> Value {
+    json!({"elicitation": {}, "extensions": {TASKS: {}}})
+}
+
+#[derive(Clone, Deserialize, JsonSchema)]
+struct Answer {
+    word: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct NoArgs {}
+
+/// An instance: `reindex` (idempotent) asks two words and answers them with how many times
+/// its body started; `migrate` (not idempotent) asks one word, then never ends.
+fn instance(store: Arc<dyn TaskStore>, started: Arc<AtomicUsize>) -> Service {
+    let reindex = ToolDef::new("reindex")
+        .arguments::<NoArgs>()
+        .annotations(ToolAnnotations {
+            idempotent_hint: Some(true),
+            ..ToolAnnotations::default()
+        })
+        .task(TaskSupport::Optional)
+        .handler(move |ctx, _: NoArgs| {
+            let run = started.fetch_add(1, Ordering::SeqCst) + 1;
+            async move {
+                let mut words = Vec::new();
+                for question in ["First word?", "Second word?"] {
+                    match ctx.elicit::<Answer>(question).await {
+                        Ok(ElicitationResult::Accepted(a)) => words.push(a.word),
+                        Ok(_) => return Err("declined".to_owned()),
+                        Err(e) => return Err(e.message),
+                    }
+                }
+                Ok(format!("{} (run {run})", words.join(" ")))
+            }
+        });
+    let migrate = ToolDef::new("migrate")
+        .arguments::<NoArgs>()
+        .task(TaskSupport::Optional)
+        .handler(|ctx, _: NoArgs| async move {
+            let _ = ctx.elicit::<Answer>("Proceed?").await;
+            std::future::pending::<()>().await;
+            "never"
+        });
+    McpServer::new("rerun-test")
+        .tool(reindex)
+        .tool(migrate)
+        .tasks(
+            TaskConfig::new()
+                .shared_store(store)
+                .lease(Duration::from_millis(300))
+                .sweep_interval(Duration::from_millis(50))
+                .poll_interval(Duration::from_millis(10)),
+        )
+        .into_service()
+        .unwrap()
+}
+
+async fn get(client: &mut TestClient, id: &str) -> Value {
+    client
+        .modern("tasks/get", json!({"taskId": id}), declaring())
+        .await
+}
+
+async fn poll_until(client: &mut TestClient, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+    for _ in 0..500 {
+        let got = get(client, id).await;
+        if done(&got) {
+            return got;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!(
+        "task {id} never reached the expected state: {}",
+        get(client, id).await
+    );
+}
+
+async fn answer(client: &mut TestClient, id: &str, key: &str, word: &str) {
+    let ack = client
+        .modern(
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": {key: {"action": "accept", "content": {"word": word}}}}),
+            declaring(),
+        )
+        .await;
+    assert!(ack.get("result").is_some(), "{ack}");
+}
+
+async fn start(client: &mut TestClient, tool: &str) -> String {
+    let created = client
+        .modern(
+            "tools/call",
+            json!({"name": tool, "arguments": {}}),
+            declaring(),
+        )
+        .await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    created["result"]["taskId"].as_str().unwrap().to_owned()
+}
+
+fn asked(v: &Value) -> Vec<String> {
+    v["result"]["inputRequests"]
+        .as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotent_task_runs_again_on_another_instance_and_keeps_its_answers() {
+    let store: Arc<dyn TaskStore> = Arc::new(InMemoryTaskStore::new());
+    let started = Arc::new(AtomicUsize::new(0));
+
+    // The first instance, on a runtime of its own: it is dropped mid-task like a killed
+    // process (every body and timer of it stops; nothing is written on the way out).
+    let (first_store, first_started) = (store.clone(), started.clone());
+    let (reindex, migrate) = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let ids = runtime.block_on(async move {
+            let service = instance(first_store, first_started);
+            let mut client = TestClient::new(&service);
+            let reindex = start(&mut client, "reindex").await;
+            poll_until(&mut client, &reindex, |v| asked(v) == ["q1"]).await;
+            answer(&mut client, &reindex, "q1", "hello").await;
+            poll_until(&mut client, &reindex, |v| asked(v) == ["q2"]).await;
+            let migrate = start(&mut client, "migrate").await;
+            poll_until(&mut client, &migrate, |v| asked(v) == ["q1"]).await;
+            answer(&mut client, &migrate, "q1", "yes").await;
+            // Let migrate's body take its answer before the instance dies.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            (reindex, migrate)
+        });
+        drop(runtime);
+        ids
+    })
+    .join()
+    .unwrap();
+    assert_eq!(started.load(Ordering::SeqCst), 1);
+
+    // The second instance takes over when the lease lapses.
+    let service = instance(store, started.clone());
+    let mut client = TestClient::new(&service);
+    let rerun = poll_until(&mut client, &reindex, |v| {
+        v["result"]["statusMessage"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("Running again (run 2)"))
+    })
+    .await;
+    assert_eq!(rerun["result"]["status"], "input_required", "{rerun}");
+    assert_eq!(
+        asked(&rerun),
+        ["q2"],
+        "the re-run was not asked q1 again: its answer was kept"
+    );
+    answer(&mut client, &reindex, "q2", "world").await;
+    let done = poll_until(&mut client, &reindex, |v| {
+        v["result"]["status"] == "completed"
+    })
+    .await;
+    assert_eq!(
+        done["result"]["result"]["content"][0]["text"],
+        "hello world (run 2)"
+    );
+    assert_eq!(started.load(Ordering::SeqCst), 2);
+
+    let lost = poll_until(&mut client, &migrate, |v| v["result"]["status"] == "failed").await;
+    assert_eq!(
+        lost["result"]["statusMessage"],
+        "The worker running this task was lost"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_whose_worker_is_lost_three_times_is_not_run_a_fourth() {
+    let store: Arc<dyn TaskStore> = Arc::new(InMemoryTaskStore::new());
+    let started = Arc::new(AtomicUsize::new(0));
+    let mut id = None;
+    // Three instances in turn, each dropped while the task waits for its first answer.
+    for _ in 0..3 {
+        let (s, n, known) = (store.clone(), started.clone(), id.clone());
+        id = Some(
+            std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                let id = runtime.block_on(async move {
+                    let service = instance(s, n.clone());
+                    let mut client = TestClient::new(&service);
+                    let before = n.load(Ordering::SeqCst);
+                    let id = match known {
+                        Some(id) => id,
+                        None => start(&mut client, "reindex").await,
+                    };
+                    // Wait until this instance runs the body (a re-run after the first).
+                    for _ in 0..500 {
+                        if n.load(Ordering::SeqCst) > before {
+                            break;
+                        }
+                        let _ = get(&mut client, &id).await;
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    assert!(n.load(Ordering::SeqCst) > before, "no run on this instance");
+                    id
+                });
+                drop(runtime);
+                id
+            })
+            .join()
+            .unwrap(),
+        );
+    }
+    assert_eq!(started.load(Ordering::SeqCst), 3);
+    let id = id.unwrap();
+    let service = instance(store, started.clone());
+    let mut client = TestClient::new(&service);
+    let failed = poll_until(&mut client, &id, |v| v["result"]["status"] == "failed").await;
+    assert_eq!(
+        failed["result"]["statusMessage"],
+        "The worker running this task was lost 3 times; it is not run again"
+    );
+    assert_eq!(started.load(Ordering::SeqCst), 3, "no fourth run");
+}
