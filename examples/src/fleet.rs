@@ -118,6 +118,41 @@ pub fn announce() -> ToolDef {
         })
 }
 
+/// The arguments of `reindex`.
+#[derive(Deserialize, JsonSchema)]
+pub struct Reindex {
+    /// The index to rebuild.
+    pub index: String,
+}
+
+/// How long `reindex` works once confirmed.
+pub const REINDEX_WORK: Duration = Duration::from_millis(1500);
+
+/// A task that is safe to run again (`idempotentHint`): when the instance running it dies, another
+/// instance runs it again from the start, and the confirmation already given is not asked
+/// again (docs/scale-out.md, "Tasks that outlive their worker").
+pub fn reindex() -> ToolDef {
+    ToolDef::new("reindex")
+        .description("Rebuild an index, after confirmation, as a task; safe to run again.")
+        .arguments::<Reindex>()
+        .annotations(mcp::types::tools::ToolAnnotations {
+            idempotent_hint: Some(true),
+            ..Default::default()
+        })
+        .task(TaskSupport::Optional)
+        .handler(|ctx: Context, r: Reindex| async move {
+            let question = format!("Rebuild {} now?", r.index);
+            match ctx.elicit::<Confirm>(question).await {
+                Ok(ElicitationResult::Accepted(Confirm { ok: true })) => {
+                    tokio::time::sleep(REINDEX_WORK).await;
+                    Ok(format!("Reindexed {}.", r.index))
+                }
+                Ok(_) => Ok(format!("{} left as it is.", r.index)),
+                Err(e) => Err(e.message),
+            }
+        })
+}
+
 /// The arguments of `migrate`.
 #[derive(Deserialize, JsonSchema)]
 pub struct Migrate {
@@ -170,6 +205,7 @@ pub fn server(
         .tool(deploy)
         .tool(status)
         .tool(migrate())
+        .tool(reindex())
         .tool(announce())
         .resource(
             mcp::ResourceDef::new(NOTICES, "notices")

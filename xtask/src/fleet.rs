@@ -49,24 +49,35 @@ use serde_json::{Value, json};
 
 use crate::{cargo, run, workspace_root};
 
-const KINDS: [&str; 6] = ["plain", "mrtr-2", "mrtr-3", "task", "legacy", "sse-resume"];
-/// Every kind the report shows: the load's, and the long-lived sessions'.
-const REPORTED: [&str; 7] = [
+const KINDS: [&str; 7] = [
     "plain",
     "mrtr-2",
     "mrtr-3",
     "task",
+    "task-rerun",
+    "legacy",
+    "sse-resume",
+];
+/// Every kind the report shows: the load's, and the long-lived sessions'.
+const REPORTED: [&str; 8] = [
+    "plain",
+    "mrtr-2",
+    "mrtr-3",
+    "task",
+    "task-rerun",
     "legacy",
     "sse-resume",
     "kept",
 ];
+/// How many tasks of each tool are left running on the instance about to be killed.
+const PLANTED: usize = 3;
 /// How many times `sse-resume` resumes a stream that ended before its answer.
 const RESUMPTIONS: usize = 3;
 /// A flow that failed this long after Redis came back, or less, may blame Redis.
 const REDIS_GRACE: Duration = Duration::from_secs(3);
 /// How many announcements the notification check raises.
 const NOTICES: u64 = 30;
-/// Task flows that completed (task id, service): each is read again at the end of the run.
+/// Task flows that completed (task id, result text): each is read again at the end of the run.
 static COMPLETED_TASKS: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
 /// A leg that gets no answer in this long is lost (hung).
 const LEG_DEADLINE: Duration = Duration::from_secs(30);
@@ -474,9 +485,14 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
             ));
         }
     }
+    let mut planted = None;
     if schedule_error.is_none() && !o.single {
         wait_until(at(0.70));
         let killed = 1;
+        match plant_tasks(fleet.instances[killed].port) {
+            Ok(p) => planted = Some(p),
+            Err(e) => schedule_error = Some(format!("planting tasks on i{}: {e}", killed + 1)),
+        }
         let _ = fleet.kill(killed);
         if let Ok(mut k) = killed_at.lock() {
             *k = Some(Instant::now());
@@ -505,7 +521,7 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
             .and_then(|_| spawn_redis(&redis_server, redis_port, &redis_dir))
             .and_then(|child| {
                 redis.0 = child;
-                wait_for_port(redis_port, "redis-server")
+                wait_redis_ready(redis_port)
             });
         let up = Instant::now();
         if let Ok(mut o) = outages.lock() {
@@ -513,7 +529,7 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
         }
         match restarted {
             Ok(()) => events.push(format!(
-                "Redis restarted (away {} ms) at flow {}",
+                "Redis restarted (away {} ms, until it had loaded its file) at flow {}",
                 up.duration_since(down).as_millis(),
                 done.load(Ordering::Relaxed)
             )),
@@ -556,6 +572,12 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
     }
     let outages = outages.lock().map(|o| o.clone()).unwrap_or_default();
     let mut verdict = report(&results, killed_at, &outages);
+    if let Some(planted) = planted {
+        match check_planted(&planted, nginx_port) {
+            Ok(line) => println!("  {line}"),
+            Err(e) => verdict = verdict.and(Err(e)),
+        }
+    }
     match recheck_tasks(nginx_port) {
         Ok(line) => println!("  {line}"),
         Err(e) => verdict = verdict.and(Err(e)),
@@ -900,7 +922,8 @@ fn run_flow(kind: &str, n: usize, port: u16, conn: &mut Option<Conn>) -> Result<
             )?;
             expect_text(&third["result"], &format!("Deploying {service} now."))
         }
-        "task" => task_flow(&service, port, conn),
+        "task" => task_flow(TaskKind::Migrate, &service, port, conn),
+        "task-rerun" => task_flow(TaskKind::Reindex, &service, port, conn),
         "legacy" => legacy_flow(&service, port),
         "sse-resume" => sse_resume_flow(&service, port),
         other => Err(Failure::Lost(format!("unknown flow {other}"))),
@@ -918,22 +941,64 @@ fn input_required(answer: &Value, key: &str) -> Result<Value, Failure> {
     Ok(result["requestState"].clone())
 }
 
-fn task_flow(service: &str, port: u16, conn: &mut Option<Conn>) -> Result<(), Failure> {
-    let created = modern(
-        conn,
-        port,
-        1,
-        "tools/call",
-        "migrate",
-        json!({"name": "migrate", "arguments": {"database": service}, "_meta": meta(tasks_caps())}),
-    )?;
-    if created["result"]["resultType"] != "task" {
-        return Err(Failure::Lost(format!("not a task: {created}")));
+/// The fleet's two task tools: `migrate` fails "worker lost" when its instance dies,
+/// `reindex` (idempotent) runs again on another instance.
+#[derive(Clone, Copy)]
+enum TaskKind {
+    Migrate,
+    Reindex,
+}
+
+impl TaskKind {
+    fn tool(self) -> &'static str {
+        match self {
+            TaskKind::Migrate => "migrate",
+            TaskKind::Reindex => "reindex",
+        }
     }
-    let id = created["result"]["taskId"]
-        .as_str()
-        .unwrap_or("")
-        .to_owned();
+
+    fn arguments(self, name: &str) -> Value {
+        match self {
+            TaskKind::Migrate => json!({"database": name}),
+            TaskKind::Reindex => json!({"index": name}),
+        }
+    }
+
+    fn done_text(self, name: &str) -> String {
+        match self {
+            TaskKind::Migrate => format!("Migrated {name}."),
+            TaskKind::Reindex => format!("Reindexed {name}."),
+        }
+    }
+
+    /// Creates the task on `port`: its id.
+    fn create(self, name: &str, port: u16, conn: &mut Option<Conn>) -> Result<String, Failure> {
+        let tool = self.tool();
+        let created = modern(
+            conn,
+            port,
+            1,
+            "tools/call",
+            tool,
+            json!({"name": tool, "arguments": self.arguments(name), "_meta": meta(tasks_caps())}),
+        )?;
+        if created["result"]["resultType"] != "task" {
+            return Err(Failure::Lost(format!("not a task: {created}")));
+        }
+        Ok(created["result"]["taskId"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned())
+    }
+}
+
+fn task_flow(
+    kind: TaskKind,
+    service: &str,
+    port: u16,
+    conn: &mut Option<Conn>,
+) -> Result<(), Failure> {
+    let id = kind.create(service, port, conn)?;
     let deadline = Instant::now() + TASK_DEADLINE;
     let mut answered = false;
     let mut n = 2;
@@ -967,9 +1032,10 @@ fn task_flow(service: &str, port: u16, conn: &mut Option<Conn>) -> Result<(), Fa
                 answered = true;
             }
             "completed" => {
-                expect_text(&result["result"], &format!("Migrated {service}."))?;
+                let text = kind.done_text(service);
+                expect_text(&result["result"], &text)?;
                 if let Ok(mut done) = COMPLETED_TASKS.lock() {
-                    done.push((id.clone(), service.to_owned()));
+                    done.push((id.clone(), text));
                 }
                 return Ok(());
             }
@@ -1146,9 +1212,35 @@ fn spawn_redis(
             "--dir",
         ])
         .arg(dir)
-        .stdout(Stdio::null())
+        .stdout(
+            fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join("redis.log"))
+                .map(Stdio::from)
+                .unwrap_or_else(|_| Stdio::null()),
+        )
         .spawn()
         .map_err(|e| format!("redis-server: {e}"))
+}
+
+/// Waits until Redis on `port` answers `PING` with `PONG` (not `LOADING`), up to 60 s.
+fn wait_redis_ready(port: u16) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        let answer = TcpStream::connect(("127.0.0.1", port)).and_then(|mut stream| {
+            stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+            stream.write_all(b"PING\r\n")?;
+            let mut line = String::new();
+            BufReader::new(stream).read_line(&mut line)?;
+            Ok(line)
+        });
+        if answer.is_ok_and(|line| line.starts_with("+PONG")) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(format!("Redis on port {port} was not ready within 60 s"))
 }
 
 /// One call on a kept session, through nginx (any instance). A 404 is a lost session.
@@ -1174,7 +1266,7 @@ fn recheck_tasks(port: u16) -> Result<String, String> {
         .unwrap_or_default();
     let mut conn = None;
     let mut missing = Vec::new();
-    for (n, (id, service)) in tasks.iter().enumerate() {
+    for (n, (id, text)) in tasks.iter().enumerate() {
         let got = modern(
             &mut conn,
             port,
@@ -1184,8 +1276,7 @@ fn recheck_tasks(port: u16) -> Result<String, String> {
             json!({"taskId": id, "_meta": meta(tasks_caps())}),
         );
         let ok = got.as_ref().is_ok_and(|v| {
-            v["result"]["status"] == "completed"
-                && text_of(&v["result"]["result"]) == format!("Migrated {service}.")
+            v["result"]["status"] == "completed" && text_of(&v["result"]["result"]) == text
         });
         if !ok {
             missing.push(format!("{id}: {got:?}"));
@@ -1203,6 +1294,132 @@ fn recheck_tasks(port: u16) -> Result<String, String> {
             tasks.len(),
             missing.into_iter().take(3).collect::<Vec<_>>().join("; ")
         ))
+    }
+}
+
+/// Tasks left on the instance about to be killed: `reindex` ones confirmed and working
+/// (they must run again elsewhere and complete), `migrate` ones waiting for their answer
+/// (they must fail "worker lost").
+struct Planted {
+    reruns: Vec<(String, String)>,
+    lost: Vec<String>,
+}
+
+/// The task `id` on `port` once `done` holds, within the task deadline.
+fn task_when(
+    id: &str,
+    port: u16,
+    conn: &mut Option<Conn>,
+    done: impl Fn(&Value) -> bool,
+) -> Result<Value, String> {
+    let deadline = Instant::now() + TASK_DEADLINE;
+    for n in 1.. {
+        let got = match modern(
+            conn,
+            port,
+            n,
+            "tasks/get",
+            id,
+            json!({"taskId": id, "_meta": meta(tasks_caps())}),
+        ) {
+            Ok(got) => got,
+            // A checker is a patient client: Redis may still be coming back.
+            Err(Failure::Clean(why)) if why.contains("Redis") && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(100));
+                continue;
+            }
+            Err(e) => return Err(format!("tasks/get {id}: {e:?}")),
+        };
+        if done(&got["result"]) {
+            return Ok(got["result"].clone());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("task {id} never got there: {got}"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Err("unreachable".into())
+}
+
+fn plant_tasks(port: u16) -> Result<Planted, String> {
+    let mut conn = None;
+    let mut planted = Planted {
+        reruns: Vec::new(),
+        lost: Vec::new(),
+    };
+    for k in 0..PLANTED {
+        let name = format!("crash-{k}");
+        let id = TaskKind::Reindex
+            .create(&name, port, &mut conn)
+            .map_err(|e| format!("{e:?}"))?;
+        task_when(&id, port, &mut conn, |r| r["status"] == "input_required")?;
+        modern(
+            &mut conn,
+            port,
+            2,
+            "tasks/update",
+            &id,
+            json!({"taskId": id, "inputResponses": {"q1": {"action": "accept", "content": {"ok": true}}}, "_meta": meta(tasks_caps())}),
+        )
+        .map_err(|e| format!("tasks/update: {e:?}"))?;
+        task_when(&id, port, &mut conn, |r| r["status"] == "working")?;
+        planted
+            .reruns
+            .push((id, TaskKind::Reindex.done_text(&name)));
+    }
+    for k in 0..PLANTED {
+        let id = TaskKind::Migrate
+            .create(&format!("crash-m{k}"), port, &mut conn)
+            .map_err(|e| format!("{e:?}"))?;
+        task_when(&id, port, &mut conn, |r| r["status"] == "input_required")?;
+        planted.lost.push(id);
+    }
+    Ok(planted)
+}
+
+/// After the kill: each planted `reindex` completed on another instance, run again without
+/// asking again; each planted `migrate` failed "worker lost".
+fn check_planted(planted: &Planted, port: u16) -> Result<String, String> {
+    let mut conn = None;
+    let mut problems = Vec::new();
+    for (id, text) in &planted.reruns {
+        match task_when(id, port, &mut conn, |r| {
+            matches!(
+                r["status"].as_str(),
+                Some("completed" | "failed" | "cancelled")
+            ) || r["status"] == "input_required"
+        }) {
+            Ok(r) if r["status"] == "completed" && text_of(&r["result"]) == text => {
+                if !r["statusMessage"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("Running again"))
+                {
+                    problems.push(format!("reindex {id} completed without running again: {r}"));
+                }
+            }
+            Ok(r) => problems.push(format!(
+                "reindex {id} did not complete by running again: {r}"
+            )),
+            Err(e) => problems.push(e),
+        }
+    }
+    for id in &planted.lost {
+        match task_when(id, port, &mut conn, |r| r["status"] != "input_required") {
+            Ok(r)
+                if r["status"] == "failed"
+                    && r["statusMessage"] == "The worker running this task was lost" => {}
+            Ok(r) => problems.push(format!("migrate {id} did not fail 'worker lost': {r}")),
+            Err(e) => problems.push(e),
+        }
+    }
+    if problems.is_empty() {
+        Ok(format!(
+            "crash: {n} reindex tasks (idempotent) working on the killed instance ran again on \
+             another one and completed without asking again; {n} migrate tasks failed 'worker lost'",
+            n = PLANTED
+        ))
+    } else {
+        Err(format!("crash: {}", problems.join("; ")))
     }
 }
 
