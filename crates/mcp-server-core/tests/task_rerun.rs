@@ -247,3 +247,58 @@ async fn a_task_whose_worker_is_lost_three_times_is_not_run_a_fourth() {
     );
     assert_eq!(started.load(Ordering::SeqCst), 3, "no fourth run");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rerun_asks_again_what_the_lost_run_took_without_keeping_it() {
+    use mcp_server_core::tasks::{Lease, TaskRecord, system_now_ms};
+    // The lost run had taken the answer to q1 (the key is used, nothing is outstanding or
+    // delivered) but died before it was kept in the replay.
+    let store = Arc::new(InMemoryTaskStore::new());
+    let now = system_now_ms();
+    store
+        .create(TaskRecord {
+            id: "t1".into(),
+            owner: None,
+            client_support: Default::default(),
+            status_message: None,
+            created_at_ms: now,
+            last_updated_at_ms: now,
+            ttl_ms: Some(60_000),
+            poll_interval_ms: Some(10),
+            outstanding: Default::default(),
+            answers: Default::default(),
+            used_keys: ["q1".to_owned()].into(),
+            cancel_requested: false,
+            terminal: None,
+            lease: Some(Lease {
+                worker: "dead".into(),
+                until_ms: now - 1,
+            }),
+        })
+        .await
+        .unwrap();
+    let replay = json!({"tool": "reindex", "arguments": {}, "protocolVersion": "2026-07-28",
+        "capabilities": declaring(), "answered": {}, "runs": 1});
+    assert!(
+        store
+            .set_replay("t1", replay.to_string().into_bytes())
+            .await
+            .unwrap()
+    );
+    let started = Arc::new(AtomicUsize::new(0));
+    let service = instance(store, started.clone());
+    let mut client = TestClient::new(&service);
+    let again = poll_until(&mut client, "t1", |v| asked(v) == ["q1-run2"]).await;
+    assert_eq!(
+        again["result"]["inputRequests"]["q1-run2"]["params"]["message"],
+        "First word?"
+    );
+    answer(&mut client, "t1", "q1-run2", "again").await;
+    poll_until(&mut client, "t1", |v| asked(v) == ["q2"]).await;
+    answer(&mut client, "t1", "q2", "twice").await;
+    let done = poll_until(&mut client, "t1", |v| v["result"]["status"] == "completed").await;
+    assert_eq!(
+        done["result"]["result"]["content"][0]["text"], "again twice (run 1)",
+        "the counter is this process's: its first start of the body"
+    );
+}

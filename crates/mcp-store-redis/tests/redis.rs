@@ -1318,3 +1318,47 @@ async fn the_replay_guard_tells_a_store_away_from_a_state_already_used() {
     // The plain answer fails closed.
     assert!(!guard.first_use("j3", expires).await);
 }
+
+#[tokio::test]
+async fn a_task_with_a_replay_survives_the_sweep_until_an_engine_takes_it() {
+    let redis = Redis::start();
+    let store = stores(&redis, "replay").await.task_store();
+    let now = now_ms();
+    for id in ["rerun", "plain"] {
+        let mut r = record(id, Some(60_000));
+        r.lease = Some(Lease {
+            worker: "dead".into(),
+            until_ms: now - 1,
+        });
+        store.create(r).await.unwrap();
+    }
+    assert!(
+        store
+            .set_replay("rerun", b"{\"runs\":1}".to_vec())
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.set_replay("never", b"{}".to_vec()).await,
+        Err(StoreError::NotFound)
+    );
+    assert_eq!(store.lapsed(now).await.unwrap(), ["rerun"]);
+    store.expire(now).await.unwrap();
+    let plain = store.get("plain").await.unwrap().unwrap();
+    assert!(
+        matches!(plain.terminal, Some(Terminal::Failed(_))),
+        "{plain:?}"
+    );
+    let rerun = store.get("rerun").await.unwrap().unwrap();
+    assert!(
+        rerun.terminal.is_none(),
+        "a task with a replay is left for an engine"
+    );
+    assert_eq!(
+        store.replay("rerun").await.unwrap(),
+        Some(b"{\"runs\":1}".to_vec())
+    );
+    // An engine takes the lapsed lease: it is no longer lapsed.
+    assert!(store.claim("rerun", "w2", now + 60_000).await.unwrap());
+    assert!(store.lapsed(now).await.unwrap().is_empty());
+}

@@ -467,6 +467,14 @@ impl TaskLink {
         Self::new(engine, id, Some(replay))
     }
 
+    /// Which run of its task this body is (1 for the first).
+    fn run(&self) -> u32 {
+        self.kept
+            .as_ref()
+            .and_then(|k| k.replay.lock().ok().map(|r| r.runs))
+            .unwrap_or(1)
+    }
+
     /// The answer an earlier run of this task received for `key`, if any.
     fn answered(&self, key: &str) -> Option<Value> {
         let kept = self.kept.as_ref()?;
@@ -514,7 +522,7 @@ impl TaskLink {
             )));
         }
         let method = request.method();
-        let key = format!("q{n}");
+        let mut key = format!("q{n}");
         // A re-run asks again what an earlier run was answered: the kept answer serves.
         if let Some(value) = self.answered(&key) {
             return answer_of(&request, value).map_err(|reason| PeerError::InvalidResult {
@@ -532,8 +540,24 @@ impl TaskLink {
             .await
         {
             Ok(()) => {}
-            // A re-run's question the lost run had asked: it stands, its answer may come.
-            Err(StoreError::KeyReused(_)) if self.kept.is_some() => {}
+            // A re-run's question the lost run had asked: it stands (outstanding, or answered
+            // and not yet taken), or its answer was taken by the lost run before it was kept,
+            // and then it is asked again under a key of this run.
+            Err(StoreError::KeyReused(_)) if self.kept.is_some() => {
+                let stands = store.get(&self.id).await.ok().flatten().is_some_and(|r| {
+                    r.outstanding.contains_key(&key) || r.answers.contains_key(&key)
+                });
+                if !stands {
+                    key = format!("{key}-run{}", self.run());
+                    store
+                        .add_input_requests(
+                            &self.id,
+                            InputRequests::from([(key.clone(), request.clone())]),
+                        )
+                        .await
+                        .map_err(|e| PeerError::Refused(e.to_string()))?;
+                }
+            }
             Err(e) => return Err(PeerError::Refused(e.to_string())),
         }
         let poll = self.engine.config().poll_interval;
