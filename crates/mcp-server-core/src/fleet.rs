@@ -297,11 +297,14 @@ impl WireChange {
     }
 }
 
+/// A record and when it expires.
+type Stored = (Vec<u8>, tokio::time::Instant);
+
 /// Session records in this process's memory, for several endpoints of one process. Records
 /// expire after their idle time; the store holds at most `max` (oldest-expiring evicted).
 #[derive(Debug, Clone)]
 pub struct MemorySessionStore {
-    records: Arc<Mutex<HashMap<String, (Vec<u8>, tokio::time::Instant)>>>,
+    records: Arc<Mutex<HashMap<String, Stored>>>,
     max: usize,
 }
 
@@ -395,10 +398,13 @@ impl SessionStore for MemorySessionStore {
     }
 }
 
+/// One channel of a [`MemoryBus`]: its messages to every listener.
+type Channel = broadcast::Sender<Arc<[u8]>>;
+
 /// A bus inside this process (several endpoints of one process; tests).
 #[derive(Debug, Clone, Default)]
 pub struct MemoryBus {
-    channels: Arc<Mutex<HashMap<String, broadcast::Sender<Arc<[u8]>>>>>,
+    channels: Arc<Mutex<HashMap<String, Channel>>>,
 }
 
 impl MemoryBus {
@@ -407,7 +413,7 @@ impl MemoryBus {
         Self::default()
     }
 
-    fn sender(&self, channel: &str) -> Option<broadcast::Sender<Arc<[u8]>>> {
+    fn sender(&self, channel: &str) -> Option<Channel> {
         let mut channels = self.channels.lock().ok()?;
         Some(
             channels
