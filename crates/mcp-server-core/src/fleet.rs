@@ -248,7 +248,10 @@ impl SessionRecord {
 
     /// A stored record; an error names what is wrong with it.
     pub fn decode(bytes: &[u8]) -> Result<Self, FleetError> {
-        serde_json::from_slice(bytes)
+        // From text, as every other decoder of these types reads: one instance of each.
+        std::str::from_utf8(bytes)
+            .map_err(|e| e.to_string())
+            .and_then(|text| serde_json::from_str(text).map_err(|e| e.to_string()))
             .map_err(|e| FleetError(format!("a stored session record is unreadable: {e}")))
     }
 

@@ -211,7 +211,8 @@ impl Service {
                 let Some(inner) = weak.upgrade() else {
                     return;
                 };
-                match serde_json::from_slice::<crate::fleet::ChangeMessage>(&payload) {
+                let text = std::str::from_utf8(&payload).unwrap_or_default();
+                match serde_json::from_str::<crate::fleet::ChangeMessage>(text) {
                     Ok(message) if message.from != me => {
                         inner.notifier.raise_here(message.event.event());
                     }

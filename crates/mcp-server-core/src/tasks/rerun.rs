@@ -49,7 +49,10 @@ impl Replay {
     }
 
     fn decode(bytes: &[u8]) -> Result<Self, String> {
-        serde_json::from_slice(bytes).map_err(|e| format!("an unreadable task replay: {e}"))
+        std::str::from_utf8(bytes)
+            .map_err(|e| e.to_string())
+            .and_then(|text| serde_json::from_str(text).map_err(|e| e.to_string()))
+            .map_err(|e| format!("an unreadable task replay: {e}"))
     }
 }
 

@@ -152,7 +152,8 @@ impl Sessions {
         let Some(fleet) = &self.fleet else {
             return;
         };
-        let message: SessionMessage = match serde_json::from_slice(payload) {
+        let text = std::str::from_utf8(payload).unwrap_or_default();
+        let message: SessionMessage = match serde_json::from_str(text) {
             Ok(message) => message,
             Err(e) => {
                 tracing::debug!(error = %e, "an unreadable session message on the bus ignored");
