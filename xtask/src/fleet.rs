@@ -58,17 +58,8 @@ const KINDS: [&str; 7] = [
     "legacy",
     "sse-resume",
 ];
-/// Every kind the report shows: the load's, and the long-lived sessions'.
-const REPORTED: [&str; 8] = [
-    "plain",
-    "mrtr-2",
-    "mrtr-3",
-    "task",
-    "task-rerun",
-    "legacy",
-    "sse-resume",
-    "kept",
-];
+/// The kind of the long-lived sessions' calls, reported after the load's kinds.
+const KEPT: &str = "kept";
 /// How many tasks of each tool are left running on the instance about to be killed.
 const PLANTED: usize = 3;
 /// How many times `sse-resume` resumes a stream that ended before its answer.
@@ -423,7 +414,7 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
                     let result = kept_call(session, n, nginx_port, &mut conn);
                     if let Ok(mut r) = results.lock() {
                         r.push(Outcome {
-                            kind: "kept",
+                            kind: KEPT,
                             result,
                             took: start.elapsed(),
                             started: start,
@@ -646,7 +637,7 @@ fn report(
     let mut retrying = 0usize;
     let mut worker_lost: Vec<String> = Vec::new();
     let mut excused: BTreeMap<&str, usize> = BTreeMap::new();
-    for kind in REPORTED {
+    for kind in KINDS.into_iter().chain([KEPT]) {
         let of_kind: Vec<&Outcome> = results.iter().filter(|o| o.kind == kind).collect();
         let completed = of_kind.iter().filter(|o| o.result.is_ok()).count();
         let mut clean = 0;
@@ -1159,25 +1150,37 @@ fn sse_resume_flow(service: &str, port: u16) -> Result<(), Failure> {
     // A resumed stream that ends before the answer (its instance drained) is resumed again
     // from the last event it carried, as an SSE client does: at most RESUMPTIONS times.
     let mut last_id = last_id;
-    for _ in 0..RESUMPTIONS {
+    for attempt in 0..RESUMPTIONS {
         let mut resume = Conn::open(port).map_err(|e| Failure::Lost(format!("connect: {e}")))?;
         let last_id_sent = last_id.clone();
         let mut headers = legacy_headers(&session);
         headers.push(("last-event-id", &last_id_sent));
-        let events = resume
-            .sse_until("GET", &headers, "", |e| e.get("id") == Some(&json!(2)))
-            .map_err(|e| match e {
-                SseError::Status(status, body) => {
-                    Failure::Clean(format!("HTTP {status} on resume {}", body.trim()))
+        let events = match resume.sse_until("GET", &headers, "", |e| e.get("id") == Some(&json!(2)))
+        {
+            Ok(events) => events,
+            // Cut (its instance restarted or died): resume again from what it carried.
+            Err(SseError::Broken { last_id: seen, .. }) if attempt + 1 < RESUMPTIONS => {
+                if let Some(seen) = seen {
+                    last_id = seen;
                 }
-                SseError::Io(e) => Failure::Lost(format!("resume: {e}")),
-                SseError::Broken { last_id, why } => after_broken_stream(
+                continue;
+            }
+            Err(SseError::Status(status, body)) => {
+                return Err(Failure::Clean(format!(
+                    "HTTP {status} on resume {}",
+                    body.trim()
+                )));
+            }
+            Err(SseError::Io(e)) => return Err(Failure::Lost(format!("resume: {e}"))),
+            Err(SseError::Broken { last_id, why }) => {
+                return Err(after_broken_stream(
                     port,
                     &session,
                     last_id.as_deref().or(Some(last_id_sent.as_str())),
                     &format!("resume: {why}"),
-                ),
-            })?;
+                ));
+            }
+        };
         if let Some((_, result)) = events.iter().find(|(_, e)| e.get("id") == Some(&json!(2))) {
             return expect_text(&result["result"], &format!("Restarted {service}."));
         }
@@ -1634,6 +1637,9 @@ fn after_broken_stream(port: u16, session: &str, last_id: Option<&str>, why: &st
     match probe {
         Ok(404) => Failure::Clean(format!(
             "the stream broke ({why}) and its session is gone: HTTP 404"
+        )),
+        Ok(410) => Failure::Clean(format!(
+            "the stream broke ({why}): the server process running its request is gone (HTTP 410)"
         )),
         Ok(status) => Failure::Lost(format!(
             "the stream broke ({why}) while its session lived (HTTP {status} after)"

@@ -36,10 +36,15 @@ pub const SESSIONS: &str = "sessions";
 /// dropped (a listener that far behind has lost them; it logs how many).
 pub const BUS_QUEUE: usize = 1024;
 
-/// The channel on which instance `instance` hears the answers to the questions it asked.
-pub fn answers_channel(instance: &str) -> String {
-    format!("answers:{instance}")
+/// The channel on which fleet member `member` ([`Fleet::member`]) hears the answers to the
+/// questions it asked; a publish on it with no listener says the member is gone.
+pub fn answers_channel(member: &str) -> String {
+    format!("answers:{member}")
 }
+
+/// What a member publishes on another's [`answers_channel`] to learn whether it still runs
+/// (the count of listeners); listeners ignore it.
+pub const PING: &[u8] = b"{}";
 
 /// Why a shared store or the bus could not serve: the text names the store (Redis, …) and
 /// what failed.
@@ -99,6 +104,8 @@ pub trait Bus: Send + Sync + fmt::Debug {
 #[derive(Clone)]
 pub struct Fleet {
     pub(crate) instance: Arc<str>,
+    /// `{instance}~{random}`: this process, which a restarted instance of the same name is not.
+    pub(crate) member: Arc<str>,
     pub(crate) sessions: Arc<dyn SessionStore>,
     pub(crate) bus: Arc<dyn Bus>,
 }
@@ -142,7 +149,13 @@ impl Fleet {
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
             "a fleet instance name is letters, digits, '-' and '_', and not empty: {instance:?}"
         );
+        // Random per process: a question, a stream or a claim of the process that died is not
+        // mistaken for one of its successor under the same name.
+        let process = mcp_state_seal::random_hex_id()
+            .map(|hex| hex[..8].to_owned())
+            .unwrap_or_else(|_| format!("{:08x}", std::process::id()));
         Fleet {
+            member: format!("{instance}~{process}").into(),
             instance: instance.into(),
             sessions,
             bus,
@@ -164,13 +177,20 @@ impl Fleet {
         &self.bus
     }
 
-    /// The prefix of the ids of the server-to-client requests this instance sends
-    /// (`i1:` → `i1:7`): [`Fleet::asker`] reads it back.
-    pub fn request_prefix(&self) -> String {
-        format!("{}:", self.instance)
+    /// This process in the fleet: the instance name and a random part (`i1~3f9a01c2`), so
+    /// that a restarted instance is another member.
+    pub fn member(&self) -> &str {
+        &self.member
     }
 
-    /// Which instance sent the server-to-client request `id`, if a fleet instance did.
+    /// The prefix of the ids of the server-to-client requests this process sends
+    /// (`i1~3f9a01c2:` → `i1~3f9a01c2:7`): [`Fleet::asker`] reads the member back.
+    pub fn request_prefix(&self) -> String {
+        format!("{}:", self.member)
+    }
+
+    /// Which member ([`Fleet::member`]) sent the server-to-client request `id`, if a fleet
+    /// member did.
     pub fn asker(id: &mcp_types::RequestId) -> Option<&str> {
         match id {
             mcp_types::RequestId::String(s) => {
@@ -335,6 +355,14 @@ impl MemorySessionStore {
     }
 }
 
+impl MemorySessionStore {
+    fn records(&self) -> Result<std::sync::MutexGuard<'_, HashMap<String, Stored>>, FleetError> {
+        self.records
+            .lock()
+            .map_err(|_| FleetError("the memory session store is poisoned".into()))
+    }
+}
+
 impl SessionStore for MemorySessionStore {
     fn put<'a>(
         &'a self,
@@ -344,10 +372,7 @@ impl SessionStore for MemorySessionStore {
     ) -> BoxFuture<'a, Result<(), FleetError>> {
         Box::pin(async move {
             let now = tokio::time::Instant::now();
-            let mut records = self
-                .records
-                .lock()
-                .map_err(|_| FleetError("the memory session store is poisoned".into()))?;
+            let mut records = self.records()?;
             if !records.contains_key(id) && records.len() >= self.max {
                 records.retain(|_, (_, until)| *until > now);
                 if records.len() >= self.max {
@@ -372,10 +397,7 @@ impl SessionStore for MemorySessionStore {
     ) -> BoxFuture<'a, Result<Option<Vec<u8>>, FleetError>> {
         Box::pin(async move {
             let now = tokio::time::Instant::now();
-            let mut records = self
-                .records
-                .lock()
-                .map_err(|_| FleetError("the memory session store is poisoned".into()))?;
+            let mut records = self.records()?;
             match records.get_mut(id) {
                 Some((record, until)) if *until > now => {
                     *until = now + idle;
@@ -392,10 +414,7 @@ impl SessionStore for MemorySessionStore {
 
     fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, FleetError>> {
         Box::pin(async move {
-            let mut records = self
-                .records
-                .lock()
-                .map_err(|_| FleetError("the memory session store is poisoned".into()))?;
+            let mut records = self.records()?;
             Ok(records.remove(id).is_some())
         })
     }
@@ -475,7 +494,14 @@ mod tests {
     fn asker_reads_back_the_request_prefix() {
         let fleet = Fleet::new("i-2", MemorySessionStore::new(), MemoryBus::new());
         let id = mcp_types::RequestId::String(format!("{}17", fleet.request_prefix()));
-        assert_eq!(Fleet::asker(&id), Some("i-2"));
+        assert_eq!(Fleet::asker(&id), Some(fleet.member()));
+        assert!(fleet.member().starts_with("i-2~"), "{}", fleet.member());
+        let again = Fleet::new("i-2", MemorySessionStore::new(), MemoryBus::new());
+        assert_ne!(
+            again.member(),
+            fleet.member(),
+            "a restarted instance is another member"
+        );
         assert_eq!(Fleet::asker(&mcp_types::RequestId::Number(3)), None);
         assert_eq!(
             Fleet::asker(&mcp_types::RequestId::String("i1:x".into())),

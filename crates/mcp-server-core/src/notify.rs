@@ -96,7 +96,7 @@ fn publish(fleet: &crate::fleet::Fleet, event: &ChangeEvent) {
         return;
     };
     let message = crate::fleet::ChangeMessage {
-        from: fleet.instance().to_owned(),
+        from: fleet.member().to_owned(),
         event: change,
     };
     let Ok(payload) = serde_json::to_vec(&message) else {

@@ -290,6 +290,29 @@ impl RedisTaskStore {
         self.shared.key(&["task-replay", id])
     }
 
+    /// The tasks whose lease lapsed by `now_ms`, a batch at a time.
+    async fn lapsed_leases(&self, now_ms: u64) -> Result<Vec<String>, StoreError> {
+        self.due("task-leases", &self.shared.key(&["task-leases"]), now_ms)
+            .await
+    }
+
+    /// A batch of the members of the sorted set `key` scored `now_ms` or less.
+    async fn due(&self, what: &str, key: &str, now_ms: u64) -> Result<Vec<String>, StoreError> {
+        self.shared
+            .run(
+                &format!("ZRANGEBYSCORE {what}"),
+                redis::cmd("ZRANGEBYSCORE")
+                    .arg(key)
+                    .arg("-inf")
+                    .arg(now_ms)
+                    .arg("LIMIT")
+                    .arg(0)
+                    .arg(SWEEP_BATCH),
+            )
+            .await
+            .map_err(backend)
+    }
+
     async fn has_replay(&self, id: &str) -> Result<bool, StoreError> {
         self.shared
             .run::<i64>(
@@ -683,20 +706,7 @@ impl TaskStore for RedisTaskStore {
             }
             // Tasks past their TTL: their keys expired in Redis; drop them from the index.
             let index = self.shared.key(&["tasks"]);
-            let removed: Vec<String> = self
-                .shared
-                .run(
-                    "ZRANGEBYSCORE tasks",
-                    redis::cmd("ZRANGEBYSCORE")
-                        .arg(&index)
-                        .arg("-inf")
-                        .arg(now_ms)
-                        .arg("LIMIT")
-                        .arg(0)
-                        .arg(SWEEP_BATCH),
-                )
-                .await
-                .map_err(backend)?;
+            let removed = self.due("tasks", &index, now_ms).await?;
             if !removed.is_empty() {
                 let mut zrem = redis::cmd("ZREM");
                 zrem.arg(&index).arg(&removed);
@@ -707,20 +717,7 @@ impl TaskStore for RedisTaskStore {
                     .map_err(backend)?;
             }
             // Unfinished tasks whose worker stopped renewing its lease end failed.
-            let lapsed: Vec<String> = self
-                .shared
-                .run(
-                    "ZRANGEBYSCORE task-leases",
-                    redis::cmd("ZRANGEBYSCORE")
-                        .arg(self.shared.key(&["task-leases"]))
-                        .arg("-inf")
-                        .arg(now_ms)
-                        .arg("LIMIT")
-                        .arg(0)
-                        .arg(SWEEP_BATCH),
-                )
-                .await
-                .map_err(backend)?;
+            let lapsed = self.lapsed_leases(now_ms).await?;
             for id in lapsed {
                 // A task that can run again waits for an engine to take it (`lapsed`).
                 if self.has_replay(&id).await? {
@@ -794,20 +791,7 @@ impl TaskStore for RedisTaskStore {
 
     fn lapsed(&self, now_ms: u64) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
         Box::pin(async move {
-            let lapsed: Vec<String> = self
-                .shared
-                .run(
-                    "ZRANGEBYSCORE task-leases",
-                    redis::cmd("ZRANGEBYSCORE")
-                        .arg(self.shared.key(&["task-leases"]))
-                        .arg("-inf")
-                        .arg(now_ms)
-                        .arg("LIMIT")
-                        .arg(0)
-                        .arg(SWEEP_BATCH),
-                )
-                .await
-                .map_err(backend)?;
+            let lapsed = self.lapsed_leases(now_ms).await?;
             let mut rerunnable = Vec::new();
             for id in lapsed {
                 if self.has_replay(&id).await? {

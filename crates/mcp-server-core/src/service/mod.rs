@@ -204,7 +204,7 @@ impl Service {
             return;
         }
         let mut changes = fleet.bus().listen(crate::fleet::CHANGES);
-        let me = fleet.instance().to_owned();
+        let me = fleet.member().to_owned();
         let weak = Arc::downgrade(&self.inner);
         tokio::spawn(async move {
             while let Some(payload) = changes.recv().await {

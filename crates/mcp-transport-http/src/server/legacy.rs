@@ -84,7 +84,7 @@ struct SessionMessage {
 impl SessionMessage {
     fn new(fleet: &Fleet, session: &str) -> Self {
         SessionMessage {
-            from: fleet.instance().to_owned(),
+            from: fleet.member().to_owned(),
             session: session.to_owned(),
             message: None,
             record: None,
@@ -127,9 +127,7 @@ impl Sessions {
             return;
         }
         self.service.join_fleet();
-        let mut answers = fleet
-            .bus()
-            .listen(&fleet::answers_channel(fleet.instance()));
+        let mut answers = fleet.bus().listen(&fleet::answers_channel(fleet.member()));
         let mut sessions = fleet.bus().listen(fleet::SESSIONS);
         let weak = Arc::downgrade(self);
         tokio::spawn(async move {
@@ -152,6 +150,9 @@ impl Sessions {
         let Some(fleet) = &self.fleet else {
             return;
         };
+        if payload == fleet::PING {
+            return;
+        }
         let text = std::str::from_utf8(payload).unwrap_or_default();
         let message: SessionMessage = match serde_json::from_str(text) {
             Ok(message) => message,
@@ -160,7 +161,7 @@ impl Sessions {
                 return;
             }
         };
-        if message.from == fleet.instance() && message.message.is_none() {
+        if message.from == fleet.member() && message.message.is_none() {
             // Record changes and ends were applied here before they were published.
             return;
         }
@@ -208,9 +209,8 @@ impl Sessions {
 
     /// Makes a [`LegacySession`] of a connection that completed (or restored) its
     /// `initialize`. In a fleet, its record changes are stored and announced, its unsolicited
-    /// notifications go out only while this instance holds its GET stream, and its POST
-    /// streams are numbered from a random point so that no two instances name one alike in
-    /// the shared SSE history.
+    /// notifications go out only while this instance holds its GET stream (its POST streams
+    /// carry this member's name, see `resume.rs`).
     fn adopt(
         &self,
         id: String,
@@ -220,7 +220,6 @@ impl Sessions {
         client: Option<String>,
     ) -> Arc<LegacySession> {
         let stream = Arc::new(StreamSlot::new(unsolicited));
-        let mut first_post = 0;
         if let Some(fleet) = &self.fleet {
             let slot = Arc::downgrade(&stream);
             session.deliver_unsolicited_when(move || slot.upgrade().is_some_and(|s| s.is_open()));
@@ -240,17 +239,12 @@ impl Sessions {
                     }
                 });
             });
-            first_post = mcp_state_seal::random_hex_id()
-                .ok()
-                .and_then(|hex| u64::from_str_radix(&hex[..8], 16).ok())
-                .unwrap_or(0)
-                * 1_000_000;
         }
         Arc::new(LegacySession {
             id,
             principal,
             stream,
-            posts: Arc::new(AtomicU64::new(first_post)),
+            posts: Arc::default(),
             resumptions: Arc::default(),
             in_flight: Arc::new(Semaphore::new(session.limits().max_in_flight.max(1))),
             session,
@@ -351,7 +345,7 @@ impl Sessions {
             Ok(0) => plain_owned(
                 StatusCode::GONE,
                 format!(
-                    "The server instance that asked this question ({asker}) is gone, and the \
+                    "The server process that asked this question ({asker}) is gone, and the \
                      call it was serving with it; retry that call"
                 ),
             ),
@@ -466,7 +460,7 @@ impl Sessions {
                 _ => None,
             };
             if let Some(asker) = answered.and_then(Fleet::asker)
-                && asker != fleet.instance()
+                && asker != fleet.member()
             {
                 return self.forward_answer(fleet, asker, id, &message).await;
             }
@@ -502,6 +496,7 @@ impl Sessions {
             session: session.id.clone(),
             posts: session.posts.clone(),
             streams: session.resumptions.clone(),
+            owner: self.fleet.as_ref().map(|f| Arc::from(f.member())),
         });
         legacy(
             &session.session,
@@ -696,7 +691,7 @@ impl Sessions {
                     stream,
                     after,
                     draining,
-                    self.fleet.as_ref().map(|_| self.idle),
+                    self.fleet.clone().map(|fleet| (fleet, self.idle)),
                 )
                 .await;
             }

@@ -12,6 +12,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use hyper::{Response, StatusCode};
 use mcp_server_core::events::{EventStore, EventStoreError};
+use mcp_server_core::fleet::{self, Fleet};
 use mcp_server_core::{ResponseStream, Session, TransportContext};
 use mcp_types::JsonRpcMessage;
 
@@ -101,6 +102,10 @@ pub(crate) struct Resumable {
     pub(crate) posts: Arc<AtomicU64>,
     /// The session's running and broken POST streams.
     pub(crate) streams: Arc<Mutex<Resumptions>>,
+    /// In a fleet, this member's name ([`mcp_server_core::fleet::Fleet::member`]): it ends
+    /// the stream's name (`p3-i1~3f9a01c2`), so names never collide in the shared history and
+    /// a resumption elsewhere knows whom to ask whether the request still runs.
+    pub(crate) owner: Option<Arc<str>>,
 }
 
 /// A message of a legacy session: requests answer like modern ones (server-to-client requests
@@ -163,8 +168,13 @@ fn record(
         session,
         posts,
         streams,
+        owner,
     } = resumable;
-    let name = format!("p{}", posts.fetch_add(1, Ordering::Relaxed) + 1);
+    let n = posts.fetch_add(1, Ordering::Relaxed) + 1;
+    let name = match owner {
+        Some(owner) => format!("p{n}-{owner}"),
+        None => format!("p{n}"),
+    };
     let (running, ended) = tokio::sync::watch::channel(());
     if let Ok(mut streams) = streams.lock() {
         streams.running.insert(name.clone(), ended);
@@ -265,15 +275,55 @@ pub(crate) fn live_frame(message: &JsonRpcMessage) -> Bytes {
     Bytes::from(format!("event: message\ndata: {message}\n\n"))
 }
 
-/// `p3.5` → (`p3`, 5); `g.2` → (`g`, 2). Anything else is not ours.
+/// `p3.5` → (`p3`, 5); `p3-i1~3f9a01c2.5` → (`p3-i1~3f9a01c2`, 5); `g.2` → (`g`, 2).
+/// Anything else is not ours.
 pub(crate) fn parse_event_id(id: &str) -> Option<(&str, u64)> {
     let (stream, n) = id.split_once('.')?;
     let n = n.parse().ok()?;
     let ours = stream == GET_STREAM
-        || stream
-            .strip_prefix('p')
-            .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()));
+        || stream.strip_prefix('p').is_some_and(|rest| {
+            let (k, owner) = rest.split_once('-').unwrap_or((rest, ""));
+            !k.is_empty()
+                && k.bytes().all(|b| b.is_ascii_digit())
+                && owner
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'~'))
+                && owner.is_empty() != rest.contains('-')
+        });
     ours.then_some((stream, n))
+}
+
+/// How long a resumption following another member's stream waits for an event before it
+/// asks again whether that member still runs.
+const FOLLOW_CHECK: Duration = Duration::from_secs(2);
+
+/// The fleet member a POST stream's name ends with (`p3-i1~3f9a01c2` → `i1~3f9a01c2`).
+pub(crate) fn stream_owner(stream: &str) -> Option<&str> {
+    stream
+        .strip_prefix('p')?
+        .split_once('-')
+        .map(|(_, owner)| owner)
+        .filter(|owner| !owner.is_empty())
+}
+
+/// Whether fleet member `owner` still runs: someone listens on its answers channel. A bus
+/// that cannot answer counts as alive (the stream is followed, not declared lost).
+async fn member_alive(fleet: &Fleet, owner: &str) -> bool {
+    !matches!(
+        fleet
+            .bus()
+            .publish(&fleet::answers_channel(owner), fleet::PING)
+            .await,
+        Ok(0)
+    )
+}
+
+/// The answer to a resumption of a stream whose request died with the member running it.
+fn lost_with_its_member() -> Response<McpBody> {
+    plain(
+        StatusCode::GONE,
+        "The server process running this request is gone, and the request with it; retry it",
+    )
 }
 
 /// The answer to a resumption the history cannot serve.
@@ -357,7 +407,7 @@ pub(crate) async fn resume_post(
     stream: &str,
     after: u64,
     mut draining: tokio::sync::watch::Receiver<bool>,
-    foreign: Option<Duration>,
+    foreign: Option<(Fleet, Duration)>,
 ) -> Response<McpBody> {
     let (broken, running) = match streams.lock() {
         Ok(streams) => (
@@ -376,6 +426,15 @@ pub(crate) async fn resume_post(
         Ok(first) => first,
         Err(e) => return history_refusal(&e),
     };
+    // A stream another member ran, unfinished, whose member is gone: its request was lost.
+    let foreign = foreign.filter(|_| running.is_none());
+    if let Some((fleet, _)) = &foreign
+        && !first.finished
+        && let Some(owner) = stream_owner(stream)
+        && !member_alive(fleet, owner).await
+    {
+        return lost_with_its_member();
+    }
     let (tx, rx) = tokio::sync::mpsc::channel(FRAME_QUEUE);
     let events = events.clone();
     let streams = streams.clone();
@@ -384,10 +443,10 @@ pub(crate) async fn resume_post(
     tokio::spawn(async move {
         let mut replay = first;
         let mut after = after;
-        // A stream this instance does not run may run on another instance of the fleet
-        // (`foreign`: how long its shared history may stay silent before the reader gives up,
-        // when its instance went away without recording its end).
-        let follow = foreign.filter(|_| running.is_none());
+        // A stream this instance does not run may run on another member of the fleet: its
+        // shared history is followed while that member lives, and for at most `silence`
+        // without an event.
+        let follow = foreign;
         let mut heard = tokio::time::Instant::now();
         let mut running = running;
         loop {
@@ -404,14 +463,20 @@ pub(crate) async fn resume_post(
             if replay.finished || broken {
                 return;
             }
-            if let Some(silence) = follow {
+            if let Some((fleet, silence)) = &follow {
                 if !replay.events.is_empty() {
                     heard = tokio::time::Instant::now();
-                } else if heard.elapsed() >= silence {
+                } else if heard.elapsed() >= *silence {
+                    return;
+                } else if let Some(owner) = stream_owner(&stream)
+                    && !member_alive(fleet, owner).await
+                {
+                    // Its member died: the request was lost. The client's next resumption
+                    // is told so (410).
                     return;
                 }
                 replay = tokio::select! {
-                    next = events.read_after(&session, &stream, after, KEEP_ALIVE) => match next {
+                    next = events.read_after(&session, &stream, after, FOLLOW_CHECK) => match next {
                         Ok(replay) => replay,
                         Err(e) => {
                             tracing::warn!(error = %e, "a resumed SSE stream lost its history");
@@ -452,4 +517,32 @@ pub(crate) async fn resume_post(
         }
     });
     sse_response(McpBody::frames(rx))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{parse_event_id, stream_owner};
+
+    #[test]
+    fn event_ids_name_their_stream_and_a_fleet_stream_its_member() {
+        assert_eq!(parse_event_id("p3.5"), Some(("p3", 5)));
+        assert_eq!(parse_event_id("g.2"), Some(("g", 2)));
+        assert_eq!(
+            parse_event_id("p3-i1~3f9a01c2.5"),
+            Some(("p3-i1~3f9a01c2", 5))
+        );
+        assert_eq!(stream_owner("p3-i-1~3f9a01c2"), Some("i-1~3f9a01c2"));
+        assert_eq!(stream_owner("p3"), None);
+        for not_ours in [
+            "p.1",
+            "p3-.1",
+            "px.1",
+            "p3-a b.1",
+            "q3.1",
+            "p3.x",
+            "p3-i1:1.2",
+        ] {
+            assert_eq!(parse_event_id(not_ours), None, "{not_ours}");
+        }
+    }
 }
