@@ -223,6 +223,11 @@ pub struct SessionRecord {
     /// Who opened the session (only they may use it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<StoredPrincipal>,
+    /// The session was deleted: the record stays a while as a tombstone, so that a DELETE a
+    /// load balancer re-sends (its first instance died after deleting) is answered `200`
+    /// again, while every other request gets `404`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ended: bool,
 }
 
 /// A [`Principal`] as a session record keeps it.
@@ -528,6 +533,7 @@ mod tests {
             log_level: Some(LoggingLevel::Info),
             subscriptions: vec!["file:///a".into()],
             principal: Some(StoredPrincipal::from(&Principal::new("app"))),
+            ended: false,
         };
         let bytes = record.encode();
         assert_eq!(SessionRecord::decode(&bytes).unwrap(), record);

@@ -349,6 +349,10 @@ async fn a_delete_on_one_instance_ends_the_session_on_both() {
     let (status, _) =
         text(send(hyper::Method::DELETE, &fleet.b.url, Some(&session), None).await).await;
     assert_eq!(status, StatusCode::OK);
+    // A DELETE a load balancer re-sends to another instance finds the tombstone: done.
+    let (status, _) =
+        text(send(hyper::Method::DELETE, &fleet.a.url, Some(&session), None).await).await;
+    assert_eq!(status, StatusCode::OK, "a repeated DELETE is not a 404");
     for url in [&fleet.a.url, &fleet.b.url] {
         let (status, body) =
             text(send(hyper::Method::POST, url, Some(&session), Some(ping.clone())).await).await;

@@ -224,6 +224,7 @@ impl SessionState {
                 .principal
                 .as_ref()
                 .map(crate::fleet::StoredPrincipal::from),
+            ended: false,
         })
     }
 

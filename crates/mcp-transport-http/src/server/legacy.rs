@@ -269,7 +269,15 @@ impl Sessions {
         let local = self.live.lock().ok().and_then(|live| live.get(id).cloned());
         let record = match fleet.sessions().get(id, self.idle).await {
             Ok(Some(bytes)) => match SessionRecord::decode(&bytes) {
-                Ok(record) => record,
+                Ok(record) if !record.ended => record,
+                Ok(_) => {
+                    // Deleted (a tombstone): gone here too.
+                    let gone = self.live.lock().ok().and_then(|mut live| live.remove(id));
+                    if let Some(gone) = gone {
+                        gone.session.close();
+                    }
+                    return Err(not_found());
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "a session record could not be read");
                     return Err(not_found());
@@ -327,6 +335,45 @@ impl Sessions {
         drop(live);
         tracing::debug!("a session of the fleet restored on this instance");
         Ok(kept)
+    }
+
+    /// Ends fleet session `id` for `principal` in the store, leaving a tombstone: `true` when
+    /// it ended now, `false` when it had ended before (a repeated DELETE); a `404` for a
+    /// session that is not there (or not this principal's), a `503` naming the store when it
+    /// cannot answer.
+    async fn end_in_store(
+        &self,
+        fleet: &Fleet,
+        id: &str,
+        principal: Option<&Principal>,
+    ) -> Result<bool, Response<McpBody>> {
+        let not_found = || plain(StatusCode::NOT_FOUND, "Session not found");
+        let unavailable = |e: fleet::FleetError| {
+            busy_owned(format!(
+                "The session store cannot answer ({e}); the session was not deleted; retry shortly"
+            ))
+        };
+        let record = match fleet.sessions().get(id, self.idle).await {
+            Ok(Some(bytes)) => SessionRecord::decode(&bytes).map_err(|_| not_found())?,
+            Ok(None) => return Err(not_found()),
+            Err(e) => return Err(unavailable(e)),
+        };
+        if record.principal().as_ref() != principal {
+            return Err(not_found());
+        }
+        if record.ended {
+            return Ok(false);
+        }
+        let tombstone = SessionRecord {
+            ended: true,
+            ..record
+        };
+        fleet
+            .sessions()
+            .put(id, &tombstone.encode(), TOMBSTONE)
+            .await
+            .map_err(unavailable)?;
+        Ok(true)
     }
 
     /// A client's answer to a question another instance of the fleet asked (`asker`, from
@@ -747,18 +794,25 @@ impl Sessions {
         let Some(id) = session_id else {
             return not_allowed();
         };
-        if let Err(refused) = self.find(id, principal).await {
-            return refused;
-        }
         if let Some(fleet) = &self.fleet {
-            if let Err(e) = fleet.sessions().remove(id).await {
-                return busy_owned(format!(
-                    "The session store cannot answer ({e}); the session was not deleted; retry shortly"
-                ));
+            match self.end_in_store(fleet, id, principal).await {
+                Ok(true) => {}
+                // Deleted before (a DELETE re-sent): done already.
+                Ok(false) => return plain(StatusCode::OK, ""),
+                Err(refused) => return refused,
             }
             let mut closed = SessionMessage::new(fleet, id);
             closed.closed = true;
             self.announce(fleet::SESSIONS.to_owned(), closed);
+            // Whatever this instance held of it goes now.
+            if let Some(session) = self.live.lock().ok().and_then(|mut s| s.remove(id)) {
+                session.session.close();
+            }
+            self.forget_history(id);
+            return plain(StatusCode::OK, "");
+        }
+        if let Err(refused) = self.find(id, principal).await {
+            return refused;
         }
         let removed = self.live.lock().ok().and_then(|mut s| s.remove(id));
         match removed {
@@ -771,6 +825,9 @@ impl Sessions {
         }
     }
 }
+
+/// How long a deleted fleet session's tombstone answers a repeated DELETE.
+const TOMBSTONE: Duration = Duration::from_secs(60);
 
 /// A fresh session id; empty without randomness, since no session id is then safe to mint.
 fn new_session_id() -> String {
