@@ -25,7 +25,6 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::futures::BoxFuture;
-use crate::notify::ChangeEvent;
 use crate::seal::Principal;
 
 /// The channel every instance hears change notifications on.
@@ -283,45 +282,6 @@ impl SessionRecord {
     /// The principal that opened the session.
     pub fn principal(&self) -> Option<Principal> {
         self.principal.clone().map(Principal::from)
-    }
-}
-
-/// A change notification on the [`CHANGES`] channel.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct ChangeMessage {
-    pub(crate) from: String,
-    #[serde(flatten)]
-    pub(crate) event: WireChange,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "change", rename_all = "camelCase")]
-pub(crate) enum WireChange {
-    Tools,
-    Prompts,
-    Resources,
-    Resource { uri: String },
-}
-
-impl WireChange {
-    pub(crate) fn of(event: &ChangeEvent) -> Option<Self> {
-        match event {
-            ChangeEvent::ToolsListChanged => Some(WireChange::Tools),
-            ChangeEvent::PromptsListChanged => Some(WireChange::Prompts),
-            ChangeEvent::ResourcesListChanged => Some(WireChange::Resources),
-            ChangeEvent::ResourceUpdated(uri) => Some(WireChange::Resource { uri: uri.clone() }),
-            // Each instance drains on its own.
-            ChangeEvent::Shutdown => None,
-        }
-    }
-
-    pub(crate) fn event(self) -> ChangeEvent {
-        match self {
-            WireChange::Tools => ChangeEvent::ToolsListChanged,
-            WireChange::Prompts => ChangeEvent::PromptsListChanged,
-            WireChange::Resources => ChangeEvent::ResourcesListChanged,
-            WireChange::Resource { uri } => ChangeEvent::ResourceUpdated(uri),
-        }
     }
 }
 

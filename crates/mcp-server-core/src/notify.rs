@@ -1,6 +1,7 @@
 //! Change notifications: list changes and resource updates, fanned out to every open
 //! `subscriptions/listen` stream (2026-07-28) and every legacy session.
 
+use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
 /// How many change events a slow subscriber may lag behind before it skips some.
@@ -88,14 +89,14 @@ impl ChangeNotifier {
 /// Publishes a change raised here to the fleet, in the background (raising one is not async).
 /// A change the bus cannot take is logged: this instance's subscribers still get it.
 fn publish(fleet: &crate::fleet::Fleet, event: &ChangeEvent) {
-    let Some(change) = crate::fleet::WireChange::of(event) else {
+    let Some(change) = WireChange::of(event) else {
         return;
     };
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         tracing::warn!("a change raised outside a Tokio runtime reaches this instance only");
         return;
     };
-    let message = crate::fleet::ChangeMessage {
+    let message = ChangeMessage {
         from: fleet.member().to_owned(),
         event: change,
     };
@@ -108,4 +109,43 @@ fn publish(fleet: &crate::fleet::Fleet, event: &ChangeEvent) {
             tracing::warn!(error = %e, "a change notification did not reach the other instances");
         }
     });
+}
+
+/// A change notification on the [`CHANGES`] channel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ChangeMessage {
+    pub(crate) from: String,
+    #[serde(flatten)]
+    pub(crate) event: WireChange,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "change", rename_all = "camelCase")]
+pub(crate) enum WireChange {
+    Tools,
+    Prompts,
+    Resources,
+    Resource { uri: String },
+}
+
+impl WireChange {
+    pub(crate) fn of(event: &ChangeEvent) -> Option<Self> {
+        match event {
+            ChangeEvent::ToolsListChanged => Some(WireChange::Tools),
+            ChangeEvent::PromptsListChanged => Some(WireChange::Prompts),
+            ChangeEvent::ResourcesListChanged => Some(WireChange::Resources),
+            ChangeEvent::ResourceUpdated(uri) => Some(WireChange::Resource { uri: uri.clone() }),
+            // Each instance drains on its own.
+            ChangeEvent::Shutdown => None,
+        }
+    }
+
+    pub(crate) fn event(self) -> ChangeEvent {
+        match self {
+            WireChange::Tools => ChangeEvent::ToolsListChanged,
+            WireChange::Prompts => ChangeEvent::PromptsListChanged,
+            WireChange::Resources => ChangeEvent::ResourcesListChanged,
+            WireChange::Resource { uri } => ChangeEvent::ResourceUpdated(uri),
+        }
+    }
 }

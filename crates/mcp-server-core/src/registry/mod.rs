@@ -53,8 +53,10 @@ pub mod derive;
 pub(crate) mod elicit;
 mod error;
 mod handlers;
+mod page;
 mod policy;
 mod prompt;
+mod rerun;
 mod resolve;
 mod resource;
 mod skills;
@@ -516,18 +518,6 @@ struct BuiltTool {
     graph: Graph,
 }
 
-impl BuiltTool {
-    /// Whether the tool says it is safe to run again (`idempotentHint`).
-    fn reruns(&self) -> bool {
-        self.def
-            .tool
-            .annotations
-            .as_ref()
-            .and_then(|a| a.idempotent_hint)
-            == Some(true)
-    }
-}
-
 struct BuiltPrompt {
     def: PromptDef,
     graph: Graph,
@@ -738,24 +728,6 @@ impl Registry {
         })
     }
 
-    fn page<T: Clone>(
-        &self,
-        items: &[T],
-        cursor: Option<&str>,
-    ) -> Result<(Vec<T>, Option<String>), ErrorObject> {
-        let start = match cursor {
-            None => 0,
-            Some(c) => c
-                .parse::<usize>()
-                .ok()
-                .filter(|start| *start <= items.len())
-                .ok_or_else(|| ErrorObject::invalid_params(format!("Invalid cursor: {c:?}")))?,
-        };
-        let end = start.saturating_add(self.page_size).min(items.len());
-        let next = (end < items.len()).then(|| end.to_string());
-        Ok((items[start..end].to_vec(), next))
-    }
-
     fn has_completions(&self) -> bool {
         self.prompts.iter().any(|p| !p.def.completers.is_empty())
             || self.templates.iter().any(|t| !t.def.completers.is_empty())
@@ -780,10 +752,7 @@ impl Registry {
                 let reg = reg.clone();
                 async move { reg.call_tool(ctx, p).await }
             });
-            let reg = self.clone();
-            server.task_rerun = Some(Arc::new(move |ctx, tool: &str, arguments| {
-                reg.clone().rerun(ctx, tool, arguments)
-            }));
+            server = self.install_rerun(server);
         }
         if !self.prompts.is_empty() {
             let reg = self.clone();
@@ -850,40 +819,6 @@ impl Registry {
         server
     }
 
-    /// The body of a task of `tool` run again after its worker was lost (see
-    /// [`crate::tasks::MAX_TASK_RUNS`]); `None` when this server has no such tool.
-    fn rerun(
-        self: Arc<Self>,
-        ctx: Context,
-        tool: &str,
-        arguments: JsonObject,
-    ) -> Option<crate::BoxFuture<'static, crate::HandlerResult<CallToolResult>>> {
-        let index = *self.tool_index.get(tool)?;
-        Some(Box::pin(async move {
-            let tool = &self.tools[index];
-            let name = &tool.def.tool.name;
-            let (Some(parse), Some(body)) = (&tool.def.parse, &tool.def.body) else {
-                return Err(ErrorObject::internal(format!(
-                    "tool '{name}' has no handler"
-                )));
-            };
-            let args = parse(&arguments).map_err(|e| {
-                ErrorObject::internal(format!("tool '{name}' no longer takes its arguments: {e}"))
-            })?;
-            match prepare(&tool.graph, &tool.def.params, &ctx, Arc::new(arguments)).await? {
-                Step::Body(resolved) => match body(ctx, args, resolved).await? {
-                    Outcome::Complete(result) => Ok(result),
-                    Outcome::InputRequired(_) => Err(ErrorObject::internal(format!(
-                        "tool '{name}' returned an InputRequiredResult from a task; a task asks with ctx.elicit() and friends"
-                    ))),
-                },
-                _ => Err(ErrorObject::internal(format!(
-                    "tool '{name}' cannot run again: it asks through resolvers"
-                ))),
-            }
-        }))
-    }
-
     async fn call_tool(
         &self,
         ctx: Context,
@@ -917,10 +852,7 @@ impl Registry {
                 ))));
             }
         };
-        // A task of a tool that says it is safe to run again, and needs no resolver (their
-        // answers are not kept), can outlive its worker: it keeps what a re-run needs.
-        let replay = (ctx.may_run_as_task() && tool.graph.order.is_empty() && tool.reruns())
-            .then(|| arguments.clone());
+        let replay = self.replay_for(tool, &ctx, &arguments);
         match prepare(&tool.graph, &tool.def.params, &ctx, Arc::new(arguments)).await? {
             Step::Ask(round) => Ok(Outcome::InputRequired(round)),
             Step::Fail(message) => Ok(Outcome::Complete(CallToolResult::error(format!(
@@ -929,25 +861,8 @@ impl Registry {
             Step::Body(resolved) if ctx.may_run_as_task() => {
                 let body = body.clone();
                 let name = name.clone();
-                let replay = replay.map(|arguments| crate::tasks::Replay {
-                    tool: name.clone(),
-                    arguments,
-                    protocol_version: ctx.protocol_version.clone(),
-                    capabilities: (*ctx.client_capabilities).clone(),
-                    principal: ctx
-                        .principal
-                        .as_ref()
-                        .map(crate::fleet::StoredPrincipal::from),
-                    answered: Default::default(),
-                    runs: 1,
-                });
                 Box::pin(ctx.run_as_task_replayable(replay, move |ctx| async move {
-                    match body(ctx, args, resolved).await? {
-                        Outcome::Complete(result) => Ok(result),
-                        Outcome::InputRequired(_) => Err(ErrorObject::internal(format!(
-                            "tool '{name}' returned an InputRequiredResult from a task; a task asks with ctx.elicit() and friends"
-                        ))),
-                    }
+                    Self::task_result(&name, body(ctx, args, resolved).await?)
                 }))
                 .await
             }

@@ -212,7 +212,7 @@ impl Service {
                     return;
                 };
                 let text = std::str::from_utf8(&payload).unwrap_or_default();
-                match serde_json::from_str::<crate::fleet::ChangeMessage>(text) {
+                match serde_json::from_str::<crate::notify::ChangeMessage>(text) {
                     Ok(message) if message.from != me => {
                         inner.notifier.raise_here(message.event.event());
                     }

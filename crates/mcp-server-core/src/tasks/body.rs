@@ -44,7 +44,7 @@ impl RequestContext {
     /// lost: `replay` (the call, who made it) is kept in the store with the task.
     pub(crate) async fn run_as_task_replayable<F, Fut>(
         self,
-        replay: Option<super::Replay>,
+        replay: Option<super::replay::Replay>,
         body: F,
     ) -> HandlerResult<mcp_types::mrtr::Outcome<CallToolResult>>
     where

@@ -26,7 +26,22 @@ use crate::gating::Requirement;
 use crate::peer::PeerError;
 
 use super::config::{RESYNC, TaskConfig, TaskSupport};
+use super::replay::Replay;
 use super::store::*;
+use crate::futures::{BoxFuture, HandlerResult};
+use mcp_types::tools::CallToolResult;
+
+/// Builds the body of a re-run from its replay: the service makes the context (as the task's
+/// first run had it) and the registry calls the tool. `None` when the tool is not there.
+pub(crate) type Rerunner = Arc<
+    dyn Fn(
+            &Replay,
+            TaskCtx,
+            CancellationToken,
+        ) -> Option<BoxFuture<'static, HandlerResult<CallToolResult>>>
+        + Send
+        + Sync,
+>;
 
 /// The engine: the configuration and this instance's worker id. Cheap to clone.
 #[derive(Clone)]
@@ -42,7 +57,7 @@ pub(super) struct EngineInner {
     /// The sweep timer, started by the first task request or creation (on the runtime).
     pub(super) sweeper: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// How re-run bodies are built (set by the service; see `rerun.rs`).
-    pub(super) rerunner: std::sync::OnceLock<super::rerun::Rerunner>,
+    pub(super) rerunner: std::sync::OnceLock<Rerunner>,
 }
 
 impl Drop for EngineInner {
@@ -426,7 +441,7 @@ pub(crate) struct TaskLink {
     pub(super) asked: AtomicU64,
     /// The replay of a task that can run again: answers are recorded in it as they come, and
     /// a re-run's questions are answered from it.
-    pub(super) kept: Option<super::rerun::Kept>,
+    pub(super) kept: Option<super::replay::Kept>,
 }
 
 impl fmt::Debug for TaskLink {
@@ -448,22 +463,18 @@ pub(crate) enum TaskCtx {
 }
 
 impl TaskLink {
-    pub(super) fn new(
-        engine: TaskEngine,
-        id: String,
-        replay: Option<super::rerun::Replay>,
-    ) -> Self {
+    pub(super) fn new(engine: TaskEngine, id: String, replay: Option<Replay>) -> Self {
         TaskLink {
             engine,
             id,
             asked: AtomicU64::new(0),
-            kept: replay.map(|replay| super::rerun::Kept {
+            kept: replay.map(|replay| super::replay::Kept {
                 replay: Mutex::new(replay),
             }),
         }
     }
 
-    pub(super) fn rerun(engine: TaskEngine, id: String, replay: super::rerun::Replay) -> Self {
+    pub(super) fn rerun(engine: TaskEngine, id: String, replay: Replay) -> Self {
         Self::new(engine, id, Some(replay))
     }
 

@@ -5,74 +5,16 @@
 //! question asked again is answered from the replay instead of the client. Other tasks fail
 //! "worker lost" as before.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use mcp_types::capabilities::ClientCapabilities;
-use mcp_types::tools::CallToolResult;
-use mcp_types::{ErrorObject, JsonObject};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use mcp_types::ErrorObject;
 
 use crate::cancel::CancellationToken;
-use crate::fleet::StoredPrincipal;
-use crate::futures::{BoxFuture, HandlerResult};
 
 use super::body::run;
-use super::engine::{Running, TaskCtx, TaskEngine, TaskLink};
+use super::engine::{Rerunner, Running, TaskCtx, TaskEngine, TaskLink};
+use super::replay::{MAX_TASK_RUNS, Replay};
 use super::store::{StoreError, Terminal};
-
-/// How many times a task's body runs at most (the first run and the re-runs): a body that
-/// takes its worker down every time stops after this many.
-pub const MAX_TASK_RUNS: u32 = 3;
-
-/// What running a task again needs, as the store keeps it (JSON).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Replay {
-    pub(crate) tool: String,
-    pub(crate) arguments: JsonObject,
-    pub(crate) protocol_version: String,
-    pub(crate) capabilities: ClientCapabilities,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) principal: Option<StoredPrincipal>,
-    /// The answers the body received, by question key (`q1`, …).
-    #[serde(default)]
-    pub(crate) answered: BTreeMap<String, Value>,
-    /// How many times the body has started.
-    pub(crate) runs: u32,
-}
-
-impl Replay {
-    pub(crate) fn encode(&self) -> Vec<u8> {
-        serde_json::to_vec(self).unwrap_or_default()
-    }
-
-    fn decode(bytes: &[u8]) -> Result<Self, String> {
-        std::str::from_utf8(bytes)
-            .map_err(|e| e.to_string())
-            .and_then(|text| serde_json::from_str(text).map_err(|e| e.to_string()))
-            .map_err(|e| format!("an unreadable task replay: {e}"))
-    }
-}
-
-/// Builds the body of a re-run from its replay: the service makes the context (as the task's
-/// first run had it) and the registry calls the tool. `None` when the tool is not there.
-pub(crate) type Rerunner = Arc<
-    dyn Fn(
-            &Replay,
-            TaskCtx,
-            CancellationToken,
-        ) -> Option<BoxFuture<'static, HandlerResult<CallToolResult>>>
-        + Send
-        + Sync,
->;
-
-/// The replay a running body keeps up to date (answers), when its task can run again.
-#[derive(Debug)]
-pub(crate) struct Kept {
-    pub(crate) replay: Mutex<Replay>,
-}
 
 impl TaskEngine {
     /// Sets how this engine builds re-run bodies (once; the service does it).

@@ -318,6 +318,14 @@ async fn member_alive(fleet: &Fleet, owner: &str) -> bool {
     )
 }
 
+/// Whether a stream another member ran, unfinished, lost its request with that member.
+async fn lost_elsewhere(foreign: Option<&(Fleet, Duration)>, finished: bool, stream: &str) -> bool {
+    match (foreign, stream_owner(stream)) {
+        (Some((fleet, _)), Some(owner)) if !finished => !member_alive(fleet, owner).await,
+        _ => false,
+    }
+}
+
 /// The answer to a resumption of a stream whose request died with the member running it.
 fn lost_with_its_member() -> Response<McpBody> {
     plain(
@@ -426,13 +434,8 @@ pub(crate) async fn resume_post(
         Ok(first) => first,
         Err(e) => return history_refusal(&e),
     };
-    // A stream another member ran, unfinished, whose member is gone: its request was lost.
     let foreign = foreign.filter(|_| running.is_none());
-    if let Some((fleet, _)) = &foreign
-        && !first.finished
-        && let Some(owner) = stream_owner(stream)
-        && !member_alive(fleet, owner).await
-    {
+    if lost_elsewhere(foreign.as_ref(), first.finished, stream).await {
         return lost_with_its_member();
     }
     let (tx, rx) = tokio::sync::mpsc::channel(FRAME_QUEUE);

@@ -1,0 +1,102 @@
+//! The registry's side of tasks that outlive their worker (`tasks/rerun.rs`): which tools'
+//! tasks keep a replay, and how a replay becomes the tool's body again.
+
+use std::sync::Arc;
+
+use mcp_types::mrtr::Outcome;
+use mcp_types::tools::CallToolResult;
+use mcp_types::{ErrorObject, JsonObject};
+
+use super::resolve::{Step, prepare};
+use super::{BuiltTool, Context, Registry};
+use crate::server::Server;
+
+impl BuiltTool {
+    /// Whether the tool says it is safe to run again (`idempotentHint`).
+    fn reruns(&self) -> bool {
+        self.def
+            .tool
+            .annotations
+            .as_ref()
+            .and_then(|a| a.idempotent_hint)
+            == Some(true)
+    }
+}
+
+impl Registry {
+    /// A task body's outcome as the task's result.
+    pub(super) fn task_result(
+        name: &str,
+        outcome: Outcome<CallToolResult>,
+    ) -> Result<CallToolResult, ErrorObject> {
+        match outcome {
+            Outcome::Complete(result) => Ok(result),
+            Outcome::InputRequired(_) => Err(ErrorObject::internal(format!(
+                "tool '{name}' returned an InputRequiredResult from a task; a task asks with ctx.elicit() and friends"
+            ))),
+        }
+    }
+
+    /// Lets the service run a task's tool again.
+    pub(super) fn install_rerun(self: &Arc<Self>, mut server: Server) -> Server {
+        let reg = self.clone();
+        server.task_rerun = Some(Arc::new(move |ctx, tool: &str, arguments| {
+            reg.clone().rerun(ctx, tool, arguments)
+        }));
+        server
+    }
+
+    /// What a task of `tool` keeps to run again, when it may: a call that becomes a task, of
+    /// a tool that says it is safe to run again and needs no resolver (their answers are not
+    /// kept).
+    pub(super) fn replay_for(
+        &self,
+        tool: &BuiltTool,
+        ctx: &Context,
+        arguments: &JsonObject,
+    ) -> Option<crate::tasks::Replay> {
+        (ctx.may_run_as_task() && tool.graph.order.is_empty() && tool.reruns()).then(|| {
+            crate::tasks::Replay {
+                tool: tool.def.tool.name.clone(),
+                arguments: arguments.clone(),
+                protocol_version: ctx.protocol_version.clone(),
+                capabilities: (*ctx.client_capabilities).clone(),
+                principal: ctx
+                    .principal
+                    .as_ref()
+                    .map(crate::fleet::StoredPrincipal::from),
+                answered: Default::default(),
+                runs: 1,
+            }
+        })
+    }
+
+    /// The body of a task of `tool` run again after its worker was lost (see
+    /// [`crate::tasks::MAX_TASK_RUNS`]); `None` when this server has no such tool.
+    fn rerun(
+        self: Arc<Self>,
+        ctx: Context,
+        tool: &str,
+        arguments: JsonObject,
+    ) -> Option<crate::BoxFuture<'static, crate::HandlerResult<CallToolResult>>> {
+        let index = *self.tool_index.get(tool)?;
+        Some(Box::pin(async move {
+            let tool = &self.tools[index];
+            let name = &tool.def.tool.name;
+            let (Some(parse), Some(body)) = (&tool.def.parse, &tool.def.body) else {
+                return Err(ErrorObject::internal(format!(
+                    "tool '{name}' has no handler"
+                )));
+            };
+            let args = parse(&arguments).map_err(|e| {
+                ErrorObject::internal(format!("tool '{name}' no longer takes its arguments: {e}"))
+            })?;
+            match prepare(&tool.graph, &tool.def.params, &ctx, Arc::new(arguments)).await? {
+                Step::Body(resolved) => Self::task_result(name, body(ctx, args, resolved).await?),
+                _ => Err(ErrorObject::internal(format!(
+                    "tool '{name}' cannot run again: it asks through resolvers"
+                ))),
+            }
+        }))
+    }
+}

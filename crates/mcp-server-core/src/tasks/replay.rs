@@ -1,0 +1,52 @@
+//! What a task that can run again keeps (its replay), and how a re-run body is built: the
+//! types `engine.rs`, `body.rs` and `rerun.rs` share.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use mcp_types::JsonObject;
+use mcp_types::capabilities::ClientCapabilities;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::fleet::StoredPrincipal;
+
+/// How many times a task's body runs at most (the first run and the re-runs): a body that
+/// takes its worker down every time stops after this many.
+pub const MAX_TASK_RUNS: u32 = 3;
+
+/// What running a task again needs, as the store keeps it (JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Replay {
+    pub(crate) tool: String,
+    pub(crate) arguments: JsonObject,
+    pub(crate) protocol_version: String,
+    pub(crate) capabilities: ClientCapabilities,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) principal: Option<StoredPrincipal>,
+    /// The answers the body received, by question key (`q1`, …).
+    #[serde(default)]
+    pub(crate) answered: BTreeMap<String, Value>,
+    /// How many times the body has started.
+    pub(crate) runs: u32,
+}
+
+impl Replay {
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, String> {
+        std::str::from_utf8(bytes)
+            .map_err(|e| e.to_string())
+            .and_then(|text| serde_json::from_str(text).map_err(|e| e.to_string()))
+            .map_err(|e| format!("an unreadable task replay: {e}"))
+    }
+}
+
+/// The replay a running body keeps up to date (answers), when its task can run again.
+#[derive(Debug)]
+pub(crate) struct Kept {
+    pub(crate) replay: Mutex<Replay>,
+}
