@@ -109,6 +109,13 @@ pub struct Fleet {
     pub(crate) bus: Arc<dyn Bus>,
 }
 
+// A fleet is names and handles to shared stores, whose every operation is one message to the
+// store: a panic in the middle of one leaves nothing half-written here for a later caller to
+// see. Saying so keeps the types that carry a fleet (`ChangeNotifier`, the server) usable
+// inside `catch_unwind`, as they were before fleets existed; the trait objects alone would not.
+impl std::panic::UnwindSafe for Fleet {}
+impl std::panic::RefUnwindSafe for Fleet {}
+
 impl fmt::Debug for Fleet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Fleet")
@@ -454,6 +461,15 @@ impl Bus for MemoryBus {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The semver check of a release caught `ChangeNotifier` losing both when it began to
+    /// carry a fleet: a caller's `catch_unwind` around code holding one stopped compiling.
+    #[test]
+    fn handles_that_carry_a_fleet_stay_unwind_safe() {
+        fn unwind_safe<T: std::panic::UnwindSafe + std::panic::RefUnwindSafe>() {}
+        unwind_safe::<Fleet>();
+        unwind_safe::<crate::ChangeNotifier>();
+    }
 
     #[test]
     fn asker_reads_back_the_request_prefix() {
