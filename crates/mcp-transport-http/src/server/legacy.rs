@@ -3,7 +3,6 @@
 //! that sweeps idle sessions, keeps each client within its share and closes every session at
 //! shutdown. Recording and resuming their SSE streams is `resume.rs`'s.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -21,6 +20,7 @@ use tokio::sync::Semaphore;
 
 use super::body::{McpBody, StreamSlot};
 use super::config::Config;
+use super::live::{Live, Member};
 use super::quota::{Held, client_key};
 use super::reply::{accepted, busy, busy_owned, error, json, not_allowed, plain, plain_owned};
 use super::request::Incoming;
@@ -48,9 +48,19 @@ pub(crate) struct LegacySession {
     client: Option<String>,
 }
 
+impl Member for LegacySession {
+    fn client(&self) -> Option<&str> {
+        self.client.as_deref()
+    }
+
+    fn last_seen(&self) -> tokio::time::Instant {
+        self.stream.last_seen()
+    }
+}
+
 /// The live legacy sessions of one endpoint, and how they live (from its configuration).
 pub(crate) struct Sessions {
-    live: Mutex<HashMap<String, Arc<LegacySession>>>,
+    live: Mutex<Live<Arc<LegacySession>>>,
     /// Whether the idle sweeper runs.
     sweeper: AtomicBool,
     idle: Duration,
@@ -100,7 +110,7 @@ impl SessionMessage {
 impl Sessions {
     pub(crate) fn new(config: &Config, service: &Service) -> Self {
         Sessions {
-            live: Mutex::new(HashMap::new()),
+            live: Mutex::new(Live::new()),
             sweeper: AtomicBool::new(false),
             idle: config.session_idle,
             max: config.max_sessions,
@@ -331,7 +341,7 @@ impl Sessions {
             return Err(not_found());
         };
         // Two requests may have restored it at once: the first one kept wins.
-        let kept = live.entry(id.to_owned()).or_insert(restored).clone();
+        let kept = live.get_or_insert(id, restored).clone();
         drop(live);
         tracing::debug!("a session of the fleet restored on this instance");
         Ok(kept)
@@ -594,7 +604,7 @@ impl Sessions {
         let Ok(mut sessions) = self.live.lock() else {
             return;
         };
-        sessions.retain(|_, s| {
+        sessions.retain(|s| {
             let fresh = s.stream.is_open() || now.duration_since(s.stream.last_seen()) < self.idle;
             if !fresh && self.fleet.is_some() {
                 // A copy of a fleet session: the store keeps the session (and its expiry).
@@ -618,25 +628,11 @@ impl Sessions {
             let Ok(mut sessions) = self.live.lock() else {
                 return;
             };
-            let mut held = 0;
-            let mut oldest: Option<(&String, tokio::time::Instant)> = None;
-            for (id, s) in sessions.iter() {
-                if s.client.as_deref() != Some(client) {
-                    continue;
-                }
-                held += 1;
-                let seen = s.stream.last_seen();
-                if oldest.is_none_or(|(_, at)| seen < at) {
-                    oldest = Some((id, seen));
-                }
+            if sessions.held_by(client) < self.per_client {
+                return;
             }
-            match oldest {
-                Some((id, _)) if held >= self.per_client => {
-                    let id = id.clone();
-                    sessions.remove(&id)
-                }
-                _ => None,
-            }
+            let oldest = sessions.least_recent(client).map(str::to_owned);
+            oldest.and_then(|id| sessions.remove(&id))
         };
         if let Some(session) = evicted {
             tracing::debug!(
@@ -671,7 +667,7 @@ impl Sessions {
     /// Closes every legacy session (graceful shutdown): their GET streams end.
     pub(crate) fn close_all(&self) {
         let drained: Vec<_> = match self.live.lock() {
-            Ok(mut sessions) => sessions.drain().map(|(_, s)| s).collect(),
+            Ok(mut sessions) => sessions.drain(),
             Err(_) => return,
         };
         for session in drained {

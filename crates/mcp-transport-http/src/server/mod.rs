@@ -31,6 +31,7 @@ mod gate;
 mod guards;
 mod legacy;
 mod listen;
+mod live;
 mod modern;
 mod quota;
 mod reply;
