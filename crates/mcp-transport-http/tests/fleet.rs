@@ -7,6 +7,7 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
-use mcp_server_core::fleet::{Fleet, MemoryBus, MemorySessionStore};
+use mcp_server_core::fleet::{Fleet, FleetError, MemoryBus, MemorySessionStore, SessionStore};
 use mcp_server_core::{ChangeNotifier, Server};
 use mcp_transport_http::McpHttpService;
 use mcp_types::ErrorObject;
@@ -38,6 +39,14 @@ impl Drop for CancelFlag {
 fn instance(
     name: &str,
     store: &MemorySessionStore,
+    bus: &MemoryBus,
+) -> (McpHttpService, ChangeNotifier) {
+    instance_on(name, Arc::new(store.clone()), bus)
+}
+
+fn instance_on(
+    name: &str,
+    store: Arc<dyn SessionStore>,
     bus: &MemoryBus,
 ) -> (McpHttpService, ChangeNotifier) {
     let server = Server::new("fleet")
@@ -66,7 +75,7 @@ fn instance(
                 &p.uri,
             ))
         })
-        .fleet(Fleet::new(name, store.clone(), bus.clone()));
+        .fleet(Fleet::shared(name, store, Arc::new(bus.clone())));
     let service = server.into_service();
     let notifier = service.notifier();
     (McpHttpService::new(service), notifier)
@@ -328,6 +337,69 @@ async fn a_subscription_made_on_one_instance_is_delivered_once_by_the_get_stream
     );
     fleet.a.shutdown().await;
     fleet.b.shutdown().await;
+}
+
+/// A store whose writes take 50 ms and whose reads answer 200 ms after they looked: the
+/// window in which a change written after a read is announced before the read returns.
+#[derive(Debug)]
+struct Lagging(MemorySessionStore);
+
+impl SessionStore for Lagging {
+    fn put<'a>(
+        &'a self,
+        id: &'a str,
+        record: &'a [u8],
+        idle: Duration,
+    ) -> mcp_types::BoxFuture<'a, Result<(), FleetError>> {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            self.0.put(id, record, idle).await
+        })
+    }
+
+    fn get<'a>(
+        &'a self,
+        id: &'a str,
+        idle: Duration,
+    ) -> mcp_types::BoxFuture<'a, Result<Option<Vec<u8>>, FleetError>> {
+        Box::pin(async move {
+            let read = self.0.get(id, idle).await;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            read
+        })
+    }
+
+    fn remove<'a>(&'a self, id: &'a str) -> mcp_types::BoxFuture<'a, Result<bool, FleetError>> {
+        self.0.remove(id)
+    }
+}
+
+/// The fleet run once saw a GET stream hear nothing its session had subscribed to: the
+/// subscription was answered before its record was stored, the GET on another instance read
+/// the record as it was, and the announcement of the change arrived while that read was on
+/// its way (ignored: the session was not live there yet). The answer now waits for the write.
+#[tokio::test]
+async fn a_subscription_is_stored_before_it_is_answered_so_the_next_request_anywhere_sees_it() {
+    let (store, bus) = (MemorySessionStore::new(), MemoryBus::new());
+    let (a, _) = instance_on("a", Arc::new(Lagging(store.clone())), &bus);
+    let (b, notify_b) = instance_on("b", Arc::new(Lagging(store)), &bus);
+    let (a, b) = (start(a).await, start(b).await);
+    let session = open_session(&a.url).await;
+    let subscribe = json!({"jsonrpc": "2.0", "id": 5, "method": "resources/subscribe", "params": {"uri": "file:///cfg.json"}});
+    let (status, _) =
+        text(send(hyper::Method::POST, &a.url, Some(&session), Some(subscribe)).await).await;
+    assert_eq!(status, StatusCode::OK);
+    let get = send(hyper::Method::GET, &b.url, Some(&session), None).await;
+    assert_eq!(get.status(), StatusCode::OK);
+    notify_b.resource_updated("file:///cfg.json");
+    let mut body = get.into_body();
+    let mut buffer = String::new();
+    assert_eq!(
+        next_message(&mut body, &mut buffer).await,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "file:///cfg.json"}})
+    );
+    a.shutdown().await;
+    b.shutdown().await;
 }
 
 #[tokio::test]

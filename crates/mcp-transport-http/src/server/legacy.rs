@@ -28,6 +28,7 @@ use super::resume::{
     GET_STREAM, Resumable, Resumptions, get_stream, history_refusal, legacy, parse_event_id,
     resume_post,
 };
+use super::writes::RecordWrites;
 use crate::headers;
 
 /// A legacy session on this endpoint, bound to the principal that opened it.
@@ -46,6 +47,8 @@ pub(crate) struct LegacySession {
     in_flight: Arc<Semaphore>,
     /// Whose share of the session pool it counts against (see [`client_key`]).
     client: Option<String>,
+    /// Its record's changes on their way to the fleet's store (none outside a fleet).
+    writes: Arc<RecordWrites>,
 }
 
 impl Member for LegacySession {
@@ -230,20 +233,22 @@ impl Sessions {
         client: Option<String>,
     ) -> Arc<LegacySession> {
         let stream = Arc::new(StreamSlot::new(unsolicited));
+        let writes = Arc::new(RecordWrites::default());
         if let Some(fleet) = &self.fleet {
             let slot = Arc::downgrade(&stream);
             session.deliver_unsolicited_when(move || slot.upgrade().is_some_and(|s| s.is_open()));
             let (store, bus, me) = (fleet.sessions().clone(), fleet.bus().clone(), fleet.clone());
             let (sid, idle) = (id.clone(), self.idle);
+            let writes = writes.clone();
             session.on_record_change(move |record| {
-                let (store, bus, sid) = (store.clone(), bus.clone(), sid.clone());
-                let mut message = SessionMessage::new(&me, &sid);
-                message.record = Some(record.clone());
-                tokio::spawn(async move {
+                let (store, bus, sid, me) = (store.clone(), bus.clone(), sid.clone(), me.clone());
+                writes.push(record, move |record| async move {
+                    let mut message = SessionMessage::new(&me, &sid);
                     if let Err(e) = store.put(&sid, &record.encode(), idle).await {
                         tracing::warn!(error = %e, "a session's change was not stored");
                         return;
                     }
+                    message.record = Some(record);
                     if let Err(e) = bus.publish(fleet::SESSIONS, &message.encode()).await {
                         tracing::warn!(error = %e, "a session's change was not announced");
                     }
@@ -259,6 +264,7 @@ impl Sessions {
             in_flight: Arc::new(Semaphore::new(session.limits().max_in_flight.max(1))),
             session,
             client,
+            writes,
         })
     }
 
@@ -555,14 +561,18 @@ impl Sessions {
             streams: session.resumptions.clone(),
             owner: self.fleet.as_ref().map(|f| Arc::from(f.member())),
         });
-        legacy(
+        let response = legacy(
             &session.session,
             message,
             incoming.transport,
             resumable,
             held,
         )
-        .await
+        .await;
+        // What this message changed is in the store before the client hears back, so its
+        // next request reads it on whichever instance serves it.
+        session.writes.settled().await;
+        response
     }
 
     /// Ends session `id` for good after this instance evicted it: its history, and in a

@@ -37,6 +37,7 @@ mod quota;
 mod reply;
 mod request;
 mod resume;
+mod writes;
 
 use std::convert::Infallible;
 use std::future::Future;
