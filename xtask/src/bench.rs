@@ -39,6 +39,8 @@ struct Options {
     warmup: f64,
     /// Legacy sessions (and SSE streams) opened for the memory figures.
     sessions: usize,
+    /// The scaling runs instead of the side-by-side figures (`--scale`, `scale.rs`).
+    scale: bool,
 }
 
 impl Options {
@@ -51,6 +53,7 @@ impl Options {
             secs: 5.0,
             warmup: 1.0,
             sessions: 10_000,
+            scale: false,
         };
         let mut rounds = None;
         let mut secs = None;
@@ -66,14 +69,18 @@ impl Options {
                 "--quick" => options.quick = true,
                 "--no-builds" => options.no_builds = true,
                 "--builds-only" => options.builds_only = true,
+                "--scale" => options.scale = true,
                 "--rounds" => rounds = Some(value("--rounds")? as usize),
                 "--secs" => secs = Some(value("--secs")?),
                 other => {
                     return Err(format!(
-                        "unknown option {other:?} (cargo xtask bench [--quick] [--rounds N] [--secs S] [--no-builds | --builds-only])"
+                        "unknown option {other:?} (cargo xtask bench [--quick] [--rounds N] [--secs S] [--no-builds | --builds-only | --scale])"
                     ));
                 }
             }
+        }
+        if options.scale && (options.builds_only || options.no_builds) {
+            return Err("--scale runs only the scaling series (with --quick: a smoke test)".into());
         }
         if options.builds_only && (options.no_builds || options.quick) {
             return Err(
@@ -219,6 +226,9 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
         .arg(bench_dir.join("Cargo.toml"))
         .env("CARGO_TARGET_DIR", &target))?;
     let bin = target.join("release");
+    if options.scale {
+        return super::scale::run(&bin, &out, options.quick);
+    }
     let python = match python_env() {
         Ok(python) => Some(python),
         Err(e) => {
@@ -336,7 +346,7 @@ fn loadgen(
 }
 
 /// Runs a measuring program and reads the JSON figures it prints; `who` names it in errors.
-fn json_of(command: &mut Command, who: &str) -> Result<Value, String> {
+pub(crate) fn json_of(command: &mut Command, who: &str) -> Result<Value, String> {
     let output = command
         .output()
         .map_err(|e| format!("could not start {command:?}: {e}"))?;
@@ -368,7 +378,7 @@ fn client_load(bin: &Path, options: &Options, client: &str) -> Result<Value, Str
 /// The processor as `/proc/cpuinfo` names it, with its cache size: CPU time per call moves
 /// with the host (the same binaries measured 34 µs per call on one VM of this kind and 19 µs on
 /// another), so a report says which one it ran on.
-fn cpu_model() -> String {
+pub(crate) fn cpu_model() -> String {
     let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let field = |key: &str| {
         info.lines().find_map(|line| {
@@ -383,7 +393,7 @@ fn cpu_model() -> String {
     }
 }
 
-fn load_average() -> String {
+pub(crate) fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|s| {

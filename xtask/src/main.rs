@@ -31,7 +31,8 @@
 //! - `docs`: every published library documented as docs.rs documents it, warnings failing
 //!   (see `docs.rs`).
 //! - `bench`: our server side by side with rmcp, a hyper floor and the Python SDK; writes
-//!   `target/bench/report.md` (see `bench.rs` and docs/performance.md).
+//!   `target/bench/report.md` (see `bench.rs` and docs/performance.md); `bench --scale`: how
+//!   the cost grows with sessions, streams, tasks and tools (see `scale.rs`).
 
 use std::env;
 use std::path::PathBuf;
@@ -51,6 +52,7 @@ mod layers;
 mod paths;
 mod portable;
 mod release;
+mod scale;
 mod semver;
 
 /// The Python SDK version the interop tests run against.
@@ -101,7 +103,8 @@ fn main() -> ExitCode {
              and conformance-client examples (needs npm; installs Node 22 and the harness under target/)\n  \
              interop     Python and TypeScript SDK clients x our server, our client x their servers\n              \
              (needs npm; installs the TypeScript SDK into examples/typescript/node_modules)\n  \
-             bench       side-by-side benchmarks vs rmcp, a hyper floor, the Python SDK [--quick]\n  \
+             bench       side-by-side benchmarks vs rmcp, a hyper floor, the Python SDK [--quick]\n              \
+             [--scale: how the cost grows with sessions, streams, tasks, tools]\n  \
              attack      hostile peers against the example servers, with a legitimate client beside [--quick]\n  \
              fuzz        every fuzz target (nightly, cargo-fuzz) [--seconds N] [--ci] [TARGET...]\n  \
              fleet       3 fleet instances behind nginx on Redis, a load through a key rotation and\n              \

@@ -24,13 +24,13 @@ const MEASURE: u8 = 1;
 const STOP: u8 = 2;
 
 /// One client connection.
-struct Connection {
+pub(crate) struct Connection {
     sender: SendRequest<Full<Bytes>>,
     host: HeaderValue,
 }
 
 impl Connection {
-    async fn open(addr: SocketAddr) -> Result<Self, String> {
+    pub(crate) async fn open(addr: SocketAddr) -> Result<Self, String> {
         let stream = TcpStream::connect(addr)
             .await
             .map_err(|e| format!("connect: {e}"))?;
@@ -67,8 +67,14 @@ impl Connection {
                 "mcp-protocol-version",
                 HeaderValue::from_static(wire::VERSION),
             )
-            .header("mcp-method", method)
-            .header("mcp-name", name)
+            .header("mcp-method", method);
+        // Methods that name nothing (`tools/list`) send no `Mcp-Name`.
+        let request = if name.is_empty() {
+            request
+        } else {
+            request.header("mcp-name", name)
+        };
+        let request = request
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| e.to_string())?;
         self.sender
@@ -119,7 +125,7 @@ impl Connection {
     }
 
     /// One 2026-07-28 request declaring the Tasks extension, answered as JSON: its result.
-    async fn rpc(
+    pub(crate) async fn rpc(
         &mut self,
         id: u64,
         method: &str,
@@ -274,7 +280,7 @@ impl Connection {
 
     /// A plain call (`echo`), or a full flow (`confirm_echo`: call, input_required, retry,
     /// result).
-    async fn call(&mut self, ids: &AtomicU64, tool: &str) -> Result<(), String> {
+    pub(crate) async fn call(&mut self, ids: &AtomicU64, tool: &str) -> Result<(), String> {
         let id = ids.fetch_add(1, Ordering::Relaxed);
         let text = text_for(id);
         match self.leg(id, tool, &text, None).await? {

@@ -23,7 +23,7 @@ use tokio::net::TcpStream;
 
 use crate::{Settings, percentile, text_for, wire};
 
-const LEGACY: &str = "2025-11-25";
+pub(crate) const LEGACY: &str = "2025-11-25";
 
 pub(crate) async fn open(addr: SocketAddr) -> Result<SendRequest<Full<Bytes>>, String> {
     let stream = TcpStream::connect(addr)

@@ -5,6 +5,8 @@
 //!     loadgen http  [--secs S] [--warmup S] [--conns 1,16,64] [--flow N] [--task N] [--task-get N] [--latency] -- SERVER ARGS…
 //!     loadgen stdio [--secs S] [--warmup S] -- SERVER ARGS…
 //!     loadgen sessions [--sessions N] -- SERVER ARGS…   memory per idle legacy session and SSE stream
+//!     loadgen scale --kind K --steps 1000,10000 [--probe S] -- SERVER ARGS…   how the cost grows
+//!                   (kinds: sessions, streams, listen, tasks, tools; see `scale.rs`)
 //!
 //! `{port}` in the server's arguments becomes a free loopback port. Every request is a
 //! 2026-07-28 `tools/call` with its headers and `_meta`; every answer's id and echoed text are
@@ -16,6 +18,7 @@ use std::time::Duration;
 mod http;
 mod latency;
 mod procfs;
+mod scale;
 mod sessions;
 mod stdio;
 mod wire;
@@ -40,14 +43,28 @@ pub struct Settings {
     pub latency: bool,
     /// Legacy sessions (and as many SSE streams) to open in `sessions` mode.
     pub sessions: usize,
-    /// The server command; `{port}` is replaced.
+    /// What `scale` mode grows (`scale.rs`).
+    pub kind: String,
+    /// The unit counts `scale` mode measures at, in order.
+    pub steps: Vec<usize>,
+    /// How long `scale` mode makes plain calls at each step.
+    pub probe: Duration,
+    /// The server command; `{port}` (and in `scale` mode `{tools}`) is replaced.
     pub command: Vec<String>,
+}
+
+/// A comma-separated list of counts.
+fn counts(list: Option<&String>, option: &str) -> Result<Vec<usize>, String> {
+    list.ok_or_else(|| format!("{option} needs a list"))?
+        .split(',')
+        .map(|n| n.parse().map_err(|_| format!("{option}: bad count {n:?}")))
+        .collect()
 }
 
 fn parse(args: &[String]) -> Result<(String, Settings), String> {
     let mode = args
         .first()
-        .ok_or("usage: loadgen <http|stdio> [options] -- SERVER ARGS…")?;
+        .ok_or("usage: loadgen <http|stdio|sessions|scale> [options] -- SERVER ARGS…")?;
     let mut settings = Settings {
         secs: Duration::from_secs(5),
         warmup: Duration::from_secs(1),
@@ -57,6 +74,9 @@ fn parse(args: &[String]) -> Result<(String, Settings), String> {
         task: None,
         task_get: None,
         sessions: 10_000,
+        kind: String::new(),
+        steps: Vec::new(),
+        probe: Duration::from_secs(1),
         command: Vec::new(),
     };
     let mut rest = args[1..].iter();
@@ -70,14 +90,10 @@ fn parse(args: &[String]) -> Result<(String, Settings), String> {
         match arg.as_str() {
             "--secs" => settings.secs = seconds(rest.next())?,
             "--warmup" => settings.warmup = seconds(rest.next())?,
-            "--conns" => {
-                settings.conns = rest
-                    .next()
-                    .ok_or("--conns needs a list")?
-                    .split(',')
-                    .map(|n| n.parse().map_err(|_| format!("bad connection count {n:?}")))
-                    .collect::<Result<_, _>>()?;
-            }
+            "--conns" => settings.conns = counts(rest.next(), "--conns")?,
+            "--steps" => settings.steps = counts(rest.next(), "--steps")?,
+            "--kind" => settings.kind = rest.next().ok_or("--kind needs a kind")?.clone(),
+            "--probe" => settings.probe = seconds(rest.next())?,
             "--flow" => {
                 let n = rest.next().and_then(|n| n.parse().ok());
                 settings.flow = Some(n.ok_or("--flow needs a connection count")?);
@@ -101,6 +117,9 @@ fn parse(args: &[String]) -> Result<(String, Settings), String> {
             other => return Err(format!("unknown option {other:?}")),
         }
     }
+    if mode == "scale" && settings.steps.is_empty() {
+        return Err("scale needs --steps".into());
+    }
     if settings.command.is_empty() {
         return Err("no server command after --".into());
     }
@@ -119,6 +138,7 @@ async fn main() -> std::process::ExitCode {
             "http" => http::run(&settings).await,
             "stdio" => stdio::run(&settings).await,
             "sessions" => sessions::run(&settings, settings.sessions).await,
+            "scale" => scale::run(&settings).await,
             other => Err(format!("unknown mode {other:?}")),
         },
         Err(e) => Err(e),

@@ -69,7 +69,7 @@ pub async fn run(settings: &Settings, count: usize) -> Result<Value, String> {
     outcome
 }
 
-async fn open_sessions(addr: SocketAddr, count: usize) -> Result<Vec<String>, String> {
+pub(crate) async fn open_sessions(addr: SocketAddr, count: usize) -> Result<Vec<String>, String> {
     let mut tasks = Vec::new();
     for worker in 0..PARALLEL {
         let share = count / PARALLEL + usize::from(worker < count % PARALLEL);
@@ -90,10 +90,13 @@ async fn open_sessions(addr: SocketAddr, count: usize) -> Result<Vec<String>, St
 }
 
 /// An open stream: its response (body unread) and its connection's sender.
-type Held = (Response<Incoming>, SendRequest<Full<Bytes>>);
+pub(crate) type Held = (Response<Incoming>, SendRequest<Full<Bytes>>);
 
 /// One open `GET /mcp` stream per session; the responses are held (unread) until dropped.
-async fn open_streams(addr: SocketAddr, sessions: &[String]) -> Result<Vec<Held>, String> {
+pub(crate) async fn open_streams(
+    addr: SocketAddr,
+    sessions: &[String],
+) -> Result<Vec<Held>, String> {
     let mut held = Vec::with_capacity(sessions.len());
     for chunk in sessions.chunks(PARALLEL) {
         let mut tasks = Vec::new();

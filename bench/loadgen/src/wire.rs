@@ -90,6 +90,22 @@ struct Capabilities {
 #[derive(Serialize)]
 struct Empty {}
 
+/// The per-request `_meta` envelope as a JSON value, for the requests written as `json!` trees
+/// (the scaling runs' listen requests, where the load generator's own cost does not matter).
+pub fn meta() -> Value {
+    serde_json::to_value(RequestMeta {
+        protocol_version: VERSION,
+        client_info: ClientInfo {
+            name: "loadgen",
+            version: "0.0.0",
+        },
+        client_capabilities: Capabilities {
+            elicitation: Empty {},
+        },
+    })
+    .unwrap_or_default()
+}
+
 /// What the second leg of a multi-round call sends back.
 #[derive(Debug)]
 pub struct Retry {

@@ -3,6 +3,11 @@
 //!     our-echo --http PORT     Streamable HTTP at http://127.0.0.1:PORT/mcp
 //!     our-echo --http-wide PORT  the same, with room for 12,000 connections and sessions
 //!     our-echo --stdio         newline-delimited JSON-RPC on stdin/stdout
+//!     our-echo --http-scale PORT [TOOLS]  the scaling runs (`loadgen scale`): room for 110,000
+//!                              sessions, 15,000 connections, 12,000 listen streams and
+//!                              1,100,000 tasks in memory, all from one client; TOOLS more
+//!                              echo tools (`echo_0`, …)
+//! `task_done(text)` is a task that completes at once: what a task costs while it is kept.
 //!
 //! Tools: `echo(text) -> text`, and `confirm_echo(text)`, which asks the client to confirm
 //! (one elicitation round through a resolver: call → input_required → retry → result) and then
@@ -106,6 +111,27 @@ fn task_wait() -> ToolDef {
         })
 }
 
+/// `task_done`: a task whose body answers at once; the task is then kept until its TTL.
+fn task_done() -> ToolDef {
+    ToolDef::new("task_done")
+        .description("Echo the text back from a task that completes at once.")
+        .arguments::<Text>()
+        .task(TaskSupport::Required)
+        .handler(|_: Context, args: Text| async move {
+            ToolReply::Result(CallToolResult::text(args.text))
+        })
+}
+
+/// `echo_{n}`: one more echo tool, for a registry of many.
+fn numbered_echo(n: usize) -> ToolDef {
+    ToolDef::new(format!("echo_{n}"))
+        .description(format!("Echo the text back (tool number {n})."))
+        .arguments::<Text>()
+        .handler(|_: Context, args: Text| async move {
+            ToolReply::Result(CallToolResult::text(args.text))
+        })
+}
+
 fn server() -> McpServer {
     McpServer::new("our-echo")
         .tool(echo)
@@ -113,6 +139,7 @@ fn server() -> McpServer {
         .tool(progress_echo)
         .tool(task_echo())
         .tool(task_wait())
+        .tool(task_done())
         // The load generator polls as the server asks; 1 ms keeps a flow from waiting idle.
         .tasks(TaskConfig::new().poll_interval(Duration::from_millis(1)))
 }
@@ -139,6 +166,36 @@ async fn main() -> Result<(), mcp::ServeError> {
             mcp::http::McpHttpService::new(server().into_service()?)
                 .max_connections(12_000)
                 .max_sessions(12_000)
+                // Every session comes from one loopback address: without this the client's
+                // share (1,000) would close the oldest as the next ones open.
+                .sessions_per_client(12_000)
+                .serve_with_shutdown(listener, "/mcp", std::future::pending())
+                .await?;
+            Ok(())
+        }
+        ["--http-scale", port, rest @ ..] => {
+            let port: u16 = port.parse()?;
+            let tools: usize = match rest {
+                [] => 0,
+                [n] => n.parse()?,
+                _ => return Err("usage: our-echo --http-scale PORT [TOOLS]".into()),
+            };
+            let store = mcp::tasks::InMemoryTaskStore::new()
+                .max_tasks(1_100_000)
+                .max_tasks_per_owner(1_100_000);
+            let server = (0..tools).fold(server(), |server, n| server.tool(numbered_echo(n)));
+            let server = server.tasks(
+                TaskConfig::new()
+                    .poll_interval(Duration::from_millis(1))
+                    .store(store),
+            );
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+            mcp::http::McpHttpService::new(server.into_service()?)
+                .max_connections(15_000)
+                .max_sessions(110_000)
+                .sessions_per_client(110_000)
+                .max_listen_streams(12_000)
+                .listen_streams_per_client(12_000)
                 .serve_with_shutdown(listener, "/mcp", std::future::pending())
                 .await?;
             Ok(())
