@@ -163,7 +163,11 @@ fn table(series: &Series, server: &str, measured: &Value) -> String {
             out.push_str(&format!(" {:.2} |\n", f("fill_secs")));
         }
     }
-    if let (Some(first), Some(last)) = (steps.first(), steps.last()) {
+    // A step whose units add less than the RSS can show (ten tools) is no base to compare.
+    let first = steps
+        .iter()
+        .find(|s| s["kb_per_unit"].as_f64().is_some_and(|kb| kb > 0.0));
+    if let (Some(first), Some(last)) = (first, steps.last()) {
         let growth = |key: &str| {
             let (a, b) = (first[key].as_f64(), last[key].as_f64());
             a.zip(b).map(|(a, b)| b / a).unwrap_or(f64::NAN)

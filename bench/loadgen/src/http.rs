@@ -86,20 +86,7 @@ impl Connection {
             .send_request(request)
             .await
             .map_err(|e| format!("request: {e}"))?;
-        let status = response.status();
-        let content_type = response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_owned();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| format!("body: {e}"))?
-            .to_bytes();
-        Ok((status, content_type, body))
+        read_response(response).await
     }
 
     /// One POST of one `tools/call`, checked.
@@ -405,6 +392,26 @@ async fn level(
         cpu_us: cpu_end.saturating_sub(cpu_start),
         polls: polls.load(Ordering::Relaxed),
     })
+}
+
+/// A response's status, content type and whole body.
+pub(crate) async fn read_response(
+    response: hyper::Response<hyper::body::Incoming>,
+) -> Result<(StatusCode, String, Bytes), String> {
+    let status = response.status();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| format!("body: {e}"))?
+        .to_bytes();
+    Ok((status, content_type, body))
 }
 
 pub(crate) fn free_port() -> Result<u16, String> {

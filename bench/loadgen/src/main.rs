@@ -19,6 +19,7 @@ mod http;
 mod latency;
 mod procfs;
 mod scale;
+mod server;
 mod sessions;
 mod stdio;
 mod wire;

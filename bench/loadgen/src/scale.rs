@@ -24,17 +24,15 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
-use tokio::process::Child;
 
-use crate::http::Connection;
+use crate::http::{Connection, read_response};
 use crate::latency::{LEGACY, legacy_session, open, post};
+use crate::server::{SETTLE, Server};
 use crate::sessions::{open_sessions, open_streams};
-use crate::{Settings, percentile, procfs, text_for, wire};
+use crate::{Settings, percentile, text_for, wire};
 
 /// Connections that create units in parallel.
 const PARALLEL: usize = 16;
-/// How long to let the server settle before reading RSS.
-const SETTLE: Duration = Duration::from_millis(500);
 
 /// What one step holds open until the run ends (never read: dropping it closes it).
 #[allow(dead_code)]
@@ -135,49 +133,6 @@ fn step_report(count: usize, rss: u64, idle: u64, before: &[Value], probe: Probe
         "call_p99_us": probe.p99,
         "calls": probe.calls,
     })
-}
-
-/// The server under test, started by us.
-struct Server {
-    child: Child,
-    pid: u32,
-    addr: SocketAddr,
-}
-
-impl Server {
-    /// Starts `settings.command` (`{port}` and `{tools}` replaced) and waits for its first
-    /// correct answer.
-    async fn start(settings: &Settings, tools: usize) -> Result<Self, String> {
-        let port = crate::http::free_port()?;
-        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-        let args: Vec<String> = settings.command[1..]
-            .iter()
-            .map(|a| {
-                a.replace("{port}", &port.to_string())
-                    .replace("{tools}", &tools.to_string())
-            })
-            .collect();
-        let spawned = Instant::now();
-        let mut child = tokio::process::Command::new(&settings.command[0])
-            .args(&args)
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("could not start {:?}: {e}", settings.command))?;
-        let pid = child.id().ok_or("server has no pid")?;
-        crate::http::first_answer(addr, spawned, &mut child).await?;
-        tokio::time::sleep(SETTLE).await;
-        Ok(Self { child, pid, addr })
-    }
-
-    fn rss(&self) -> Result<u64, String> {
-        procfs::memory_kb(self.pid, "VmRSS")
-    }
-
-    /// Stops our own child, by its PID.
-    async fn stop(&mut self) {
-        let _ = self.child.kill().await;
-    }
 }
 
 /// Opens (or creates) `count` more units of `kind`.
@@ -338,20 +293,8 @@ async fn legacy_echo(
     ];
     let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": "echo", "arguments": {"text": text}}});
-    let response = post(sender, addr, &headers, &request).await?;
-    let status = response.status();
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| format!("body: {e}"))?
-        .to_bytes();
+    let (status, content_type, body) =
+        read_response(post(sender, addr, &headers, &request).await?).await?;
     if status != StatusCode::OK {
         return Err(format!("legacy echo: HTTP {status}"));
     }

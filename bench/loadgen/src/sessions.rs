@@ -7,7 +7,6 @@
 //! count is the memory per session and per stream. Kernel socket buffers are not in RSS.
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -15,35 +14,19 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper::{Request, Response, StatusCode};
 use serde_json::{Value, json};
-use tokio::process::Command;
 
 use crate::latency::{legacy_session, open};
+use crate::server::{SETTLE, Server};
 use crate::{Settings, procfs};
 
 /// Concurrent connections that open sessions and streams.
 const PARALLEL: usize = 16;
-/// How long to let the allocator and the server settle before reading RSS.
-const SETTLE: Duration = Duration::from_millis(500);
 
 /// Runs the session and stream memory measurement against one server.
 pub async fn run(settings: &Settings, count: usize) -> Result<Value, String> {
-    let port = crate::http::free_port()?;
-    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let args: Vec<String> = settings.command[1..]
-        .iter()
-        .map(|a| a.replace("{port}", &port.to_string()))
-        .collect();
-    let spawned = Instant::now();
-    let mut child = Command::new(&settings.command[0])
-        .args(&args)
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("could not start {:?}: {e}", settings.command))?;
-    let pid = child.id().ok_or("server has no pid")?;
+    let mut server = Server::start(settings, 0).await?;
+    let (pid, addr) = (server.pid, server.addr);
     let outcome = async {
-        crate::http::first_answer(addr, spawned, &mut child).await?;
-        tokio::time::sleep(SETTLE).await;
         let idle = procfs::memory_kb(pid, "VmRSS")?;
         let sessions = open_sessions(addr, count).await?;
         tokio::time::sleep(SETTLE).await;
@@ -64,8 +47,7 @@ pub async fn run(settings: &Settings, count: usize) -> Result<Value, String> {
         Ok::<_, String>(report)
     }
     .await;
-    // Our own child, by its PID (kill_on_drop covers the error paths too).
-    let _ = child.kill().await;
+    server.stop().await;
     outcome
 }
 

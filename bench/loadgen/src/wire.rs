@@ -23,16 +23,7 @@ pub fn call_body(id: u64, tool: &str, text: &str, retry: Option<&Retry>) -> Vec<
         params: CallParams {
             name: tool,
             arguments: Text { text },
-            meta: RequestMeta {
-                protocol_version: VERSION,
-                client_info: ClientInfo {
-                    name: "loadgen",
-                    version: "0.0.0",
-                },
-                client_capabilities: Capabilities {
-                    elicitation: Empty {},
-                },
-            },
+            meta: request_meta(),
             input_responses: retry.map(|r| &r.responses),
             request_state: retry.and_then(|r| r.state.as_deref()),
         },
@@ -93,7 +84,11 @@ struct Empty {}
 /// The per-request `_meta` envelope as a JSON value, for the requests written as `json!` trees
 /// (the scaling runs' listen requests, where the load generator's own cost does not matter).
 pub fn meta() -> Value {
-    serde_json::to_value(RequestMeta {
+    serde_json::to_value(request_meta()).unwrap_or_default()
+}
+
+fn request_meta() -> RequestMeta {
+    RequestMeta {
         protocol_version: VERSION,
         client_info: ClientInfo {
             name: "loadgen",
@@ -102,8 +97,7 @@ pub fn meta() -> Value {
         client_capabilities: Capabilities {
             elicitation: Empty {},
         },
-    })
-    .unwrap_or_default()
+    }
 }
 
 /// What the second leg of a multi-round call sends back.

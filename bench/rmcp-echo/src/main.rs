@@ -149,6 +149,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
             loop {
                 let (stream, _) = listener.accept().await?;
+                // As ours does: an SSE answer is written in parts, and without it Nagle's
+                // algorithm holds the last part for the client's delayed ACK (40 ms a call).
+                stream.set_nodelay(true)?;
                 let service = TowerToHyperService::new(service.clone());
                 tokio::spawn(async move {
                     let _ = hyper::server::conn::http1::Builder::new()
@@ -171,6 +174,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
             loop {
                 let (stream, _) = listener.accept().await?;
+                // As ours does: an SSE answer is written in parts, and without it Nagle's
+                // algorithm holds the last part for the client's delayed ACK (40 ms a call).
+                stream.set_nodelay(true)?;
                 let service = TowerToHyperService::new(service.clone());
                 tokio::spawn(async move {
                     let _ = hyper::server::conn::http1::Builder::new()
