@@ -110,7 +110,7 @@ impl Delivery {
 /// cancelled request ends without a response.
 #[derive(Debug)]
 pub struct ResponseStream {
-    pub(super) rx: mpsc::Receiver<JsonRpcMessage>,
+    pub(super) rx: mpsc::Receiver<crate::sink::Queued>,
 }
 
 impl ResponseStream {
@@ -118,13 +118,13 @@ impl ResponseStream {
     pub fn ready(message: JsonRpcMessage) -> Self {
         let (tx, rx) = mpsc::channel(1);
         // The channel has room for exactly this message.
-        let _ = tx.try_send(message);
+        let _ = tx.try_send(Box::new(message));
         ResponseStream { rx }
     }
 
     /// The next message, or `None` once the stream ended.
     pub async fn next(&mut self) -> Option<JsonRpcMessage> {
-        self.rx.recv().await
+        self.rx.recv().await.map(|message| *message)
     }
 
     /// Polls for the next message (for transports that implement a body or a stream by hand).
@@ -132,7 +132,7 @@ impl ResponseStream {
         &mut self,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<JsonRpcMessage>> {
-        self.rx.poll_recv(cx)
+        self.rx.poll_recv(cx).map(|message| message.map(|m| *m))
     }
 
     /// Drains the stream.

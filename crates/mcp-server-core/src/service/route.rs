@@ -64,7 +64,10 @@ pub(super) fn spawn_request(
                 Call::new(&request.id, &request.method, route.era(), route.transport())
                     .of_request(typed.as_ref().ok())
             });
-        let serve = async {
+        // Boxed on its own: the blocks below then hold a pointer to it. Moved into them, it
+        // was stored twice (captured, then awaited): 6.9 KB instead of 3.4 for every request,
+        // and for the whole life of a listen stream (`-Zprint-type-sizes`, massif).
+        let serve = Box::pin(async {
             match &route {
                 Route::Modern { transport, .. } => {
                     serve_modern(&inner, &request, typed, transport, &sink, &cancel).await
@@ -82,7 +85,7 @@ pub(super) fn spawn_request(
                     serve_legacy(&inner, &request, typed, &call, &sink, &cancel).await
                 }
             }
-        };
+        });
         let work = CatchUnwind(Box::pin(async {
             match &call {
                 None => serve.await,
