@@ -3,7 +3,9 @@
 //! `subscriptions/listen` streams, kept tasks, tools in the registry), `loadgen scale` grows it
 //! step by step against one server and reads the server's RSS and the latency of plain calls
 //! made alongside (see `bench/loadgen/src/scale.rs`). Ours at every kind; rmcp at the kinds it
-//! has (sessions and GET streams, in its stateful mode).
+//! has (sessions and GET streams, in its stateful mode). Tasks are measured twice: in the
+//! server's memory, and in a Redis started for the run (no persistence; its RSS read beside
+//! the server's), when `redis-server` is installed.
 //!
 //! Output: a Markdown report on stdout and in `target/bench/scale.md`, the raw figures in
 //! `target/bench/scale.json`.
@@ -21,38 +23,52 @@ struct Series {
     what: &'static str,
     steps: &'static [usize],
     rmcp: bool,
+    /// The tasks are kept in a Redis started for the series.
+    redis: bool,
 }
 
-const SERIES: [Series; 5] = [
+const SERIES: [Series; 6] = [
     Series {
         kind: "sessions",
         what: "idle 2025-11-25 sessions",
         steps: &[1_000, 10_000, 100_000],
         rmcp: true,
+        redis: false,
     },
     Series {
         kind: "streams",
         what: "2025-11-25 sessions, each holding its GET stream",
         steps: &[1_000, 10_000],
         rmcp: true,
+        redis: false,
     },
     Series {
         kind: "listen",
         what: "open subscriptions/listen streams",
         steps: &[1_000, 10_000],
         rmcp: false,
+        redis: false,
     },
     Series {
         kind: "tasks",
         what: "completed tasks kept in memory",
         steps: &[10_000, 100_000, 1_000_000],
         rmcp: false,
+        redis: false,
+    },
+    Series {
+        kind: "tasks",
+        what: "completed tasks kept in Redis",
+        steps: &[10_000, 100_000],
+        rmcp: false,
+        redis: true,
     },
     Series {
         kind: "tools",
         what: "tools in the registry (a server per step)",
         steps: &[10, 100, 1_000],
         rmcp: false,
+        redis: false,
     },
 ];
 
@@ -88,13 +104,36 @@ pub(crate) fn run(bin: &Path, out: &Path, quick: bool) -> Result<(), String> {
             .iter()
             .map(|&n| if quick { (n / 100).max(10) } else { n })
             .collect();
+        let redis = if series.redis {
+            match Redis::start() {
+                Ok(redis) => Some(redis),
+                Err(e) => {
+                    eprintln!("xtask: scale: {} left out: {e}", series.what);
+                    continue;
+                }
+            }
+        } else {
+            None
+        };
         let mut servers = vec![("ours", ours(series.kind == "tools"))];
+        if let Some(redis) = &redis {
+            servers = vec![(
+                "ours",
+                vec![
+                    bin.join("our-echo-redis").display().to_string(),
+                    "--http-scale-redis".into(),
+                    "{port}".into(),
+                    redis.url(),
+                ],
+            )];
+        }
         if series.rmcp {
             servers.push(("rmcp", rmcp.clone()));
         }
         for (name, command) in servers {
-            eprintln!("xtask: scale {} ({name}): {steps:?}", series.kind);
-            let measured = loadgen_scale(bin, series.kind, &steps, &command)?;
+            eprintln!("xtask: scale {} ({name}): {steps:?}", series.what);
+            let watch = redis.as_ref().map(|r| r.child.id());
+            let measured = loadgen_scale(bin, series.kind, &steps, watch, &command)?;
             report.push_str(&table(series, name, &measured));
             raw.push(json!({"server": name, "measured": measured}));
         }
@@ -112,6 +151,7 @@ fn loadgen_scale(
     bin: &Path,
     kind: &str,
     steps: &[usize],
+    watch: Option<u32>,
     server: &[String],
 ) -> Result<Value, String> {
     let steps: Vec<String> = steps.iter().map(usize::to_string).collect();
@@ -119,9 +159,11 @@ fn loadgen_scale(
     command
         .current_dir(workspace_root())
         .args(["scale", "--kind", kind, "--steps", &steps.join(",")])
-        .args(["--probe", "1"])
-        .arg("--")
-        .args(server);
+        .args(["--probe", "1"]);
+    if let Some(pid) = watch {
+        command.args(["--watch", &pid.to_string()]);
+    }
+    command.arg("--").args(server);
     super::bench::json_of(&mut command, "loadgen scale")
 }
 
@@ -134,11 +176,13 @@ fn table(series: &Series, server: &str, measured: &Value) -> String {
     out.push_str("| units | RSS (MiB) | KiB per unit | KiB per unit since the step before | plain call p50 / p99 (µs) |");
     out.push_str(if tools {
         " tools/list pages per walk | page p50 / p99 (µs) |\n"
+    } else if series.redis {
+        " filled in (s) | Redis RSS (MiB) | Redis KiB per unit |\n"
     } else {
         " filled in (s) |\n"
     });
-    out.push_str(if tools {
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+    out.push_str(if tools || series.redis {
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
     } else {
         "| ---: | ---: | ---: | ---: | ---: | ---: |\n"
     });
@@ -159,26 +203,82 @@ fn table(series: &Series, server: &str, measured: &Value) -> String {
                 " {} | {} / {} |\n",
                 list["pages_per_walk"], list["page_p50_us"], list["page_p99_us"]
             ));
+        } else if series.redis {
+            out.push_str(&format!(
+                " {:.2} | {:.1} | {:.2} |\n",
+                f("fill_secs"),
+                f("watched_rss_kb") / 1024.0,
+                f("watched_kb_per_unit")
+            ));
         } else {
             out.push_str(&format!(" {:.2} |\n", f("fill_secs")));
         }
     }
+    // Where the units live: the server, or (tasks in Redis) the Redis beside it.
+    let (per_unit, whose) = if series.redis {
+        ("watched_kb_per_unit", "Redis ")
+    } else {
+        ("kb_per_unit", "")
+    };
     // A step whose units add less than the RSS can show (ten tools) is no base to compare.
     let first = steps
         .iter()
-        .find(|s| s["kb_per_unit"].as_f64().is_some_and(|kb| kb > 0.0));
+        .find(|s| s[per_unit].as_f64().is_some_and(|kb| kb > 0.0));
     if let (Some(first), Some(last)) = (first, steps.last()) {
         let growth = |key: &str| {
             let (a, b) = (first[key].as_f64(), last[key].as_f64());
             a.zip(b).map(|(a, b)| b / a).unwrap_or(f64::NAN)
         };
         out.push_str(&format!(
-            "\nFrom {} to {} units: KiB per unit ×{:.2} (flat means within ×0.8–×1.2), plain-call p99 ×{:.2} (the bound is ×2).\n\n",
+            "\nFrom {} to {} units: {whose}KiB per unit ×{:.2} (flat means within ×0.8–×1.2), plain-call p99 ×{:.2} (the bound is ×2).\n\n",
             first["units"],
             last["units"],
-            growth("kb_per_unit"),
+            growth(per_unit),
             growth("call_p99_us"),
         ));
     }
     out
+}
+
+/// A Redis for the series of tasks kept in Redis: loopback, a free port, no persistence (what
+/// is measured is memory, not the disk); stopped by its PID when dropped.
+struct Redis {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Redis {
+    fn start() -> Result<Self, String> {
+        let program = xtask_setup::require_program("redis-server")?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| e.to_string())?
+            .port();
+        let child = Command::new(program)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("redis-server: {e}"))?;
+        let redis = Redis { child, port };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if std::time::Instant::now() > deadline {
+                return Err("redis-server did not listen within 10 s".into());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Ok(redis)
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

@@ -5,7 +5,7 @@
 //!     loadgen http  [--secs S] [--warmup S] [--conns 1,16,64] [--flow N] [--task N] [--task-get N] [--latency] -- SERVER ARGS…
 //!     loadgen stdio [--secs S] [--warmup S] -- SERVER ARGS…
 //!     loadgen sessions [--sessions N] -- SERVER ARGS…   memory per idle legacy session and SSE stream
-//!     loadgen scale --kind K --steps 1000,10000 [--probe S] -- SERVER ARGS…   how the cost grows
+//!     loadgen scale --kind K --steps 1000,10000 [--probe S] [--watch PID] -- SERVER ARGS…   how the cost grows
 //!                   (kinds: sessions, streams, listen, tasks, tools; see `scale.rs`)
 //!
 //! `{port}` in the server's arguments becomes a free loopback port. Every request is a
@@ -50,6 +50,8 @@ pub struct Settings {
     pub steps: Vec<usize>,
     /// How long `scale` mode makes plain calls at each step.
     pub probe: Duration,
+    /// Another process whose RSS `scale` mode reads at each step (the Redis holding the units).
+    pub watch: Option<u32>,
     /// The server command; `{port}` (and in `scale` mode `{tools}`) is replaced.
     pub command: Vec<String>,
 }
@@ -78,6 +80,7 @@ fn parse(args: &[String]) -> Result<(String, Settings), String> {
         kind: String::new(),
         steps: Vec::new(),
         probe: Duration::from_secs(1),
+        watch: None,
         command: Vec::new(),
     };
     let mut rest = args[1..].iter();
@@ -95,6 +98,10 @@ fn parse(args: &[String]) -> Result<(String, Settings), String> {
             "--steps" => settings.steps = counts(rest.next(), "--steps")?,
             "--kind" => settings.kind = rest.next().ok_or("--kind needs a kind")?.clone(),
             "--probe" => settings.probe = seconds(rest.next())?,
+            "--watch" => {
+                let pid = rest.next().and_then(|n| n.parse().ok());
+                settings.watch = Some(pid.ok_or("--watch needs a PID")?);
+            }
             "--flow" => {
                 let n = rest.next().and_then(|n| n.parse().ok());
                 settings.flow = Some(n.ok_or("--flow needs a connection count")?);

@@ -7,7 +7,7 @@
 //! | `sessions` | an idle 2025-11-25 session (`initialize`, `notifications/initialized`) | a 2025-11-25 `tools/call` of `echo` in a session of its own |
 //! | `streams` | a 2025-11-25 session holding its standalone SSE stream (`GET /mcp`), each on its own connection | the same |
 //! | `listen` | an open 2026-07-28 `subscriptions/listen` stream, each on its own connection | a 2026-07-28 `tools/call` of `echo` |
-//! | `tasks` | a task kept by the server (`task_done`, completed at once, kept until its TTL) | the same |
+//! | `tasks` | a task kept by the server (`task_done`, completed at once, kept until its TTL; with `--watch PID`, the RSS of the Redis that keeps them too) | the same |
 //! | `tools` | a tool in the registry (`echo_0`, …): a new server per step, started with that many | the same, and every page of `tools/list` |
 //!
 //! Units are opened 16 at a time on keep-alive connections (streams: each on its own), and
@@ -77,8 +77,10 @@ pub async fn run(settings: &Settings) -> Result<Value, String> {
         return Ok(json!({"kind": kind, "steps": steps}));
     }
     let mut server = Server::start(settings, 0).await?;
+    let watched = |pid: u32| crate::procfs::memory_kb(pid, "VmRSS");
     let outcome = async {
         let idle = server.rss()?;
+        let watched_idle = settings.watch.map(watched).transpose()?;
         let mut held = Vec::new();
         let mut have = 0;
         let ids = Arc::new(AtomicU64::new(1));
@@ -97,6 +99,12 @@ pub async fn run(settings: &Settings) -> Result<Value, String> {
             let probe = probe(server.addr, era, settings.probe).await?;
             let mut step = step_report(count, rss, idle, &steps, probe);
             step["fill_secs"] = json!(fill_secs);
+            if let (Some(pid), Some(before)) = (settings.watch, watched_idle) {
+                let rss = watched(pid)?;
+                step["watched_rss_kb"] = json!(rss);
+                step["watched_kb_per_unit"] =
+                    json!(rss.saturating_sub(before) as f64 / count.max(1) as f64);
+            }
             eprintln!("loadgen: {kind} {count}: {step}");
             steps.push(step);
         }

@@ -7,6 +7,8 @@
 //!                              sessions, 15,000 connections, 12,000 listen streams and
 //!                              1,100,000 tasks in memory, all from one client; TOOLS more
 //!                              echo tools (`echo_0`, …)
+//!     our-echo --http-scale-redis PORT URL  the same caps, tasks kept in the Redis at URL
+//!                              (only as our-echo-redis, built with the `redis` feature)
 //! `task_done(text)` is a task that completes at once: what a task costs while it is kept.
 //!
 //! Tools: `echo(text) -> text`, and `confirm_echo(text)`, which asks the client to confirm
@@ -144,6 +146,20 @@ fn server() -> McpServer {
         .tasks(TaskConfig::new().poll_interval(Duration::from_millis(1)))
 }
 
+/// Serves `server` with the scaling runs' caps (see the usage above).
+async fn serve_scale(server: McpServer, port: u16) -> Result<(), mcp::ServeError> {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    mcp::http::McpHttpService::new(server.into_service()?)
+        .max_connections(15_000)
+        .max_sessions(110_000)
+        .sessions_per_client(110_000)
+        .max_listen_streams(12_000)
+        .listen_streams_per_client(12_000)
+        .serve_with_shutdown(listener, "/mcp", std::future::pending())
+        .await?;
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), mcp::ServeError> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -173,6 +189,23 @@ async fn main() -> Result<(), mcp::ServeError> {
                 .await?;
             Ok(())
         }
+        #[cfg(feature = "redis")]
+        ["--http-scale-redis", port, url] => {
+            let port: u16 = port.parse()?;
+            let stores = mcp_store_redis::RedisStores::connect(
+                mcp_store_redis::RedisConfig::new(*url)
+                    .max_tasks(1_100_000)
+                    .max_tasks_per_owner(1_100_000),
+            )
+            .await
+            .map_err(|e| format!("redis: {e}"))?;
+            let server = server().tasks(
+                TaskConfig::new()
+                    .poll_interval(Duration::from_millis(1))
+                    .store(stores.task_store()),
+            );
+            serve_scale(server, port).await
+        }
         ["--http-scale", port, rest @ ..] => {
             let port: u16 = port.parse()?;
             let tools: usize = match rest {
@@ -189,16 +222,7 @@ async fn main() -> Result<(), mcp::ServeError> {
                     .poll_interval(Duration::from_millis(1))
                     .store(store),
             );
-            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
-            mcp::http::McpHttpService::new(server.into_service()?)
-                .max_connections(15_000)
-                .max_sessions(110_000)
-                .sessions_per_client(110_000)
-                .max_listen_streams(12_000)
-                .listen_streams_per_client(12_000)
-                .serve_with_shutdown(listener, "/mcp", std::future::pending())
-                .await?;
-            Ok(())
+            serve_scale(server, port).await
         }
         ["--stdio"] | [] => mcp::stdio::serve(server()).await,
         _ => Err("usage: our-echo [--stdio | --http PORT]".into()),
