@@ -4,14 +4,16 @@
 //! (`bench/client-load`, issue #30).
 //!
 //! The servers and the load generator live in the separate Cargo workspace `bench/` (excluded
-//! from the main one, so CI never builds rmcp). This command builds it in release mode, then
-//! runs `bench/target/release/loadgen` once per implementation, transport and round. The load
-//! generator starts the server itself (loopback, a free port), measures it, stops it by the PID
-//! of its own child, and prints one JSON object. Rounds rotate the order of the
-//! implementations; ratios are computed within a round; the report shows medians over rounds.
+//! from the main one, so the tests never build rmcp; CI's `bench --quick` smoke stage does).
+//! This command builds it in release mode, then runs `bench/target/release/loadgen` once per
+//! implementation, transport and round. The load generator starts the server itself
+//! (loopback, a free port), measures it, stops it by the PID of its own child, and prints one
+//! JSON object. Rounds rotate the order of the implementations; ratios are computed within a
+//! round; the report shows medians over rounds.
 //!
 //! Output: a Markdown report on stdout and in `target/bench/report.md`, the raw figures in
-//! `target/bench/raw.json`.
+//! `target/bench/raw.json`. A run that is not `--quick` copies its figures to
+//! `docs/performance/` and redraws the charts there (`charts.rs`); `--charts` only redraws.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -41,6 +43,8 @@ struct Options {
     sessions: usize,
     /// The scaling runs instead of the side-by-side figures (`--scale`, `scale.rs`).
     scale: bool,
+    /// Only redraw the charts in `docs/performance/` from the figures beside them.
+    charts: bool,
 }
 
 impl Options {
@@ -54,6 +58,7 @@ impl Options {
             warmup: 1.0,
             sessions: 10_000,
             scale: false,
+            charts: false,
         };
         let mut rounds = None;
         let mut secs = None;
@@ -70,14 +75,18 @@ impl Options {
                 "--no-builds" => options.no_builds = true,
                 "--builds-only" => options.builds_only = true,
                 "--scale" => options.scale = true,
+                "--charts" => options.charts = true,
                 "--rounds" => rounds = Some(value("--rounds")? as usize),
                 "--secs" => secs = Some(value("--secs")?),
                 other => {
                     return Err(format!(
-                        "unknown option {other:?} (cargo xtask bench [--quick] [--rounds N] [--secs S] [--no-builds | --builds-only | --scale])"
+                        "unknown option {other:?} (cargo xtask bench [--quick] [--rounds N] [--secs S] [--no-builds | --builds-only | --scale | --charts])"
                     ));
                 }
             }
+        }
+        if options.charts && args.len() > 1 {
+            return Err("--charts only redraws the charts: it takes no other option".into());
         }
         if options.scale && (options.builds_only || options.no_builds) {
             return Err("--scale runs only the scaling series (with --quick: a smoke test)".into());
@@ -195,6 +204,10 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
     let options = Options::parse(args)?;
     let root = workspace_root();
     let out = root.join("target").join("bench");
+    if options.charts {
+        let docs = charts_dir();
+        return drawn(super::charts::draw(&docs, &docs)?);
+    }
     if options.builds_only {
         let figures = builds(&out)?;
         let report = format!(
@@ -204,7 +217,7 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
         println!("{report}");
         std::fs::write(out.join("builds.md"), &report).map_err(|e| e.to_string())?;
         eprintln!("xtask: wrote {}", out.join("builds.md").display());
-        return Ok(());
+        return publish(&out, &["builds.json"], false);
     }
     let bench_dir = root.join("bench");
     let target = bench_dir.join("target");
@@ -239,7 +252,8 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
             ])
             .arg(bench_dir.join("Cargo.toml"))
             .env("CARGO_TARGET_DIR", &target))?;
-        return super::scale::run(&bin, &out, options.quick);
+        super::scale::run(&bin, &out, options.quick)?;
+        return publish(&out, &["scale.json"], options.quick);
     }
     let python = match python_env() {
         Ok(python) => Some(python),
@@ -324,6 +338,38 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
     let raw = serde_json::to_string_pretty(&raw).map_err(|e| e.to_string())?;
     std::fs::write(out.join("raw.json"), raw).map_err(|e| e.to_string())?;
     eprintln!("xtask: wrote {}", out.join("report.md").display());
+    let mut files = vec!["raw.json"];
+    if !options.no_builds {
+        files.push("builds.json");
+    }
+    publish(&out, &files, options.quick)
+}
+
+/// Where the charts and the figures they are drawn from are committed.
+fn charts_dir() -> std::path::PathBuf {
+    workspace_root().join("docs").join("performance")
+}
+
+/// Draws the charts of a run's figures (`files`, in `out`): a quick run's into `out/charts/`
+/// (a smoke test of the drawing, the tree left as it was); a full run's figures are copied to
+/// `docs/performance/` and every chart there is redrawn.
+fn publish(out: &Path, files: &[&str], quick: bool) -> Result<(), String> {
+    if quick {
+        return drawn(super::charts::draw(out, &out.join("charts"))?);
+    }
+    let docs = charts_dir();
+    std::fs::create_dir_all(&docs).map_err(|e| format!("{}: {e}", docs.display()))?;
+    for file in files {
+        std::fs::copy(out.join(file), docs.join(file))
+            .map_err(|e| format!("copying {file} to {}: {e}", docs.display()))?;
+    }
+    drawn(super::charts::draw(&docs, &docs)?)
+}
+
+fn drawn(written: Vec<std::path::PathBuf>) -> Result<(), String> {
+    for path in &written {
+        eprintln!("xtask: drew {}", path.display());
+    }
     Ok(())
 }
 

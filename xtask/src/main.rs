@@ -42,6 +42,7 @@ mod architecture;
 mod attack;
 mod bench;
 mod builds;
+mod charts;
 mod conformance;
 mod deny;
 mod docs;

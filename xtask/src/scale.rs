@@ -147,6 +147,19 @@ pub(crate) fn run(bin: &Path, out: &Path, quick: bool) -> Result<(), String> {
     Ok(())
 }
 
+/// What a step's units must add to the RSS before their cost per unit means anything: RSS
+/// moves by pages and by the allocator's arenas, so ten tools (about 90 KiB) read anywhere
+/// from 0 to 4 KiB each from one run to the next.
+const READABLE_KIB: f64 = 512.0;
+
+/// Whether a step's cost per unit (`key`, KiB) is measured on enough memory to mean anything.
+pub(crate) fn readable(step: &Value, key: &str) -> bool {
+    let units = step["units"].as_f64().unwrap_or(0.0);
+    step[key]
+        .as_f64()
+        .is_some_and(|kb| kb > 0.0 && kb * units >= READABLE_KIB)
+}
+
 fn loadgen_scale(
     bin: &Path,
     kind: &str,
@@ -221,9 +234,7 @@ fn table(series: &Series, server: &str, measured: &Value) -> String {
         ("kb_per_unit", "")
     };
     // A step whose units add less than the RSS can show (ten tools) is no base to compare.
-    let first = steps
-        .iter()
-        .find(|s| s[per_unit].as_f64().is_some_and(|kb| kb > 0.0));
+    let first = steps.iter().find(|s| readable(s, per_unit));
     if let (Some(first), Some(last)) = (first, steps.last()) {
         let growth = |key: &str| {
             let (a, b) = (first[key].as_f64(), last[key].as_f64());

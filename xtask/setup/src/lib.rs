@@ -56,8 +56,8 @@ impl Suite {
         Self::Bench,
     ];
 
-    /// The suites of `.ci/run` (every one but the benchmarks, which CI does not run).
-    pub const CI: [Self; 9] = [
+    /// The suites of `.ci/run` (the benchmarks as a smoke test: `bench --quick`).
+    pub const CI: [Self; 10] = [
         Self::Lint,
         Self::Release,
         Self::Test,
@@ -67,6 +67,7 @@ impl Suite {
         Self::Attack,
         Self::Fuzz,
         Self::Portable,
+        Self::Bench,
     ];
 
     /// The name a user types: `cargo xtask setup test`.
