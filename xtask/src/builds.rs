@@ -460,7 +460,8 @@ pub(crate) fn measure(root: &Path) -> Result<Value, String> {
     Ok(Value::Object(figures))
 }
 
-fn seconds_median(value: &Value) -> Option<f64> {
+/// Seconds as the build figures keep them: one value, or the repeats (their median).
+pub(crate) fn seconds_median(value: &Value) -> Option<f64> {
     match value {
         Value::Number(n) => n.as_f64(),
         Value::Array(list) => median(list.iter().map(Value::as_f64)),

@@ -376,8 +376,9 @@ fn builds_svg(builds: &Value) -> Result<String, String> {
     let bars: Vec<(&str, f64, f64)> = servers
         .iter()
         .filter_map(|(key, label)| {
-            let clean = seconds(&builds[*key]["clean_s"])?;
-            let incremental = seconds(&builds[*key]["incremental_s"]).unwrap_or(0.0);
+            let clean = super::builds::seconds_median(&builds[*key]["clean_s"])?;
+            let incremental =
+                super::builds::seconds_median(&builds[*key]["incremental_s"]).unwrap_or(0.0);
             Some((*label, clean, incremental))
         })
         .collect();
@@ -441,15 +442,6 @@ fn builds_svg(builds: &Value) -> Result<String, String> {
         root.present().map_err(chart_error)?;
     }
     Ok(text)
-}
-
-/// Seconds as the build figures keep them: one value, or the repeats (their median).
-fn seconds(value: &Value) -> Option<f64> {
-    match value {
-        Value::Number(n) => n.as_f64(),
-        Value::Array(list) => super::bench::median(list.iter().map(Value::as_f64)),
-        _ => None,
-    }
 }
 
 #[cfg(test)]
