@@ -219,39 +219,14 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
         eprintln!("xtask: wrote {}", out.join("builds.md").display());
         return publish(&out, &["builds.json"], false);
     }
-    let bench_dir = root.join("bench");
-    let target = bench_dir.join("target");
-    run(Command::new(env_cargo())
-        .current_dir(&root)
-        .args(["build", "--release", "--manifest-path"])
-        .arg(bench_dir.join("Cargo.toml"))
-        .env("CARGO_TARGET_DIR", &target))?;
+    let target = root.join("bench").join("target");
+    build_bench(None)?;
     // Apart, so its `otel` feature stays out of our-echo (see bench/Cargo.toml).
-    run(Command::new(env_cargo())
-        .current_dir(&root)
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "our-echo-otel",
-            "--manifest-path",
-        ])
-        .arg(bench_dir.join("Cargo.toml"))
-        .env("CARGO_TARGET_DIR", &target))?;
+    build_bench(Some("our-echo-otel"))?;
     let bin = target.join("release");
     if options.scale {
         // Apart as well: the Redis client stays out of our-echo (see bench/Cargo.toml).
-        run(Command::new(env_cargo())
-            .current_dir(&root)
-            .args([
-                "build",
-                "--release",
-                "-p",
-                "our-echo-redis",
-                "--manifest-path",
-            ])
-            .arg(bench_dir.join("Cargo.toml"))
-            .env("CARGO_TARGET_DIR", &target))?;
+        build_bench(Some("our-echo-redis"))?;
         super::scale::run(&bin, &out, options.quick)?;
         return publish(&out, &["scale.json"], options.quick);
     }
@@ -343,6 +318,21 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
         files.push("builds.json");
     }
     publish(&out, &files, options.quick)
+}
+
+/// Builds the bench workspace in release mode into `bench/target`: its default members, or
+/// `package` alone.
+fn build_bench(package: Option<&str>) -> Result<(), String> {
+    let bench_dir = workspace_root().join("bench");
+    let mut command = Command::new(env_cargo());
+    command
+        .current_dir(workspace_root())
+        .args(["build", "--release"])
+        .args(package.map(|p| ["-p", p]).into_iter().flatten())
+        .arg("--manifest-path")
+        .arg(bench_dir.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", bench_dir.join("target"));
+    run(&mut command)
 }
 
 /// Where the charts and the figures they are drawn from are committed.

@@ -121,14 +121,14 @@ fn options(args: &[String]) -> Result<Options, String> {
     Ok(o)
 }
 
-fn free_port() -> Result<u16, String> {
+pub(crate) fn free_port() -> Result<u16, String> {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .map_err(|e| format!("no free port: {e}"))
 }
 
-fn wait_for_port(port: u16, what: &str) -> Result<(), String> {
+pub(crate) fn wait_for_port(port: u16, what: &str) -> Result<(), String> {
     for _ in 0..1000 {
         if TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return Ok(());

@@ -52,6 +52,7 @@ mod interop;
 mod layers;
 mod paths;
 mod portable;
+mod redis;
 mod release;
 mod scale;
 mod semver;

@@ -105,7 +105,7 @@ pub(crate) fn run(bin: &Path, out: &Path, quick: bool) -> Result<(), String> {
             .map(|&n| if quick { (n / 100).max(10) } else { n })
             .collect();
         let redis = if series.redis {
-            match Redis::start() {
+            match super::redis::Redis::start() {
                 Ok(redis) => Some(redis),
                 Err(e) => {
                     eprintln!("xtask: scale: {} left out: {e}", series.what);
@@ -132,7 +132,7 @@ pub(crate) fn run(bin: &Path, out: &Path, quick: bool) -> Result<(), String> {
         }
         for (name, command) in servers {
             eprintln!("xtask: scale {} ({name}): {steps:?}", series.what);
-            let watch = redis.as_ref().map(|r| r.child.id());
+            let watch = redis.as_ref().map(super::redis::Redis::pid);
             let measured = loadgen_scale(bin, series.kind, &steps, watch, &command)?;
             report.push_str(&table(series, name, &measured));
             raw.push(json!({"server": name, "measured": measured}));
@@ -249,47 +249,4 @@ fn table(series: &Series, server: &str, measured: &Value) -> String {
         ));
     }
     out
-}
-
-/// A Redis for the series of tasks kept in Redis: loopback, a free port, no persistence (what
-/// is measured is memory, not the disk); stopped by its PID when dropped.
-struct Redis {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl Redis {
-    fn start() -> Result<Self, String> {
-        let program = xtask_setup::require_program("redis-server")?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| e.to_string())?
-            .port();
-        let child = Command::new(program)
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .map_err(|e| format!("redis-server: {e}"))?;
-        let redis = Redis { child, port };
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if std::time::Instant::now() > deadline {
-                return Err("redis-server did not listen within 10 s".into());
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        Ok(redis)
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }

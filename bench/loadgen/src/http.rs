@@ -14,8 +14,9 @@ use hyper::{Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
+use crate::server::Server;
 use crate::wire::{self, Answer};
 use crate::{Settings, percentile, procfs, text_for};
 
@@ -444,34 +445,16 @@ pub(crate) async fn first_answer(
 
 /// Runs the whole HTTP suite against one server.
 pub async fn run(settings: &Settings) -> Result<Value, String> {
-    let port = free_port()?;
-    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let args: Vec<String> = settings.command[1..]
-        .iter()
-        .map(|a| a.replace("{port}", &port.to_string()))
-        .collect();
-    let spawned = Instant::now();
-    let mut child = Command::new(&settings.command[0])
-        .args(&args)
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("could not start {:?}: {e}", settings.command))?;
-    let pid = child.id().ok_or("server has no pid")?;
-    let outcome = suite(addr, pid, spawned, &mut child, settings).await;
+    let mut server = Server::spawn(settings, 0)?;
+    let outcome = suite(&mut server, settings).await;
     // Our own child, by its PID (kill_on_drop covers the error paths too).
-    let _ = child.kill().await;
+    server.stop().await;
     outcome
 }
 
-async fn suite(
-    addr: SocketAddr,
-    pid: u32,
-    spawned: Instant,
-    child: &mut Child,
-    settings: &Settings,
-) -> Result<Value, String> {
-    let cold = first_answer(addr, spawned, child).await?;
+async fn suite(server: &mut Server, settings: &Settings) -> Result<Value, String> {
+    let cold = server.first_answer().await?;
+    let (addr, pid) = (server.addr, server.pid);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let idle_rss = procfs::memory_kb(pid, "VmRSS")?;
     let mut levels = Vec::new();

@@ -16,12 +16,13 @@ pub struct Server {
     child: Child,
     pub pid: u32,
     pub addr: SocketAddr,
+    spawned: Instant,
 }
 
 impl Server {
-    /// Starts `settings.command` (`{port}` and `{tools}` replaced) and waits for its first
-    /// correct answer.
-    pub async fn start(settings: &Settings, tools: usize) -> Result<Self, String> {
+    /// Starts `settings.command` (`{port}` and `{tools}` replaced) and returns at once: the
+    /// HTTP suite times the cold start from here ([`Server::first_answer`]).
+    pub fn spawn(settings: &Settings, tools: usize) -> Result<Self, String> {
         let port = crate::http::free_port()?;
         let addr: SocketAddr = ([127, 0, 0, 1], port).into();
         let args: Vec<String> = settings.command[1..]
@@ -32,16 +33,32 @@ impl Server {
             })
             .collect();
         let spawned = Instant::now();
-        let mut child = tokio::process::Command::new(&settings.command[0])
+        let child = tokio::process::Command::new(&settings.command[0])
             .args(&args)
             .stdin(std::process::Stdio::null())
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| format!("could not start {:?}: {e}", settings.command))?;
         let pid = child.id().ok_or("server has no pid")?;
-        crate::http::first_answer(addr, spawned, &mut child).await?;
+        Ok(Self {
+            child,
+            pid,
+            addr,
+            spawned,
+        })
+    }
+
+    /// Waits for the server's first correct answer; the time since it was spawned.
+    pub async fn first_answer(&mut self) -> Result<Duration, String> {
+        crate::http::first_answer(self.addr, self.spawned, &mut self.child).await
+    }
+
+    /// [`Server::spawn`], its first correct answer, and [`SETTLE`].
+    pub async fn start(settings: &Settings, tools: usize) -> Result<Self, String> {
+        let mut server = Self::spawn(settings, tools)?;
+        server.first_answer().await?;
         tokio::time::sleep(SETTLE).await;
-        Ok(Self { child, pid, addr })
+        Ok(server)
     }
 
     pub fn rss(&self) -> Result<u64, String> {

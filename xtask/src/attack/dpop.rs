@@ -7,7 +7,7 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
@@ -20,7 +20,7 @@ use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as 
 use serde_json::{Value, json};
 
 use super::{
-    Attack, HARD_RSS_KIB, MODERN_META, Outcome, Scale, Server, connect, free_port, kib, last_json,
+    Attack, HARD_RSS_KIB, MODERN_META, Outcome, Scale, connect, free_port, kib, last_json,
     legit_of, legit_summary, on_threads, post, read_response, start_http, watchdog, worker,
 };
 
@@ -214,24 +214,8 @@ pub(super) fn attack(scale: Scale, ports_text: &str) -> Result<Value, String> {
 /// Starts redis-server and the three instances, runs alice and the attacker beside them,
 /// and reports the largest peak RSS of the three.
 pub(super) fn run(attack: Attack, scale: Scale, bin_dir: &Path) -> Result<Outcome, String> {
-    let redis_server = xtask_setup::require_program("redis-server")?;
-    let redis_port = free_port()?;
-    let redis = Command::new(&redis_server)
-        .args(["--port", &redis_port.to_string(), "--bind", "127.0.0.1"])
-        .args(["--save", "", "--appendonly", "no"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("{}: {e}", redis_server.display()))?;
-    let _redis = Server { child: redis };
-    let redis_ready = Instant::now() + Duration::from_secs(5);
-    while std::net::TcpStream::connect(("127.0.0.1", redis_port)).is_err() {
-        if Instant::now() > redis_ready {
-            return Err(format!("redis-server did not listen on {redis_port}"));
-        }
-        thread::sleep(Duration::from_millis(25));
-    }
-    let redis_url = format!("redis://127.0.0.1:{redis_port}/");
+    let redis = crate::redis::Redis::start()?;
+    let redis_url = redis.url();
     let bin = bin_dir.join("protected");
     let ports = [free_port()?, free_port()?, free_port()?];
     let shared = ["--replay-redis", redis_url.as_str(), "--resource", FLEET];
