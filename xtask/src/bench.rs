@@ -121,6 +121,9 @@ struct Implementation {
     latency: bool,
     /// How to start it for the session memory figures (2025-11-25 sessions, GET streams).
     sessions: Option<Vec<String>>,
+    /// It has no sessions: the memory run opens its GET streams only (the floor's: what hyper
+    /// and tokio alone hold per open stream).
+    streams_only: bool,
 }
 
 fn implementations(bin: &Path, python: Option<&Path>) -> Vec<Implementation> {
@@ -133,6 +136,7 @@ fn implementations(bin: &Path, python: Option<&Path>) -> Vec<Implementation> {
             flow: true,
             latency: true,
             sessions: Some(vec![exe("our-echo"), "--http-wide".into(), "{port}".into()]),
+            streams_only: false,
         },
         // The same server with the `otel` feature compiled in and no exporter installed.
         Implementation {
@@ -142,6 +146,7 @@ fn implementations(bin: &Path, python: Option<&Path>) -> Vec<Implementation> {
             flow: false,
             latency: false,
             sessions: None,
+            streams_only: false,
         },
         Implementation {
             name: "rmcp",
@@ -154,6 +159,7 @@ fn implementations(bin: &Path, python: Option<&Path>) -> Vec<Implementation> {
                 "--http-sessions".into(),
                 "{port}".into(),
             ]),
+            streams_only: false,
         },
         Implementation {
             name: "floor",
@@ -161,7 +167,8 @@ fn implementations(bin: &Path, python: Option<&Path>) -> Vec<Implementation> {
             stdio: Some(vec![exe("floor"), "--stdio".into()]),
             flow: false,
             latency: false,
-            sessions: None,
+            sessions: Some(vec![exe("floor"), "--http".into(), "{port}".into()]),
+            streams_only: true,
         },
     ];
     if let Some(python) = python {
@@ -184,6 +191,7 @@ fn implementations(bin: &Path, python: Option<&Path>) -> Vec<Implementation> {
             flow: true,
             latency: false,
             sessions: None,
+            streams_only: false,
         });
     }
     list
@@ -271,11 +279,14 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
                 measured.stdio = loadgen(&bin, &options, &["stdio".to_string()], stdio)?;
             }
             if let Some(sessions) = &implementation.sessions {
-                let args = [
+                let mut args = vec![
                     "sessions".to_string(),
                     "--sessions".into(),
                     options.sessions.to_string(),
                 ];
+                if implementation.streams_only {
+                    args.push("--streams-only".into());
+                }
                 measured.sessions = loadgen(&bin, &options, &args, sessions)?;
             }
             if matches!(implementation.name, "ours" | "rmcp") {

@@ -1,17 +1,20 @@
 //! The floor of the HTTP benchmark: what answering a 2026-07-28 `tools/call` of `echo` costs
 //! with hyper 1 and serde_json and nothing else. It parses the body, echoes
 //! `params.arguments.text` under the request's id, and validates nothing (no headers, no
-//! `_meta`, no method, no tool name).
+//! `_meta`, no method, no tool name). A `GET` opens an SSE stream that never sends: what
+//! holding an open stream costs hyper and tokio alone, the floor of the memory per stream.
 //!
 //!     floor --http PORT     http://127.0.0.1:PORT/ (any path)
 //!     floor --stdio         one JSON-RPC message per line on stdin, the reply on stdout
 
 use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper::{Request, Response};
+use http_body_util::{BodyExt, Either, Full};
+use hyper::body::{Body, Frame, Incoming};
+use hyper::{Method, Request, Response};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 
@@ -31,7 +34,31 @@ fn reply(body: &[u8]) -> Vec<u8> {
     serde_json::to_vec(&reply).unwrap_or_default()
 }
 
-async fn answer(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+/// An SSE body that stays open and never sends: hyper holds it until the client goes away.
+struct Open;
+
+impl Body for Open {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Poll::Pending
+    }
+}
+
+type Answer = Response<Either<Full<Bytes>, Open>>;
+
+async fn answer(request: Request<Incoming>) -> Result<Answer, Infallible> {
+    if request.method() == Method::GET {
+        let stream = Response::builder()
+            .header("content-type", "text/event-stream")
+            .body(Either::Right(Open))
+            .unwrap_or_else(|_| Response::new(Either::Right(Open)));
+        return Ok(stream);
+    }
     let body = match request.into_body().collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(_) => Bytes::new(),
@@ -39,8 +66,8 @@ async fn answer(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Inf
     let bytes = reply(&body);
     let response = Response::builder()
         .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(bytes)))
-        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())));
+        .body(Either::Left(Full::new(Bytes::from(bytes))))
+        .unwrap_or_else(|_| Response::new(Either::Left(Full::new(Bytes::new()))));
     Ok(response)
 }
 

@@ -4,7 +4,7 @@
 //!
 //!     loadgen http  [--secs S] [--warmup S] [--conns 1,16,64] [--flow N] [--task N] [--task-get N] [--latency] -- SERVER ARGS…
 //!     loadgen stdio [--secs S] [--warmup S] -- SERVER ARGS…
-//!     loadgen sessions [--sessions N] -- SERVER ARGS…   memory per idle legacy session and SSE stream
+//!     loadgen sessions [--sessions N] [--streams-only] -- SERVER ARGS…   memory per idle legacy session and SSE stream
 //!     loadgen scale --kind K --steps 1000,10000 [--probe S] [--watch PID] -- SERVER ARGS…   how the cost grows
 //!                   (kinds: sessions, streams, listen, tasks, tools; see `scale.rs`)
 //!
@@ -44,6 +44,8 @@ pub struct Settings {
     pub latency: bool,
     /// Legacy sessions (and as many SSE streams) to open in `sessions` mode.
     pub sessions: usize,
+    /// `sessions` mode opens the streams only, without sessions (a server with none: the floor).
+    pub streams_only: bool,
     /// What `scale` mode grows (`scale.rs`).
     pub kind: String,
     /// The unit counts `scale` mode measures at, in order.
@@ -77,6 +79,7 @@ fn parse(args: &[String]) -> Result<(String, Settings), String> {
         task: None,
         task_get: None,
         sessions: 10_000,
+        streams_only: false,
         kind: String::new(),
         steps: Vec::new(),
         probe: Duration::from_secs(1),
@@ -107,6 +110,7 @@ fn parse(args: &[String]) -> Result<(String, Settings), String> {
                 settings.flow = Some(n.ok_or("--flow needs a connection count")?);
             }
             "--latency" => settings.latency = true,
+            "--streams-only" => settings.streams_only = true,
             "--sessions" => {
                 let n = rest.next().and_then(|n| n.parse().ok());
                 settings.sessions = n.ok_or("--sessions needs a count")?;

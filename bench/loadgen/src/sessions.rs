@@ -5,6 +5,8 @@
 //! one standalone SSE stream (`GET /mcp`) is opened per session, each on its own connection,
 //! and held open. RSS (`VmRSS`) is read 500 ms after each step; the growth divided by the
 //! count is the memory per session and per stream. Kernel socket buffers are not in RSS.
+//! With `--streams-only` no session is opened: the streams are plain `GET /mcp` requests to a
+//! server without sessions (the floor), and only the memory per stream is reported.
 
 use std::net::SocketAddr;
 
@@ -28,7 +30,11 @@ pub async fn run(settings: &Settings, count: usize) -> Result<Value, String> {
     let (pid, addr) = (server.pid, server.addr);
     let outcome = async {
         let idle = procfs::memory_kb(pid, "VmRSS")?;
-        let sessions = open_sessions(addr, count).await?;
+        let sessions = if settings.streams_only {
+            vec![String::new(); count]
+        } else {
+            open_sessions(addr, count).await?
+        };
         tokio::time::sleep(SETTLE).await;
         let with_sessions = procfs::memory_kb(pid, "VmRSS")?;
         let streams = open_streams(addr, &sessions).await?;
@@ -40,7 +46,8 @@ pub async fn run(settings: &Settings, count: usize) -> Result<Value, String> {
             "idle_rss_kb": idle,
             "rss_with_sessions_kb": with_sessions,
             "rss_with_streams_kb": with_streams,
-            "kb_per_session": with_sessions.saturating_sub(idle) as f64 / n,
+            "kb_per_session": (!settings.streams_only)
+                .then(|| with_sessions.saturating_sub(idle) as f64 / n),
             "kb_per_stream": with_streams.saturating_sub(with_sessions) as f64 / n,
         });
         drop(streams);
@@ -86,11 +93,14 @@ pub(crate) async fn open_streams(
             let session = session.clone();
             tasks.push(tokio::spawn(async move {
                 let mut sender = open(addr).await?;
-                let request = Request::get("/mcp")
+                let mut request = Request::get("/mcp")
                     .header("host", addr.to_string())
                     .header("accept", "text/event-stream")
-                    .header("mcp-session-id", &session)
-                    .header("mcp-protocol-version", "2025-11-25")
+                    .header("mcp-protocol-version", "2025-11-25");
+                if !session.is_empty() {
+                    request = request.header("mcp-session-id", &session);
+                }
+                let request = request
                     .body(Full::new(Bytes::new()))
                     .map_err(|e| e.to_string())?;
                 sender
