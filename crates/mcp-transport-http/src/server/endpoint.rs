@@ -119,21 +119,23 @@ impl Endpoint {
                     Ok(id) => id,
                     Err(e) => return plain_owned(StatusCode::BAD_REQUEST, e),
                 };
-                return self
-                    .sessions
-                    .get(
-                        session_id.as_deref(),
-                        principal.as_ref(),
-                        last_event_id,
-                        self.draining.subscribe(),
-                    )
-                    .await;
+                // The GET, DELETE and session paths below are boxed: their futures are large
+                // and rare, and inline they would make every request's future (moved at each
+                // await, and held per connection) as large as theirs (issue #35).
+                return Box::pin(self.sessions.get(
+                    session_id.as_deref(),
+                    principal.as_ref(),
+                    last_event_id,
+                    self.draining.subscribe(),
+                ))
+                .await;
             }
             Method::DELETE => {
-                return self
-                    .sessions
-                    .delete(session_id.as_deref(), principal.as_ref())
-                    .await;
+                return Box::pin(
+                    self.sessions
+                        .delete(session_id.as_deref(), principal.as_ref()),
+                )
+                .await;
             }
             _ => return not_allowed(),
         }
@@ -231,7 +233,7 @@ impl Endpoint {
             JsonRpcMessage::Request(request) => request,
             other => {
                 if let Some(id) = session_id {
-                    return self.sessions.in_session(&id, other, incoming).await;
+                    return Box::pin(self.sessions.in_session(&id, other, incoming)).await;
                 }
                 return match other {
                     JsonRpcMessage::Notification(_) => accepted(),
@@ -260,10 +262,12 @@ impl Endpoint {
         if meta_version.is_none()
             && let Some(id) = session_id
         {
-            return self
-                .sessions
-                .in_session(&id, JsonRpcMessage::Request(request), incoming)
-                .await;
+            return Box::pin(self.sessions.in_session(
+                &id,
+                JsonRpcMessage::Request(request),
+                incoming,
+            ))
+            .await;
         }
         let version_header = match header_str(&incoming.headers, &names::PROTOCOL_VERSION) {
             Ok(v) => v.map(str::to_owned),
@@ -277,10 +281,7 @@ impl Endpoint {
             if request.method == mcp_types::methods::INITIALIZE
                 && (version_header.is_none() || handshake_header)
             {
-                return self
-                    .sessions
-                    .initialize(&self.service, request, incoming)
-                    .await;
+                return Box::pin(self.sessions.initialize(&self.service, request, incoming)).await;
             }
             if handshake_header {
                 return plain(StatusCode::BAD_REQUEST, "Bad Request: Missing session ID");

@@ -17,6 +17,10 @@ use super::config::{HEADER_READ_TIMEOUT, SHUTDOWN_GRACE};
 use super::endpoint::Endpoint;
 use super::reply::plain;
 
+/// One request's future as hyper holds it while the request is served.
+type InFlight =
+    std::pin::Pin<Box<dyn Future<Output = Result<Response<McpBody>, Infallible>> + Send>>;
+
 /// How often a draining server looks whether its connections and tasks are done.
 const DRAIN_POLL: Duration = Duration::from_millis(20);
 
@@ -68,7 +72,10 @@ pub(crate) async fn serve_accepted<H: Handshake>(
         let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
             let endpoint = served.clone();
             let path = path.clone();
-            async move {
+            // Boxed: hyper keeps room for one in-flight request future per connection for as
+            // long as the connection lives, so an unboxed one (several KiB) would be held by
+            // every idle keep-alive connection and every open SSE stream (issue #35).
+            let served: InFlight = Box::pin(async move {
                 let mut response = route_path(&endpoint, request, &path, peer.ip()).await;
                 if endpoint.is_draining() {
                     // hyper closes the connection once this response is written.
@@ -77,7 +84,8 @@ pub(crate) async fn serve_accepted<H: Handshake>(
                         .insert(header::CONNECTION, HeaderValue::from_static("close"));
                 }
                 Ok::<_, Infallible>(response)
-            }
+            });
+            served
         });
         let watcher = graceful.watcher();
         let handshake = handshake.clone();
