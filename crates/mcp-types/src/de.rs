@@ -24,8 +24,20 @@ pub(crate) fn optional<T>(value: Option<Option<T>>) -> Option<T> {
     value.flatten()
 }
 
-/// `deserialize_with_extra!(Type, "what it is", { field: "wireName" => required|optional, … })`
+/// An `Arc<T>` read straight into its allocation. serde's own `Arc<T>` reads a `Box<T>`
+/// first and moves it into a second allocation: an allocation, a copy and a free more for
+/// every client's capabilities and identity in every request's `_meta` (issue #35).
+pub(crate) struct Shared<T>(pub(crate) std::sync::Arc<T>);
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Shared<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        T::deserialize(deserializer).map(|value| Shared(std::sync::Arc::new(value)))
+    }
+}
+
+/// `deserialize_with_extra!(Type, "what it is", { field: "wireName" => required|optional|shared, … })`
 /// implements `Deserialize` for `Type`, whose remaining field is `extra: JsonObject`.
+/// `shared` is an optional `Arc<T>` field (read by [`Shared`]).
 macro_rules! deserialize_with_extra {
     ($ty:ident, $expecting:literal, { $( $field:ident : $wire:expr => $kind:ident ),* $(,)? }) => {
         impl<'de> ::serde::Deserialize<'de> for $ty {
@@ -66,7 +78,7 @@ macro_rules! deserialize_with_extra {
                                     if $field.is_some() {
                                         return Err(::serde::de::Error::duplicate_field($wire));
                                     }
-                                    $field = Some(map.next_value()?);
+                                    $field = Some($crate::de::deserialize_with_extra!(@read $kind, map));
                                 } )*
                                 Key::Other(name) => {
                                     let value: ::serde_json::Value = map.next_value()?;
@@ -83,6 +95,15 @@ macro_rules! deserialize_with_extra {
                 deserializer.deserialize_map(Visitor)
             }
         }
+    };
+    (@read shared, $map:ident) => {
+        $map.next_value::<Option<$crate::de::Shared<_>>>()?.map(|shared| shared.0)
+    };
+    (@read $kind:ident, $map:ident) => {
+        $map.next_value()?
+    };
+    (@finish shared, $field:ident, $wire:expr) => {
+        $crate::de::optional($field)
     };
     (@finish required, $field:ident, $wire:expr) => {
         $crate::de::required($field, $wire)?
@@ -210,5 +231,33 @@ mod tests {
         );
         let meta: Meta = serde_json::from_str("{}").unwrap();
         assert_eq!(meta, Meta::default());
+    }
+
+    /// The `Arc` fields of `_meta`, read into their allocation by `Shared`: `null` is absent,
+    /// a value is read whole, a second one or a wrong type is refused as before.
+    #[test]
+    fn shared_fields_read_as_serdes_arc_did() {
+        const INFO: &str = "io.modelcontextprotocol/clientInfo";
+        let meta: Meta = serde_json::from_value(json!({
+            INFO: null,
+            "io.modelcontextprotocol/serverInfo": {"name": "s", "version": "3"},
+        }))
+        .unwrap();
+        assert_eq!(meta.client_info, None, "null is absent");
+        let server = meta.server_info.unwrap();
+        assert_eq!((server.name.as_str(), server.version.as_str()), ("s", "3"));
+        let twice = serde_json::from_str::<Meta>(&format!(
+            r#"{{"{INFO}":{{"name":"a","version":"1"}},"{INFO}":null}}"#
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            twice.starts_with(&format!("duplicate field `{INFO}`")),
+            "{twice}"
+        );
+        let wrong = serde_json::from_value::<Meta>(json!({INFO: 7}))
+            .unwrap_err()
+            .to_string();
+        assert!(wrong.starts_with("invalid type: integer `7`"), "{wrong}");
     }
 }

@@ -132,7 +132,7 @@ pub struct Meta {
     pub extra: JsonObject,
 }
 
-crate::de::deserialize_with_extra!(Meta, "a _meta object", { progress_token: PROGRESS_TOKEN => optional, protocol_version: PROTOCOL_VERSION => optional, client_capabilities: CLIENT_CAPABILITIES => optional, client_info: CLIENT_INFO => optional, log_level: LOG_LEVEL => optional, server_info: SERVER_INFO => optional, subscription_id: SUBSCRIPTION_ID => optional });
+crate::de::deserialize_with_extra!(Meta, "a _meta object", { progress_token: PROGRESS_TOKEN => optional, protocol_version: PROTOCOL_VERSION => optional, client_capabilities: CLIENT_CAPABILITIES => shared, client_info: CLIENT_INFO => shared, log_level: LOG_LEVEL => optional, server_info: SERVER_INFO => shared, subscription_id: SUBSCRIPTION_ID => optional });
 
 impl Meta {
     /// The per-request envelope of a 2026-07-28 request.

@@ -435,9 +435,7 @@ impl ToolDef {
         let body = Arc::new(body);
         self.hand_built = R::MAY_ASK;
         self.parse = Some(Arc::new(|arguments: &JsonObject| {
-            serde_json::from_value::<A>(Value::Object(arguments.clone()))
-                .map(|args| Box::new(args) as Box<dyn Any + Send>)
-                .map_err(|e| e.to_string())
+            parse_arguments::<A>(arguments).map(|args| Box::new(args) as Box<dyn Any + Send>)
         }));
         self.body = Some(Arc::new(move |ctx, args, resolved| {
             let body = body.clone();
@@ -451,5 +449,71 @@ impl ToolDef {
             })
         }));
         self
+    }
+}
+
+/// A tool's arguments as `A`, read in place from the request's map: no copy of the arguments
+/// on the way (issue #35). A type that reads a map reference differently from an object value
+/// (an `Option`, a newtype struct: serde_json forwards those to the map itself) and any
+/// refusal are read again from a copy as an object value, so what is accepted, and the message
+/// of what is not, are the value's.
+fn parse_arguments<A: DeserializeOwned>(arguments: &JsonObject) -> Result<A, String> {
+    A::deserialize(arguments).or_else(|_| {
+        serde_json::from_value::<A>(Value::Object(arguments.clone())).map_err(|e| e.to_string())
+    })
+}
+
+#[cfg(test)]
+mod parse_tests {
+    use serde::Deserialize;
+    use serde_json::json;
+
+    use super::*;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Args {
+        text: String,
+        #[serde(default)]
+        times: Option<u32>,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Wrapped(Args);
+
+    fn object(value: Value) -> JsonObject {
+        match value {
+            Value::Object(map) => map,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    /// Every shape reads what `serde_json::from_value` read, and refusals say what it said.
+    #[test]
+    fn arguments_read_in_place_as_from_a_value() {
+        let given = object(json!({"text": "hi", "times": 2}));
+        let expected = Args {
+            text: "hi".into(),
+            times: Some(2),
+        };
+        assert_eq!(parse_arguments::<Args>(&given), Ok(expected));
+        let optional = parse_arguments::<Option<Args>>(&given).unwrap();
+        assert_eq!(optional.map(|a| a.text).as_deref(), Some("hi"));
+        let wrapped = parse_arguments::<Wrapped>(&given).unwrap();
+        assert_eq!(wrapped.0.times, Some(2));
+        assert_eq!(
+            parse_arguments::<Value>(&given).unwrap(),
+            json!({"text": "hi", "times": 2})
+        );
+        for refused in [
+            json!({"times": 2}),
+            json!({"text": 5}),
+            json!({"text": "a", "times": -1}),
+        ] {
+            let map = object(refused);
+            let reference = serde_json::from_value::<Args>(Value::Object(map.clone()))
+                .unwrap_err()
+                .to_string();
+            assert_eq!(parse_arguments::<Args>(&map), Err(reference));
+        }
     }
 }
