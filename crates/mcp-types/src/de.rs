@@ -27,11 +27,11 @@ pub(crate) fn optional<T>(value: Option<Option<T>>) -> Option<T> {
 /// An `Arc<T>` read straight into its allocation. serde's own `Arc<T>` reads a `Box<T>`
 /// first and moves it into a second allocation: an allocation, a copy and a free more for
 /// every client's capabilities and identity in every request's `_meta` (issue #35).
-pub(crate) struct Shared<T>(pub(crate) std::sync::Arc<T>);
+pub(crate) struct Shared<T>(pub(crate) alloc::sync::Arc<T>);
 
 impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Shared<T> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        T::deserialize(deserializer).map(|value| Shared(std::sync::Arc::new(value)))
+        T::deserialize(deserializer).map(|value| Shared(alloc::sync::Arc::new(value)))
     }
 }
 
