@@ -32,13 +32,13 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::conformance::ensure_node;
-use super::{cargo, python_env, run, workspace_root};
+use super::{cargo, deployed, python_env, run, workspace_root};
 
 const ERAS: [&str; 2] = ["2025-11-25", MODERN];
 /// The stateless revision, the one a probing client must find.
 const MODERN: &str = "2026-07-28";
 /// How long one cell may take (each flow also has its own 60 s limit inside the clients).
-const CELL_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const CELL_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long an HTTP server may take to accept connections.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// The oldest Node the TypeScript SDK packages run on (their `engines` field).
@@ -208,10 +208,9 @@ impl Programs {
     }
 }
 
-/// Installs the TypeScript SDK from `package-lock.json` with `npm ci`, unless the installed tree
-/// was made from this very lockfile (a copy of it is kept in `node_modules/`).
-fn typescript_env(root: &Path) -> Result<(), String> {
-    let dir = root.join(TS_DIR);
+/// Installs the npm packages of `dir` from its `package-lock.json` with `npm ci`, unless the
+/// installed tree was made from this very lockfile (a copy of it is kept in `node_modules/`).
+pub(crate) fn npm_env(dir: &Path) -> Result<(), String> {
     let lock = dir.join("package-lock.json");
     let marker = dir.join("node_modules").join(".mcp-rs-interop-lock.json");
     let wanted =
@@ -219,19 +218,30 @@ fn typescript_env(root: &Path) -> Result<(), String> {
     if std::fs::read(&marker).ok().as_deref() == Some(wanted.as_slice()) {
         return Ok(());
     }
-    run(Command::new("npm").current_dir(&dir).args([
+    run(Command::new("npm").current_dir(dir).args([
         "ci",
         "--no-audit",
         "--no-fund",
         "--loglevel=error",
     ]))
-    .map_err(|e| format!("{e} (npm installs the TypeScript SDK for the interop matrix)"))?;
+    .map_err(|e| {
+        format!(
+            "{e} (npm installs {} for the interop matrix)",
+            dir.display()
+        )
+    })?;
     std::fs::write(&marker, &wanted)
         .map_err(|e| format!("could not write {}: {e}", marker.display()))
 }
 
 /// Builds the examples, ensures both SDKs, runs every cell, and fails if any cell did.
-pub(crate) fn interop() -> Result<(), String> {
+/// `--deployed` runs only the deployed base's cells (`deployed.rs`).
+pub(crate) fn interop(args: &[String]) -> Result<(), String> {
+    let only_deployed = match args {
+        [] => false,
+        [flag] if flag == "--deployed" => true,
+        _ => return Err("usage: cargo xtask interop [--deployed]".into()),
+    };
     let root = workspace_root();
     let python = python_env()?;
     run(cargo().args([
@@ -242,6 +252,10 @@ pub(crate) fn interop() -> Result<(), String> {
         "interop-server",
         "--example",
         "interop-client",
+        "-p",
+        "keel-mcp-term",
+        "--bin",
+        "mcp-term",
     ]))?;
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -255,7 +269,7 @@ pub(crate) fn interop() -> Result<(), String> {
         .unwrap_or_else(|| root.join("target"));
     let examples = target.join("debug").join("examples");
     let node = ensure_node(&target.join("conformance-tools"), TS_NODE_MAJOR)?;
-    typescript_env(&root)?;
+    npm_env(&root.join(TS_DIR))?;
     let programs = Programs {
         python,
         node,
@@ -270,6 +284,16 @@ pub(crate) fn interop() -> Result<(), String> {
     std::fs::create_dir_all(&programs.logs)
         .map_err(|e| format!("could not create {}: {e}", programs.logs.display()))?;
 
+    let deployed = deployed::Programs::new(
+        &programs.node,
+        &programs.rust_server,
+        &programs.rust_client,
+        &target,
+    )?;
+    let (mut passed, mut failed) = deployed::run_cells(&deployed);
+    if only_deployed {
+        return tally(passed, failed, &programs.logs);
+    }
     let mut cells = Vec::new();
     for peer in [Peer::Python, Peer::TypeScript] {
         for side in [Side::PeerClient, Side::RustClient] {
@@ -297,7 +321,6 @@ pub(crate) fn interop() -> Result<(), String> {
             }
         }
     }
-    let (mut passed, mut failed) = (0, 0);
     for cell in &cells {
         let started = Instant::now();
         match run_cell(&programs, cell) {
@@ -337,13 +360,18 @@ pub(crate) fn interop() -> Result<(), String> {
             }
         }
     }
+    tally(passed, failed, &programs.logs)
+}
+
+/// The closing line, and the task's failure when any cell failed.
+fn tally(passed: usize, failed: usize, logs: &Path) -> Result<(), String> {
     println!("interop: {passed} passed, {failed} failed");
     if failed == 0 {
         Ok(())
     } else {
         Err(format!(
             "{failed} interop cell(s) failed; logs in {}",
-            programs.logs.display()
+            logs.display()
         ))
     }
 }
@@ -376,7 +404,7 @@ fn run_cell(programs: &Programs, cell: &Cell) -> Result<String, String> {
 
 /// A finished child's summary (the last line it printed) when it exited 0; else what went
 /// wrong: its status, its lines other than `ok …`, and the last lines of its stderr.
-fn finish(
+pub(crate) fn finish(
     status: Option<std::process::ExitStatus>,
     out: &Path,
     err: &Path,
@@ -434,7 +462,7 @@ fn otel_cell(programs: &Programs) -> Result<String, String> {
 }
 
 /// An HTTP server this task spawned; dropping it kills that child (by its PID) and reaps it.
-struct Server(Child);
+pub(crate) struct Server(pub(crate) Child);
 
 impl Drop for Server {
     fn drop(&mut self) {
@@ -444,7 +472,7 @@ impl Drop for Server {
 }
 
 /// A port on 127.0.0.1 nobody listens on right now.
-fn free_port() -> Result<SocketAddr, String> {
+pub(crate) fn free_port() -> Result<SocketAddr, String> {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .map_err(|e| format!("no free port on 127.0.0.1: {e}"))?;
     listener
@@ -452,11 +480,11 @@ fn free_port() -> Result<SocketAddr, String> {
         .map_err(|e| format!("no local address: {e}"))
 }
 
-fn spawn(command: &mut Command, log: &Path) -> Result<Child, String> {
+pub(crate) fn spawn(command: &mut Command, log: &Path) -> Result<Child, String> {
     spawn_to(command, log, log)
 }
 
-fn spawn_to(command: &mut Command, out: &Path, err: &Path) -> Result<Child, String> {
+pub(crate) fn spawn_to(command: &mut Command, out: &Path, err: &Path) -> Result<Child, String> {
     let open = |path: &Path| {
         File::create(path).map_err(|e| format!("could not create {}: {e}", path.display()))
     };
@@ -477,7 +505,7 @@ fn spawn_to(command: &mut Command, out: &Path, err: &Path) -> Result<Child, Stri
 }
 
 /// Polls until the server accepts a connection, failing if it exits or takes too long.
-fn wait_ready(child: &mut Child, addr: SocketAddr) -> Result<(), String> {
+pub(crate) fn wait_ready(child: &mut Child, addr: SocketAddr) -> Result<(), String> {
     let deadline = Instant::now() + READY_TIMEOUT;
     loop {
         if let Ok(Some(status)) = child.try_wait() {
@@ -497,7 +525,10 @@ fn wait_ready(child: &mut Child, addr: SocketAddr) -> Result<(), String> {
 }
 
 /// Waits for the child; kills it (by its PID) and returns `None` past the timeout.
-fn wait_with_timeout(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+pub(crate) fn wait_with_timeout(
+    child: &mut Child,
+    timeout: Duration,
+) -> Option<std::process::ExitStatus> {
     let deadline = Instant::now() + timeout;
     loop {
         match child.try_wait() {

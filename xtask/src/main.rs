@@ -45,6 +45,7 @@ mod builds;
 mod charts;
 mod conformance;
 mod deny;
+mod deployed;
 mod docs;
 mod fleet;
 mod fuzz;
@@ -82,7 +83,7 @@ fn main() -> ExitCode {
         Some("test") => test(&args[1..]),
         Some("ci") => ci(),
         Some("conformance") => conformance::conformance(&args[1..]),
-        Some("interop") => interop::interop(),
+        Some("interop") => interop::interop(&args[1..]),
         Some("bench") => bench::bench(&args[1..]),
         Some("attack") => attack::attack(&args[1..]),
         Some("attack-worker") => attack::worker_main(&args[1..]),
@@ -269,7 +270,7 @@ fn ci() -> Result<(), String> {
     architecture::architecture(&["--check".to_owned()])?;
     test(&[])?;
     conformance::conformance(&[])?;
-    interop::interop()?;
+    interop::interop(&[])?;
     attack::attack(&["--quick".to_owned()])?;
     portable::portable(&[])
 }

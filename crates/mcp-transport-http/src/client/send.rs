@@ -513,6 +513,22 @@ async fn read_json(
             deliver(&link.state, &link.tx, method, message);
             Ok(())
         }
+        // A POST carries one request, so a JSON-RPC error refusing the POST with a client
+        // error status is the server's answer to that request, whatever id it names: a
+        // 2025-11-25 server that could not read the request's id as its own (TypeScript SDK
+        // v1: `null`; Python SDK 1.x: `"server-error"`, "Missing session ID"). It reaches the
+        // caller as the server's error, which is how a `server/discover` probe learns that
+        // the server is of the legacy era. `408` and `429` stay the transport's: they refuse
+        // the request for now, not for good.
+        Ok(JsonRpcMessage::Error(e))
+            if status.is_client_error()
+                && !matches!(status.as_u16(), 408 | 429)
+                && let Some(id) = id =>
+        {
+            let answer = JsonRpcError::new(Some(id.clone()), e.error);
+            deliver(&link.state, &link.tx, method, JsonRpcMessage::Error(answer));
+            Ok(())
+        }
         Ok(JsonRpcMessage::Error(e)) => Err(refused(format!("HTTP {status}: {}", e.error.message))),
         _ => Err(refused(format!("HTTP {status}: {}", snippet()))),
     }
