@@ -196,7 +196,12 @@ async def apps(client: Client, script: Script, era: str) -> None:
     tools = {t.name: t for t in (await client.list_tools()).tools}
     if "show_dashboard" not in tools:
         raise Mismatch(f"show_dashboard is not listed: {sorted(tools)}")
-    expect("tool _meta", tools["show_dashboard"].meta, {"ui": {"resourceUri": DASHBOARD_URI}})
+    # The link, and the same link under the flat key hosts written before `_meta.ui` read.
+    expect(
+        "tool _meta",
+        tools["show_dashboard"].meta,
+        {"ui": {"resourceUri": DASHBOARD_URI}, "ui/resourceUri": DASHBOARD_URI},
+    )
     result = await client.read_resource(DASHBOARD_URI)
     expect("contents", len(result.contents), 1)
     contents = result.contents[0]

@@ -37,7 +37,7 @@ async fn the_macro_links_book_table_to_the_booking_app_for_hosts_only() {
     let tools = ask(&mut conn, 1, "tools/list", json!({}), host.clone()).await;
     assert_eq!(
         tools["result"]["tools"][0]["_meta"],
-        json!({"ui": {"resourceUri": "ui://bistro/booking"}})
+        json!({"ui": {"resourceUri": "ui://bistro/booking"}, "ui/resourceUri": "ui://bistro/booking"})
     );
     let app = ask(
         &mut conn,

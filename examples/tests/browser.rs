@@ -120,6 +120,27 @@ async fn the_booking_app_books_a_table_through_a_host_in_chromium() {
         "{run:#}"
     );
     assert_eq!(run["status"], "Booked through the host.");
+    // The app declares the one display mode it lays itself out for, and tells the host its
+    // size: once ready, and again when the booking's result made it taller.
+    assert_eq!(
+        run["appCapabilities"],
+        json!({"availableDisplayModes": ["inline"]}),
+        "{run:#}"
+    );
+    let sizes = run["sizes"].as_array().expect("the host records sizes");
+    assert!(sizes.len() >= 2, "{run:#}");
+    for size in sizes {
+        assert!(size["width"].as_u64().is_some_and(|w| w > 0), "{run:#}");
+        assert!(size["height"].as_u64().is_some_and(|h| h > 0), "{run:#}");
+    }
+    let first = sizes[0]["height"].as_u64().unwrap_or_default();
+    let last = sizes[sizes.len() - 1]["height"]
+        .as_u64()
+        .unwrap_or_default();
+    assert!(
+        last > first,
+        "the result shown made the app taller: {run:#}"
+    );
     assert_eq!(run["errors"], json!([]), "{run:#}");
     let calls = run["calls"].as_array().expect("the host records calls");
     assert_eq!(calls.len(), 1, "{run:#}");

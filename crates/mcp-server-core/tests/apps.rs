@@ -179,10 +179,14 @@ async fn a_host_with_the_extension_sees_the_app_the_links_and_the_app_only_tool(
         let tools = tools["result"]["tools"].as_array().unwrap().clone();
         let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["book_table", "open_slots"]);
-        assert_eq!(tools[0]["_meta"], json!({"ui": {"resourceUri": APP}}));
+        // Both the link hosts read today and the flat key of hosts written before `_meta.ui`.
+        assert_eq!(
+            tools[0]["_meta"],
+            json!({"ui": {"resourceUri": APP}, "ui/resourceUri": APP})
+        );
         assert_eq!(
             tools[1]["_meta"],
-            json!({"ui": {"resourceUri": APP, "visibility": ["app"]}})
+            json!({"ui": {"resourceUri": APP, "visibility": ["app"]}, "ui/resourceUri": APP})
         );
 
         let ui_meta = json!({

@@ -63,7 +63,10 @@ try {
   }, new URL(url).origin + "/host.html");
 
   const state = await page.evaluate(() => window.hostState);
-  console.log(JSON.stringify({ result, status, calls: state.calls, errors: state.errors, csp, console: consoleLines }));
+  console.log(JSON.stringify({
+    result, status, calls: state.calls, errors: state.errors, csp, console: consoleLines,
+    appCapabilities: state.appCapabilities, sizes: state.sizes
+  }));
 } catch (e) {
   failed = true;
   console.error(`drive.mjs: ${e.message}`);

@@ -15,6 +15,7 @@ use mcp_types::ext::apps::{
     self as wire, UiCsp, UiPermissions, UiResourceMeta, UiToolMeta, Visibility,
 };
 use mcp_types::meta::Meta;
+use serde_json::Value;
 
 use super::error::BuildError;
 use super::resource::ResourceDef;
@@ -269,11 +270,14 @@ pub(super) fn build(
                 "the tool '{tool}' is linked to the app '{uri}', which is not registered (McpServer::app)"
             )));
         }
-        extension = extension.tool_meta(
-            tool,
-            wire::META_KEY,
-            serde_json::to_value(ui).unwrap_or_default(),
-        );
+        extension = extension
+            .tool_meta(
+                tool,
+                wire::META_KEY,
+                serde_json::to_value(ui).unwrap_or_default(),
+            )
+            // Hosts written before `_meta.ui` find the app under the flat key.
+            .tool_meta(tool, wire::LEGACY_RESOURCE_URI_KEY, Value::from(uri));
         if !ui.model_visible() {
             extension = extension.tool_for_declaring_clients_only(tool);
         }

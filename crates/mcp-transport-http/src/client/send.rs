@@ -12,7 +12,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderName, HeaderValue};
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::{Method, Request, Response, StatusCode, Uri};
 use mcp_client::{Delivery, LocalFailure};
 use mcp_types::methods;
 use mcp_types::{
@@ -206,7 +206,8 @@ impl Exchange {
         let read = if content_type.starts_with("text/event-stream") {
             follow_sse(&link, body, &method, id.as_ref()).await
         } else {
-            read_json(&link, body, (status, retry_after), &method, id.as_ref()).await
+            let sent = (method.as_str(), id.as_ref(), sent_session.as_deref());
+            read_json(&link, body, (status, retry_after), sent).await
         };
         if let Err(failure) = read {
             fail(failure);
@@ -247,6 +248,9 @@ async fn post(
         ..
     } = link;
     let mut attempts = Attempts::default();
+    // Where this POST goes: the endpoint, or where it redirected to (`307`/`308`, same origin).
+    let mut url = url.clone();
+    let mut redirects = 0;
     loop {
         let mut request = Request::builder().method(Method::POST).uri(url.clone());
         for (name, value) in base_headers {
@@ -280,6 +284,30 @@ async fn post(
                 });
             }
         };
+        if matches!(
+            response.status(),
+            StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT
+        ) {
+            match same_origin_redirect(&url, &response) {
+                Ok(next) if redirects < MAX_REDIRECTS => {
+                    redirects += 1;
+                    url = next;
+                    continue;
+                }
+                Ok(_) => {
+                    return Err(LocalFailure::fatal(format!(
+                        "HTTP {}: more than {MAX_REDIRECTS} redirects",
+                        response.status()
+                    )));
+                }
+                Err(why) => {
+                    return Err(LocalFailure::fatal(format!(
+                        "HTTP {}: {why}",
+                        response.status()
+                    )));
+                }
+            }
+        }
         let challenge = response
             .headers()
             .get(header::WWW_AUTHENTICATE)
@@ -306,6 +334,42 @@ async fn post(
             Retry::Deliver => return Ok(response),
         }
     }
+}
+
+/// How many `307`/`308` redirects one POST follows.
+const MAX_REDIRECTS: u32 = 5;
+
+/// Where a `307`/`308` answer to a POST to `from` sends it again, when that is on the same
+/// origin (scheme, host and port): a redirect keeps the method and the body, and the request
+/// carries the session and the credentials, which go to no other origin. Python SDK 1.x servers
+/// redirect `/mcp/` to `/mcp`.
+fn same_origin_redirect(from: &Uri, response: &Response<Incoming>) -> Result<Uri, String> {
+    let location = response
+        .headers()
+        .get(header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .ok_or("a redirect without a Location")?;
+    let target: Uri = if location.starts_with('/') && !location.starts_with("//") {
+        let mut parts = from.clone().into_parts();
+        parts.path_and_query = Some(
+            location
+                .parse()
+                .map_err(|_| format!("a redirect to an unreadable Location {location:?}"))?,
+        );
+        Uri::from_parts(parts)
+            .map_err(|_| format!("a redirect to an unreadable Location {location:?}"))?
+    } else {
+        location
+            .parse()
+            .map_err(|_| format!("a redirect to an unreadable Location {location:?}"))?
+    };
+    if target.scheme() != from.scheme() || target.authority() != from.authority() {
+        return Err(format!(
+            "a redirect to another origin ({location}), not followed: the request carries this \
+             server's session and credentials; connect to that URL instead"
+        ));
+    }
+    Ok(target)
 }
 
 /// Whether a connection failed in a way that may pass (refused, reset, timed out: a server
@@ -471,8 +535,7 @@ async fn read_json(
     link: &Link,
     body: Incoming,
     (status, retry_after): (StatusCode, Option<std::time::Duration>),
-    method: &str,
-    id: Option<&RequestId>,
+    (method, id, sent_session): (&str, Option<&RequestId>, Option<&str>),
 ) -> Result<(), LocalFailure> {
     let limit = link.state.limits.max_message;
     let refused = |why: String| LocalFailure {
@@ -513,16 +576,28 @@ async fn read_json(
             deliver(&link.state, &link.tx, method, message);
             Ok(())
         }
+        // The session is gone, said the way servers built on the TypeScript SDK v1's README
+        // say it (400, "Bad Request: No valid session ID provided", id null) rather than with
+        // the 404 the spec asks for: start a new one, as for a 404.
+        Ok(JsonRpcMessage::Error(e))
+            if status == StatusCode::BAD_REQUEST
+                && method != methods::INITIALIZE
+                && e.id.request_id() != id
+                && e.error.message.to_ascii_lowercase().contains("session")
+                && let Some(lost) = sent_session =>
+        {
+            Err(session_lost(link, lost).await)
+        }
         // A POST carries one request, so a JSON-RPC error refusing the POST with a client
         // error status is the server's answer to that request, whatever id it names: a
         // 2025-11-25 server that could not read the request's id as its own (TypeScript SDK
         // v1: `null`; Python SDK 1.x: `"server-error"`, "Missing session ID"). It reaches the
         // caller as the server's error, which is how a `server/discover` probe learns that
-        // the server is of the legacy era. `408` and `429` stay the transport's: they refuse
-        // the request for now, not for good.
+        // the server is of the legacy era. Refusals of the credentials (`401`, `403`, `407`)
+        // and refusals for now (`408`, `429`) stay the transport's.
         Ok(JsonRpcMessage::Error(e))
             if status.is_client_error()
-                && !matches!(status.as_u16(), 408 | 429)
+                && !matches!(status.as_u16(), 401 | 403 | 407 | 408 | 429)
                 && let Some(id) = id =>
         {
             let answer = JsonRpcError::new(Some(id.clone()), e.error);

@@ -22,6 +22,9 @@ pub const MIME_TYPE: &str = "text/html;profile=mcp-app";
 pub const SCHEME: &str = "ui://";
 /// The `_meta` key of a tool's link and of a resource's rendering settings.
 pub const META_KEY: &str = "ui";
+/// The flat `_meta` key of a tool's link that hosts written before `_meta.ui` read
+/// (`_meta["ui/resourceUri"]`, the app's URI as a string). A server writes both.
+pub const LEGACY_RESOURCE_URI_KEY: &str = "ui/resourceUri";
 /// The client settings key listing the MIME types the host renders.
 pub const MIME_TYPES: &str = "mimeTypes";
 
@@ -69,10 +72,27 @@ pub struct UiToolMeta {
 }
 
 impl UiToolMeta {
-    /// Reads a tool's `_meta.ui`, if it has one of the right shape.
+    /// Reads a tool's `_meta.ui`, if it has one of the right shape; a tool linked only by the
+    /// older flat `_meta["ui/resourceUri"]` ([`LEGACY_RESOURCE_URI_KEY`]) reads as the same
+    /// link.
     pub fn of(meta: Option<&crate::meta::Meta>) -> Option<Self> {
-        let ui = meta?.extra.get(META_KEY)?;
-        serde_json::from_value(ui.clone()).ok()
+        let meta = meta?;
+        let ui: Option<Self> = meta
+            .extra
+            .get(META_KEY)
+            .and_then(|ui| serde_json::from_value(ui.clone()).ok());
+        let flat = meta
+            .extra
+            .get(LEGACY_RESOURCE_URI_KEY)
+            .and_then(Value::as_str);
+        match (ui, flat) {
+            (Some(ui), _) if ui.resource_uri.is_some() => Some(ui),
+            (ui, Some(uri)) => Some(Self {
+                resource_uri: Some(uri.to_owned()),
+                ..ui.unwrap_or_default()
+            }),
+            (ui, None) => ui,
+        }
     }
 
     /// Whether the model may see and call the tool (the default when `visibility` is absent).
@@ -188,6 +208,29 @@ mod tests {
             serde_json::to_value(&ui).unwrap(),
             json!({"resourceUri": "ui://a/b", "visibility": ["app"]})
         );
+    }
+
+    #[test]
+    fn a_link_under_the_older_flat_key_reads_as_the_same_link() {
+        let read = |meta: serde_json::Value| {
+            let meta: crate::meta::Meta = serde_json::from_value(meta).unwrap();
+            UiToolMeta::of(Some(&meta))
+        };
+        let flat = read(json!({"ui/resourceUri": "ui://a/b"})).unwrap();
+        assert_eq!(flat.resource_uri.as_deref(), Some("ui://a/b"));
+        assert!(flat.model_visible());
+        // The visibility of `_meta.ui` stays when only the flat key names the app.
+        let both = read(json!({"ui/resourceUri": "ui://a/b", "ui": {"visibility": ["app"]}}));
+        assert_eq!(
+            both.as_ref().unwrap().resource_uri.as_deref(),
+            Some("ui://a/b")
+        );
+        assert!(!both.unwrap().model_visible());
+        // `_meta.ui.resourceUri` wins when the two disagree.
+        let newer =
+            read(json!({"ui/resourceUri": "ui://old/x", "ui": {"resourceUri": "ui://a/b"}}));
+        assert_eq!(newer.unwrap().resource_uri.as_deref(), Some("ui://a/b"));
+        assert_eq!(read(json!({"ui/resourceUri": 7})), None);
     }
 
     #[test]
