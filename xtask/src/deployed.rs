@@ -21,10 +21,10 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::interop::{
-    CELL_TIMEOUT, Server, finish, free_port, npm_env, spawn, spawn_to, wait_ready,
+    CELL_TIMEOUT, Server, aim, finish, free_port, npm_env, spawn, spawn_to, wait_ready,
     wait_with_timeout,
 };
-use super::{run, workspace_root};
+use super::{venv_with, workspace_root};
 
 /// Where the deployed base's scripts, manifests and lockfiles live.
 const DIR: &str = "examples/deployed";
@@ -206,22 +206,12 @@ impl Programs {
             }
             Check::Inspector(call) => return self.inspector(call, url, server),
         };
-        let mcp_term = matches!(check, Check::TermInfo(..) | Check::TermCall(_));
-        match url {
-            Some(url) if mcp_term => {
-                command.arg(url);
-            }
-            Some(url) => {
-                command.args(["--url", url]);
-            }
-            None => {
-                command
-                    .arg("--")
-                    .arg(server.get_program())
-                    .args(server.get_args());
-            }
-        }
-        command.current_dir(workspace_root());
+        // mcp-term takes the URL as a positional argument.
+        let flag = match check {
+            Check::TermInfo(..) | Check::TermCall(_) => "",
+            _ => "--url",
+        };
+        aim(&mut command, url.map(|u| (flag, u)), server);
         command
     }
 }
@@ -389,30 +379,9 @@ fn inspector(output: &str, call: bool) -> Result<String, String> {
 /// (every package at an exact version, nothing resolved afresh), again only when it changes.
 fn python1_env(root: &Path, target: &Path) -> Result<PathBuf, String> {
     let lock = root.join(DIR).join("python").join("requirements.lock");
-    let venv = target.join("py1");
-    let python = venv.join("bin").join("python");
-    let marker = venv.join(".installed");
     let wanted =
         std::fs::read(&lock).map_err(|e| format!("could not read {}: {e}", lock.display()))?;
-    if std::fs::read(&marker).ok().as_deref() == Some(wanted.as_slice()) {
-        return Ok(python);
-    }
-    let system_python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
-    run(Command::new(&system_python)
-        .args(["-m", "venv", "--clear"])
-        .arg(&venv))?;
-    run(Command::new(&python)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-        ])
-        .args(["--no-deps", "-r"])
-        .arg(&lock))
-    .map_err(|e| format!("{e} (pip installs the Python SDK 1.x for the deployed-base cells)"))?;
-    std::fs::write(&marker, &wanted)
-        .map_err(|e| format!("could not write {}: {e}", marker.display()))?;
-    Ok(python)
+    let lock = lock.to_string_lossy();
+    venv_with(&target.join("py1"), &wanted, &["--no-deps", "-r", &lock])
+        .map_err(|e| format!("{e} (pip installs the Python SDK 1.x for the deployed-base cells)"))
 }

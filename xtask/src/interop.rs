@@ -192,20 +192,29 @@ impl Programs {
         if cell.side == Side::RustClient && cell.peer == Peer::Python {
             command.arg("--apps");
         }
-        match url {
-            Some(url) => {
-                command.args(["--url", url]);
-            }
-            None => {
-                command
-                    .arg("--")
-                    .arg(server.get_program())
-                    .args(server.get_args());
-            }
-        }
-        command.current_dir(workspace_root());
+        aim(&mut command, url.map(|u| ("--url", u)), server);
         command
     }
+}
+
+/// Points a client `command` at its server: at `(flag, url)` (the flag empty for a positional
+/// URL), or at a stdio server it starts itself (`-- PROGRAM ARGS…`); run from the workspace.
+pub(crate) fn aim(command: &mut Command, url: Option<(&str, &str)>, server: &Command) {
+    match url {
+        Some(("", url)) => {
+            command.arg(url);
+        }
+        Some((flag, url)) => {
+            command.args([flag, url]);
+        }
+        None => {
+            command
+                .arg("--")
+                .arg(server.get_program())
+                .args(server.get_args());
+        }
+    }
+    command.current_dir(workspace_root());
 }
 
 /// Installs the npm packages of `dir` from its `package-lock.json` with `npm ci`, unless the

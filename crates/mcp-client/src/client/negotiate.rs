@@ -87,7 +87,18 @@ impl Client {
                                     _ => return self.initialize().await,
                                 }
                             }
-                            Probe::Legacy => return self.initialize().await,
+                            Probe::Legacy => {
+                                return match self.initialize().await {
+                                    // The fallback never reached a server either: the probe's
+                                    // transport failure is the one to report (nothing
+                                    // listens, a name that does not resolve).
+                                    Err(ClientError::Interrupted {
+                                        may_have_run: false,
+                                        ..
+                                    }) if matches!(error, ClientError::Transport(_)) => Err(error),
+                                    other => other,
+                                };
+                            }
                             Probe::Refused => return Err(error),
                         },
                     }
@@ -157,7 +168,9 @@ enum Probe {
 /// | a connection that broke or was refused, `429`, `503` | | `Interrupted` | [`Probe::Refused`] |
 ///
 /// A `Transport` failure that is not an HTTP answer (a TLS refusal, an answer over the size
-/// limit) fails `initialize` the same way, and that is the error the caller gets.
+/// limit) fails `initialize` the same way, and that is the error the caller gets; when the
+/// probe gave up reaching the server at all (nothing listens: `Transport` after its re-sends)
+/// and `initialize` does not reach it either, the caller gets the probe's error.
 fn after_probe(error: &ClientError) -> Probe {
     match error {
         ClientError::Server(e) if e.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION => {
