@@ -14,20 +14,9 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-/// `target/<profile>/examples/<name>`: cargo builds the examples before it runs this test.
-fn example(name: &str) -> PathBuf {
-    let mut dir = std::env::current_exe().expect("the test binary has a path");
-    dir.pop();
-    if dir.ends_with("deps") {
-        dir.pop();
-    }
-    let path = dir.join("examples").join(name);
-    assert!(
-        path.exists(),
-        "{} is not built: run `cargo build -p mcp-examples --examples` first (`cargo xtask test` does)",
-        path.display()
-    );
-    path
+/// `target/<profile>/examples/<name>`, refused when missing or older than its sources.
+pub(crate) fn example(name: &str) -> PathBuf {
+    mcp_faults::built::example(name)
 }
 
 async fn output_of(name: &str, args: &[&str]) -> String {

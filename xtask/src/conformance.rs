@@ -722,18 +722,25 @@ fn by_name_leg(
     };
     let mut ran = Vec::new();
     let mut skipped = Vec::new();
+    let mut crashed = Vec::new();
     for (scenario, versions) in scenarios {
         for version in versions {
             let dir = out
                 .join(format!("{side}-by-name"))
                 .join(format!("{}-{version}", scenario.replace('/', "_")));
-            // The harness's exit code is the scenario's verdict, read from checks.json below
-            // (its log stays in the scenario's folder).
-            harness.run(&args(scenario, version), &dir, false)?;
+            // The scenario's verdict is read from checks.json below (its log stays in the
+            // scenario's folder); the harness's exit code tells a scenario that does not apply
+            // (nothing run, exit 0) from a harness that died before writing anything.
+            let exited_ok = harness.run(&args(scenario, version), &dir, false)?;
             let reason = format!("in no requirement set; run at {version}");
             let found = read_scenarios(&dir, side, &BTreeMap::new());
             if found.is_empty() {
-                skipped.push(format!("{scenario} @{version}"));
+                let name = format!("{scenario} @{version}");
+                if exited_ok {
+                    skipped.push(name);
+                } else {
+                    crashed.push((name, dir.join("harness.log")));
+                }
             }
             ran.extend(found.into_iter().map(|mut s| {
                 s.name = format!("{} @{version}", s.name);
@@ -746,6 +753,13 @@ fn by_name_leg(
     for s in &skipped {
         println!("  SKIP {s} (the harness ran nothing: not applicable at that revision)");
     }
+    for (s, log) in &crashed {
+        println!(
+            "  FAIL {s} (the harness failed before writing any check: see {})",
+            log.display()
+        );
+    }
+    tally.harness_ok &= crashed.is_empty();
     Ok(finish_leg(&format!("{side} by name"), &tally, false))
 }
 

@@ -35,7 +35,7 @@
 //!   the cost grows with sessions, streams, tasks and tools (see `scale.rs`).
 
 use std::env;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 mod architecture;
@@ -203,16 +203,25 @@ fn cargo() -> Command {
 /// path of its interpreter.
 fn python_env() -> Result<PathBuf, String> {
     let venv = workspace_root().join("target").join("py");
+    let wanted = format!("{PYTHON_MCP} {}", PYTHON_OTEL.join(" "));
+    let mut packages = vec![PYTHON_MCP];
+    packages.extend(PYTHON_OTEL);
+    venv_with(&venv, wanted.as_bytes(), &packages)
+}
+
+/// The virtual environment at `venv` with `pip install`'s `arguments` installed, made again
+/// only when `wanted` (what the environment is made from, kept in it as `.installed`) changed;
+/// its Python.
+pub(crate) fn venv_with(venv: &Path, wanted: &[u8], arguments: &[&str]) -> Result<PathBuf, String> {
     let python = venv.join("bin").join("python");
     let marker = venv.join(".installed");
-    let wanted = format!("{PYTHON_MCP} {}", PYTHON_OTEL.join(" "));
-    if std::fs::read_to_string(&marker).ok().as_deref() == Some(wanted.as_str()) {
+    if std::fs::read(&marker).ok().as_deref() == Some(wanted) {
         return Ok(python);
     }
     let system_python = env::var("PYTHON").unwrap_or_else(|_| "python3".into());
     run(Command::new(&system_python)
         .args(["-m", "venv", "--clear"])
-        .arg(&venv))?;
+        .arg(venv))?;
     run(Command::new(&python)
         .args([
             "-m",
@@ -220,12 +229,17 @@ fn python_env() -> Result<PathBuf, String> {
             "install",
             "--quiet",
             "--disable-pip-version-check",
-            PYTHON_MCP,
         ])
-        .args(PYTHON_OTEL))?;
-    std::fs::write(&marker, &wanted)
+        .args(arguments))?;
+    std::fs::write(&marker, wanted)
         .map_err(|e| format!("could not write {}: {e}", marker.display()))?;
     Ok(python)
+}
+
+/// Whether this runs on a CI machine (`CI` set to anything but empty, `false` or `0`): there a
+/// missing tool fails its stage instead of skipping it.
+pub(crate) fn on_ci() -> bool {
+    env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
 }
 
 /// The crate layering and the self-containment of the tree.

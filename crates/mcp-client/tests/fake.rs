@@ -4,9 +4,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_client::{BoxFuture, CallOptions, Client, ClientError, Mode, Transport};
+use mcp_types::JsonRpcMessage;
 use mcp_types::elicitation::ElicitResult;
 use mcp_types::mrtr::Outcome;
-use mcp_types::{JsonRpcMessage, JsonRpcNotification, JsonRpcRequest};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -498,10 +498,6 @@ async fn the_manual_loop_returns_each_leg_and_a_fresh_client_resumes_from_persis
     assert_eq!(
         calls(&sent, "tools/call")[0].1["params"]["requestState"],
         "leg-1"
-    );
-    let _ = (
-        JsonRpcRequest::new(1, "x", &json!({})),
-        JsonRpcNotification::new("x", &json!({})),
     );
 }
 

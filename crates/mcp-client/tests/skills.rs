@@ -234,6 +234,5 @@ async fn against_a_skills_dir_server_every_skill_loads_on_both_eras() {
             matches!(&unknown, ClientError::Server(e) if e.code.0 == -32602),
             "{unknown:?}"
         );
-        let _ = serde_json::to_value(&skills).map(|v: Value| assert!(v.is_array()));
     }
 }

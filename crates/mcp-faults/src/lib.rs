@@ -11,10 +11,14 @@
 //!   that waits for its cancellation and counts it), served over HTTP by [`Upstream`], which
 //!   restarts on command (a new instance that knows none of the old sessions).
 //!
-//! Not published: the client's tests and `mcp-term`'s use it.
+//! - [`built::example`]: an example program the process-level tests run, refused when it is
+//!   missing or older than its sources.
+//!
+//! Not published: the client's tests, `mcp-term`'s and the examples' use it.
 #![forbid(unsafe_code)]
 
 mod body;
+pub mod built;
 mod fault;
 mod proxy;
 mod server;

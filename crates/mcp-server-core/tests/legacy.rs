@@ -14,7 +14,6 @@ use mcp_types::elicitation::{
 };
 use mcp_types::logging::LoggingLevel;
 use mcp_types::mrtr::Outcome;
-use mcp_types::resources::ReadResourceResult;
 use mcp_types::tools::CallToolResult;
 use mcp_types::{ErrorObject, JsonObject};
 use serde_json::json;
@@ -316,7 +315,6 @@ async fn list_changes_and_subscribed_resource_updates_reach_the_session() {
             .is_err(),
         "an unsubscribed URI was announced"
     );
-    let _ = ReadResourceResult::default();
 }
 
 #[tokio::test]

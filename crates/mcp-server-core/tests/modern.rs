@@ -6,12 +6,12 @@ mod common;
 
 use std::time::Duration;
 
-use common::{TestClient, envelope, provisioner, with_meta};
+use common::{TestClient, provisioner, with_meta};
 use mcp_server_core::Server;
 use mcp_types::logging::LoggingLevel;
 use mcp_types::mrtr::Outcome;
 use mcp_types::tools::CallToolResult;
-use serde_json::{Value, json};
+use serde_json::json;
 
 fn service() -> mcp_server_core::Service {
     provisioner("lowlevel-demo", "0.0.1").into_service()
@@ -291,11 +291,7 @@ async fn malformed_bytes_get_parse_and_invalid_request_errors() {
 fn chatty() -> mcp_server_core::Service {
     Server::new("chatty")
         .logging(true)
-        .on_call_tool(|ctx, params| async move {
-            if params.name == "slow" {
-                ctx.cancellation().cancelled().await;
-                return Ok(Outcome::Complete(CallToolResult::text("unreachable")));
-            }
+        .on_call_tool(|ctx, _params| async move {
             ctx.progress(0.0, Some(100.0), None).await;
             ctx.log(LoggingLevel::Debug, Some("t"), json!("debug line"))
                 .await;
@@ -346,15 +342,45 @@ async fn progress_only_with_a_token_and_logs_only_with_a_log_level() {
 
 #[tokio::test]
 async fn notifications_cancelled_cancels_the_handler_and_nothing_is_sent_for_it() {
-    let mut c = TestClient::new(&chatty());
+    // The slow tool says when it started and when it was cancelled: the test waits on those
+    // signals, not on the clock, and fails if the cancellation never reaches the handler.
+    let (started_tx, started) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let (cancelled_tx, cancelled) = tokio::sync::oneshot::channel::<()>();
+    let cancelled_tx = std::sync::Mutex::new(Some(cancelled_tx));
+    let service = Server::new("cancel")
+        .on_call_tool(move |ctx, params| {
+            let started = started_tx.clone();
+            let cancelled = (params.name == "slow")
+                .then(|| cancelled_tx.lock().unwrap().take())
+                .flatten();
+            async move {
+                if let Some(cancelled) = cancelled {
+                    let _ = started.send(());
+                    ctx.cancellation().cancelled().await;
+                    let _ = cancelled.send(());
+                    return Ok(Outcome::Complete(CallToolResult::text("late")));
+                }
+                Ok(Outcome::Complete(CallToolResult::text("ok")))
+            }
+        })
+        .into_service();
+    let mut c = TestClient::new(&service);
+    let mut started = started;
     let slow = json!({"jsonrpc": "2.0", "id": "slow-1", "method": "tools/call", "params": with_meta(json!({"name": "slow"}), json!({}))});
     c.conn.send_raw(slow.to_string().into_bytes());
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    tokio::time::timeout(Duration::from_secs(5), started.recv())
+        .await
+        .expect("the slow tool started");
     c.notify(
         "notifications/cancelled",
         json!({"requestId": "slow-1", "reason": "user"}),
     );
-    // The next request is answered, and nothing ever arrives for the cancelled one.
+    // The token fires (the signal is sent) or the handler's future is dropped (the sender with
+    // it): either way the call is cancelled. Neither within the deadline: it was not.
+    let fired = tokio::time::timeout(Duration::from_secs(5), cancelled).await;
+    assert!(fired.is_ok(), "the handler was not cancelled: {fired:?}");
+    // The next request is answered, and nothing ever arrives for the cancelled one (its
+    // handler returned "late" after the cancellation: that answer must not be sent).
     let r = c
         .modern("tools/call", json!({"name": "t"}), json!({}))
         .await;
@@ -413,7 +439,6 @@ async fn envelope_keys_are_read_per_request() {
         )
         .await;
     assert_eq!(second["error"]["code"], -32021);
-    let _ = envelope(Value::Null);
 }
 
 #[tokio::test]

@@ -651,7 +651,6 @@ fn mistakes_are_caught_when_the_server_is_built() {
         build_error(McpServer::new("s").tool(dup()).tool(dup())),
         "two tools are named 't'"
     );
-    let _ = ElicitationResult::<Name>::Declined;
 }
 
 /// A resolver that sends the user to a page, with or without naming the elicitation.

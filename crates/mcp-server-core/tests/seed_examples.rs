@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::{TestClient, with_meta};
+use common::TestClient;
 use mcp_server_core::Service;
 use mcp_server_core::registry::{
     Accepted, Context, ElicitationResult, McpServer, PromptDef, Resolution, Resolver,
@@ -851,5 +851,4 @@ async fn a_template_resource_asks_before_it_reads() {
         templates["result"]["resourceTemplates"][0]["uriTemplate"],
         "vault://{item}"
     );
-    let _ = with_meta(json!({}), json!({}));
 }

@@ -138,13 +138,15 @@ mod tests {
     #[test]
     fn an_authorization_page_is_shown_with_the_host_a_browser_opens_or_refused() {
         let mut out = Vec::new();
-        let _ = ask_redirect(
+        // Nothing typed: the page is shown, then the missing redirect is an error.
+        let asked = ask_redirect(
             &mut "".as_bytes(),
             &mut out,
             "https://evil.example\\@auth.example.com/authorize",
             "http://127.0.0.1/cb",
             false,
         );
+        assert!(asked.is_err(), "{asked:?}");
         let out = String::from_utf8(out).unwrap();
         assert!(
             out.contains(

@@ -584,7 +584,6 @@ async fn resources_written_with_macros() {
         list[0]["result"]["resources"],
         json!([{"uri": "file:///readme", "name": "readme", "description": "The read-me."}])
     );
-    let _ = BTreeMap::<String, String>::new();
 }
 
 #[test]

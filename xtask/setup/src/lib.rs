@@ -325,11 +325,11 @@ pub const NEEDS: &[Need] = &[
     },
     Need {
         name: "nightly toolchain",
-        why: "cargo fuzz builds with sanitizers on nightly (`cargo xtask fuzz --ci` skips without it); `cargo xtask docs` documents as docs.rs does, on nightly",
+        why: "cargo fuzz builds with sanitizers on nightly (`cargo xtask fuzz --ci` skips without it on a developer's machine, and fails on CI); `cargo xtask docs` documents as docs.rs does, on nightly",
         suites: &[Suite::Fuzz, Suite::Release],
         present: has_nightly,
         install: Install::RustupToolchain("nightly"),
-        required: false,
+        required: true,
         applies: always,
     },
     Need {
@@ -709,8 +709,12 @@ const SYSTEM_DIRS: &[&str] = &[
 
 /// The executable file `name` on `PATH` or in the system's program directories.
 pub fn program(name: &str) -> Option<PathBuf> {
-    let path = env::var_os("PATH").unwrap_or_default();
-    env::split_paths(&path)
+    program_in(&env::var_os("PATH").unwrap_or_default(), name)
+}
+
+/// [`program`] with `path` for `PATH`.
+fn program_in(path: &std::ffi::OsStr, name: &str) -> Option<PathBuf> {
+    env::split_paths(path)
         .chain(SYSTEM_DIRS.iter().map(PathBuf::from))
         .map(|dir| dir.join(name))
         .find(|candidate| is_executable(candidate))
@@ -869,8 +873,8 @@ mod tests {
                 Install::Cargo(c) => c,
             };
             assert!(
-                section.contains(&format!("`{named}`")) || section.contains(named),
-                "README.md's fresh-machine list lacks {named} ({})",
+                section.contains(&format!("`{named}`")),
+                "README.md's fresh-machine list lacks `{named}` ({})",
                 need.why
             );
             for suite in need.suites {
@@ -905,5 +909,30 @@ mod tests {
     fn programs_are_found_on_path_and_in_sbin() {
         assert!(program("sh").is_some());
         assert!(program("no-such-program-anywhere").is_none());
+        // A PATH without the system folders still finds what lives only there (nginx is in
+        // /usr/sbin, outside a user's PATH): the fallback, not the PATH, finds it.
+        let empty = tempfile_dir();
+        let in_sbin = SYSTEM_DIRS
+            .iter()
+            .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+            .map(|e| e.path())
+            .find(|p| is_executable(p))
+            .expect("a program in a system folder");
+        let name = in_sbin.file_name().unwrap().to_str().unwrap();
+        let found = program_in(empty.as_os_str(), name).expect("found through SYSTEM_DIRS");
+        assert!(
+            SYSTEM_DIRS.iter().any(|d| found.starts_with(d)),
+            "{}",
+            found.display()
+        );
+        assert!(program_in(empty.as_os_str(), "no-such-program-anywhere").is_none());
+        std::fs::remove_dir(&empty).unwrap();
+    }
+
+    /// A folder with nothing in it, to stand for a PATH that finds nothing.
+    fn tempfile_dir() -> PathBuf {
+        let dir = env::temp_dir().join(format!("xtask-setup-empty-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
     }
 }

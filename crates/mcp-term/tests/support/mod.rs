@@ -6,20 +6,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// `target/<profile>/examples/<name>`; `cargo xtask test` builds the examples first.
+/// `target/<profile>/examples/<name>`, refused when missing or older than its sources.
 pub(crate) fn example(name: &str) -> PathBuf {
-    let mut dir = std::env::current_exe().expect("the test binary has a path");
-    dir.pop();
-    if dir.ends_with("deps") {
-        dir.pop();
-    }
-    let path = dir.join("examples").join(name);
-    assert!(
-        path.exists(),
-        "{} is not built: run `cargo build -p mcp-examples --examples` first (`cargo xtask test` does)",
-        path.display()
-    );
-    path
+    mcp_faults::built::example(name)
 }
 
 /// An example server over HTTP, stopped when dropped.
