@@ -571,20 +571,21 @@ async fn read_json(
             .take(200)
             .collect::<String>()
     };
-    match JsonRpcMessage::from_slice(&bytes) {
-        Ok(message) if status.is_success() || id.is_none() || message.id() == id => {
+    // (Match guards bind nothing here: `if let` guards are newer than the declared minimum
+    // Rust, 1.88.)
+    match (JsonRpcMessage::from_slice(&bytes), id, sent_session) {
+        (Ok(message), _, _) if status.is_success() || id.is_none() || message.id() == id => {
             deliver(&link.state, &link.tx, method, message);
             Ok(())
         }
         // The session is gone, said the way servers built on the TypeScript SDK v1's README
         // say it (400, "Bad Request: No valid session ID provided", id null) rather than with
         // the 404 the spec asks for: start a new one, as for a 404.
-        Ok(JsonRpcMessage::Error(e))
+        (Ok(JsonRpcMessage::Error(e)), _, Some(lost))
             if status == StatusCode::BAD_REQUEST
                 && method != methods::INITIALIZE
                 && e.id.request_id() != id
-                && e.error.message.to_ascii_lowercase().contains("session")
-                && let Some(lost) = sent_session =>
+                && e.error.message.to_ascii_lowercase().contains("session") =>
         {
             Err(session_lost(link, lost).await)
         }
@@ -595,16 +596,17 @@ async fn read_json(
         // caller as the server's error, which is how a `server/discover` probe learns that
         // the server is of the legacy era. Refusals of the credentials (`401`, `403`, `407`)
         // and refusals for now (`408`, `429`) stay the transport's.
-        Ok(JsonRpcMessage::Error(e))
+        (Ok(JsonRpcMessage::Error(e)), Some(id), _)
             if status.is_client_error()
-                && !matches!(status.as_u16(), 401 | 403 | 407 | 408 | 429)
-                && let Some(id) = id =>
+                && !matches!(status.as_u16(), 401 | 403 | 407 | 408 | 429) =>
         {
             let answer = JsonRpcError::new(Some(id.clone()), e.error);
             deliver(&link.state, &link.tx, method, JsonRpcMessage::Error(answer));
             Ok(())
         }
-        Ok(JsonRpcMessage::Error(e)) => Err(refused(format!("HTTP {status}: {}", e.error.message))),
+        (Ok(JsonRpcMessage::Error(e)), _, _) => {
+            Err(refused(format!("HTTP {status}: {}", e.error.message)))
+        }
         _ => Err(refused(format!("HTTP {status}: {}", snippet()))),
     }
 }
