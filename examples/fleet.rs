@@ -62,7 +62,11 @@ async fn main() -> Result<(), mcp::ServeError> {
         tasks = Some(Arc::new(stores.task_store()));
         // 2025-11-25 sessions in Redis, and the bus between instances: nginx needs no
         // stickiness, and a session outlives the instance that opened it.
-        shared = Some(stores.fleet(instance.clone()));
+        let fleet = stores.fleet(instance.clone());
+        // The member name (instance and process) that the failures this process causes by
+        // dying name: `cargo xtask fleet` reads it here to attribute them to their cause.
+        eprintln!("fleet member {}", fleet.member());
+        shared = Some(fleet);
         // Their SSE history too: a stream cut on one instance resumes on any other.
         events = Some(Arc::new(stores.event_store()));
     }

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use mcp::tasks::{TaskConfig, TaskStore, TaskSupport};
 use mcp::{
-    Accepted, Context, ElicitationResult, McpServer, RequestStateSecurity, Resolution, ToolDef,
+    Accepted, Context, ElicitationResult, McpServer, Refusal, RequestStateSecurity, Resolution,
+    ToolDef,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -142,13 +143,15 @@ pub fn reindex() -> ToolDef {
         .task(TaskSupport::Optional)
         .handler(|ctx: Context, r: Reindex| async move {
             let question = format!("Rebuild {} now?", r.index);
-            match ctx.elicit::<Confirm>(question).await {
-                Ok(ElicitationResult::Accepted(Confirm { ok: true })) => {
+            // A question that could not be asked (the task store failing, say) is not the
+            // tool's failure: `?` answers the call with that JSON-RPC error (a task ends
+            // `failed` with it), never an `isError` result a client would take for the tool's.
+            match ctx.elicit::<Confirm>(question).await.map_err(Refusal)? {
+                ElicitationResult::Accepted(Confirm { ok: true }) => {
                     tokio::time::sleep(REINDEX_WORK).await;
                     Ok(format!("Reindexed {}.", r.index))
                 }
-                Ok(_) => Ok(format!("{} left as it is.", r.index)),
-                Err(e) => Err(e.message),
+                _ => Ok::<_, Refusal>(format!("{} left as it is.", r.index)),
             }
         })
 }
@@ -169,12 +172,12 @@ pub fn migrate() -> ToolDef {
         .task(TaskSupport::Optional)
         .handler(|ctx: Context, m: Migrate| async move {
             let question = format!("Migrate {} now?", m.database);
-            match ctx.elicit::<Confirm>(question).await {
-                Ok(ElicitationResult::Accepted(Confirm { ok: true })) => {
+            // As `reindex`: a question that could not be asked answers with its error.
+            match ctx.elicit::<Confirm>(question).await.map_err(Refusal)? {
+                ElicitationResult::Accepted(Confirm { ok: true }) => {
                     Ok(format!("Migrated {}.", m.database))
                 }
-                Ok(_) => Ok(format!("{} left as it is.", m.database)),
-                Err(e) => Err(e.message),
+                _ => Ok::<_, Refusal>(format!("{} left as it is.", m.database)),
             }
         })
 }

@@ -26,12 +26,13 @@
 //!
 //! Outcomes: completed; failed with a clean error (an HTTP error status or a JSON-RPC error,
 //! with its reason); lost (no answer within the deadline, a broken connection, or a wrong
-//! answer). Exit status: non-zero on any lost flow, and on any failed flow of either era
-//! except: a task whose worker was on the killed instance (which must fail cleanly: "worker
-//! lost"); a legacy question whose asker was the killed instance (the answer is told "gone");
-//! and a flow that needed Redis while Redis was away (the error names Redis or the session
-//! store). Every task that completed is read again after the Redis restart and must still be
-//! there with its result.
+//! answer). Exit status: non-zero on any lost flow, and on any clean failure that no fault of
+//! the schedule explains. A failure is attributed by what it names, not by when it happened
+//! (see [`cause`]): the killed process by its fleet member name (a question it asked, a stream
+//! it ran, a task it worked on), Redis by name (every store error says "Redis"); time only
+//! orders cause before effect. Every task that completed is read again after the Redis
+//! restart and must still be there with its result. `--plant hang|lost-task` plants a real
+//! problem, which must fail the run.
 //! A round in flight on the killed instance that nginx re-sent elsewhere must complete there:
 //! the replay guard hands a dead instance's unfinished claim over (see `mcp-store-redis`).
 
@@ -64,8 +65,6 @@ const KEPT: &str = "kept";
 const PLANTED: usize = 3;
 /// How many times `sse-resume` resumes a stream that ended before its answer.
 const RESUMPTIONS: usize = 3;
-/// A flow that failed this long after Redis came back, or less, may blame Redis.
-const REDIS_GRACE: Duration = Duration::from_secs(3);
 /// How many announcements the notification check raises.
 const NOTICES: u64 = 30;
 /// Task flows that completed (task id, result text): each is read again at the end of the run.
@@ -74,9 +73,6 @@ static COMPLETED_TASKS: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
 const LEG_DEADLINE: Duration = Duration::from_secs(30);
 /// How long a task flow polls before calling it lost.
 const TASK_DEADLINE: Duration = Duration::from_secs(60);
-/// A task that failed "worker lost" and started this long before the SIGKILL or less ran on
-/// the killed instance; any other such failure fails the run.
-const CRASH_WINDOW: Duration = Duration::from_secs(5);
 /// How long after phase 2 is rolled out phase 3 starts (see the schedule).
 const PHASE3_GAP: Duration = Duration::from_secs(5);
 const KEY_A: &str = "fleet-xtask-key-one-0123456789abcdef0123456789";
@@ -89,6 +85,19 @@ struct Options {
     /// One instance on its in-memory stores (no Redis), no restarts: the single-process
     /// default under the same load and checks.
     single: bool,
+    /// A real problem planted in the run, which must then fail naming it.
+    plant: Option<Plant>,
+}
+
+/// A real problem `--plant` puts in a run, to show the run fails on it and says which.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Plant {
+    /// One instance stops answering (SIGSTOP) for longer than a leg's deadline: the flows it
+    /// holds hang, and no injected fault explains that.
+    Hang,
+    /// A completed task's record is deleted from Redis behind the fleet's back: the task is
+    /// lost, and the read-back at the end of the run finds it gone.
+    LostTask,
 }
 
 fn options(args: &[String]) -> Result<Options, String> {
@@ -97,6 +106,7 @@ fn options(args: &[String]) -> Result<Options, String> {
         concurrency: 32,
         release: false,
         single: false,
+        plant: None,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -111,12 +121,26 @@ fn options(args: &[String]) -> Result<Options, String> {
             "--concurrency" => o.concurrency = number("--concurrency")?.min(256),
             "--release" => o.release = true,
             "--single" => o.single = true,
+            "--plant" => {
+                o.plant = Some(match args.next().map(String::as_str) {
+                    Some("hang") => Plant::Hang,
+                    Some("lost-task") => Plant::LostTask,
+                    other => {
+                        return Err(format!(
+                            "--plant takes `hang` or `lost-task`, not {other:?}"
+                        ));
+                    }
+                })
+            }
             other => {
                 return Err(format!(
-                    "unknown argument `{other}`; usage: cargo xtask fleet [--flows N] [--concurrency C] [--release] [--single]"
+                    "unknown argument `{other}`; usage: cargo xtask fleet [--flows N] [--concurrency C] [--release] [--single] [--plant hang|lost-task]"
                 ));
             }
         }
+    }
+    if o.single && o.plant.is_some() {
+        return Err("--plant needs the fleet (it is not for --single)".into());
     }
     Ok(o)
 }
@@ -143,6 +167,9 @@ struct Instance {
     name: String,
     port: u16,
     child: Option<Child>,
+    /// The fleet member its running process is (`i2~9d72d840`), from its log: what the
+    /// failures its death causes name.
+    member: Option<String>,
 }
 
 struct Fleet {
@@ -156,10 +183,11 @@ struct Fleet {
 impl Fleet {
     fn start(&mut self, i: usize, keys: &str) -> Result<(), String> {
         let instance = &mut self.instances[i];
+        let log_path = self.dir.join(format!("{}.log", instance.name));
         let log = fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(self.dir.join(format!("{}.log", instance.name)))
+            .open(&log_path)
             .map_err(|e| e.to_string())?;
         let mut command = Command::new(&self.binary);
         if let Some(url) = &self.redis_url {
@@ -176,7 +204,23 @@ impl Fleet {
             .spawn()
             .map_err(|e| format!("{}: {e}", self.binary.display()))?;
         instance.child = Some(child);
-        wait_ready(instance.port)
+        wait_ready(instance.port)?;
+        // Written before the process listens: the log's last such line is this process's.
+        instance.member = self.redis_url.as_ref().and_then(|_| {
+            fs::read_to_string(&log_path).ok().and_then(|log| {
+                log.lines()
+                    .rev()
+                    .find_map(|l| l.strip_prefix("fleet member "))
+                    .map(|m| m.trim().to_owned())
+            })
+        });
+        if self.redis_url.is_some() && instance.member.is_none() {
+            return Err(format!(
+                "{} did not log its fleet member name (\"fleet member …\")",
+                instance.name
+            ));
+        }
+        Ok(())
     }
 
     /// SIGTERM, then wait for the drain to finish and the process to exit.
@@ -305,6 +349,7 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
             name: format!("i{n}"),
             port: free_port()?,
             child: None,
+            member: None,
         });
     }
     for i in 0..size {
@@ -359,13 +404,13 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
             .map_err(|e| format!("a kept session on {}: {e:?}", instance.name))?;
         kept.push(session);
     }
-    let outages: Arc<Mutex<Vec<(Instant, Instant)>>> = Arc::default();
+    // What the schedule did to the fleet, for the failures it explains.
+    let mut faults: Vec<Fault> = Vec::new();
 
     // The load.
     let next = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(AtomicUsize::new(0));
     let results: Arc<Mutex<Vec<Outcome>>> = Arc::default();
-    let killed_at: Arc<Mutex<Option<Instant>>> = Arc::default();
     let load_start = Instant::now();
     // Flows go on past N until the schedule is done, so every event happens under load.
     let finished = Arc::new(AtomicBool::new(false));
@@ -457,6 +502,10 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
             std::thread::sleep(PHASE3_GAP);
         }
         for i in 0..3 {
+            faults.push(Fault::Drained {
+                member: fleet.instances[i].member.clone().unwrap_or_default(),
+                at: Instant::now(),
+            });
             let drained = match fleet.stop(i) {
                 Ok(d) => d,
                 Err(e) => {
@@ -476,7 +525,27 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
             ));
         }
     }
+    if schedule_error.is_none() && o.plant == Some(Plant::Hang) {
+        // Planted: i3 stops answering, longer than a leg may wait, under load.
+        wait_until(at(0.60));
+        let hung = &fleet.instances[2];
+        if let Some(child) = &hung.child {
+            let stopped = signal(child, "STOP").map(|()| {
+                std::thread::sleep(LEG_DEADLINE + Duration::from_secs(5));
+            });
+            if let Err(e) = stopped.and(signal(child, "CONT")) {
+                schedule_error = Some(format!("planting a hang: {e}"));
+            }
+            events.push(format!(
+                "planted: {} stopped answering (SIGSTOP) for {} s at flow {}",
+                hung.name,
+                (LEG_DEADLINE + Duration::from_secs(5)).as_secs(),
+                done.load(Ordering::Relaxed)
+            ));
+        }
+    }
     let mut planted = None;
+    let mut killed_member = String::new();
     if schedule_error.is_none() && !o.single {
         wait_until(at(0.70));
         let killed = 1;
@@ -484,12 +553,14 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
             Ok(p) => planted = Some(p),
             Err(e) => schedule_error = Some(format!("planting tasks on i{}: {e}", killed + 1)),
         }
+        killed_member = fleet.instances[killed].member.clone().unwrap_or_default();
+        faults.push(Fault::Killed {
+            member: killed_member.clone(),
+            at: Instant::now(),
+        });
         let _ = fleet.kill(killed);
-        if let Ok(mut k) = killed_at.lock() {
-            *k = Some(Instant::now());
-        }
         events.push(format!(
-            "SIGKILL i{} at flow {}",
+            "SIGKILL i{} ({killed_member}) at flow {}",
             killed + 1,
             done.load(Ordering::Relaxed)
         ));
@@ -515,9 +586,7 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
                 wait_redis_ready(redis_port)
             });
         let up = Instant::now();
-        if let Ok(mut o) = outages.lock() {
-            o.push((down, up + REDIS_GRACE));
-        }
+        faults.push(Fault::RedisRestart { at: down });
         match restarted {
             Ok(()) => events.push(format!(
                 "Redis restarted (away {} ms, until it had loaded its file) at flow {}",
@@ -530,14 +599,11 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
     if let (None, Some(redis)) = (&schedule_error, redis.as_mut()) {
         // Redis stalls for 2 s: connections stay open, nothing answers.
         wait_until(at(0.90));
-        let stalled = Instant::now();
+        faults.push(Fault::RedisStall { at: Instant::now() });
         let stall = signal(&redis.0, "STOP").map(|()| {
             std::thread::sleep(Duration::from_secs(2));
         });
         let resumed = signal(&redis.0, "CONT");
-        if let Ok(mut o) = outages.lock() {
-            o.push((stalled, Instant::now() + REDIS_GRACE));
-        }
         match stall.and(resumed) {
             Ok(()) => events.push(format!(
                 "Redis stalled (SIGSTOP) for 2 s at flow {}",
@@ -557,14 +623,31 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
         .lock()
         .map(|mut r| std::mem::take(&mut *r))
         .unwrap_or_default();
-    let killed_at = killed_at.lock().ok().and_then(|k| *k);
+    if o.plant == Some(Plant::LostTask) {
+        // Planted: a completed task's record vanishes from the store.
+        let first = COMPLETED_TASKS
+            .lock()
+            .ok()
+            .and_then(|t| t.first().map(|(id, _)| id.clone()));
+        match first {
+            Some(id) => match redis_command(redis_port, &["DEL", &format!("fleet:task:{id}")]) {
+                Ok(reply) if reply.starts_with(":1") => {
+                    events.push(format!("planted: task {id} deleted from Redis"));
+                }
+                Ok(reply) => {
+                    schedule_error = Some(format!("planting a lost task: DEL answered {reply}"));
+                }
+                Err(e) => schedule_error = Some(format!("planting a lost task: {e}")),
+            },
+            None => schedule_error = Some("planting a lost task: no task completed".into()),
+        }
+    }
     for event in &events {
         println!("  {event}");
     }
-    let outages = outages.lock().map(|o| o.clone()).unwrap_or_default();
-    let mut verdict = report(&results, killed_at, &outages);
+    let mut verdict = report(&results, &faults);
     if let Some(planted) = planted {
-        match check_planted(&planted, nginx_port) {
+        match check_planted(&planted, nginx_port, &killed_member) {
             Ok(line) => println!("  {line}"),
             Err(e) => verdict = verdict.and(Err(e)),
         }
@@ -624,19 +707,105 @@ fn percentile(sorted: &[Duration], p: f64) -> String {
     format!("{:.1}", sorted[i].as_secs_f64() * 1000.0)
 }
 
-fn report(
-    results: &[Outcome],
-    killed_at: Option<Instant>,
-    outages: &[(Instant, Instant)],
-) -> Result<(), String> {
+/// What the schedule did to the fleet: the faults a failure may be attributed to.
+#[derive(Clone, Debug)]
+enum Fault {
+    /// A rolling restart's SIGTERM: the instance drained. A drain loses nothing, so it
+    /// explains no failure; a failure naming its member is reported as one.
+    Drained { member: String, at: Instant },
+    /// The SIGKILL of fleet member `member` (`i2~9d72d840`).
+    Killed { member: String, at: Instant },
+    /// Redis restarted (SIGTERM, then started again on its append-only file).
+    RedisRestart { at: Instant },
+    /// Redis stalled (SIGSTOP for 2 s).
+    RedisStall { at: Instant },
+}
+
+impl Fault {
+    fn at(&self) -> Instant {
+        match self {
+            Fault::Drained { at, .. }
+            | Fault::Killed { at, .. }
+            | Fault::RedisRestart { at }
+            | Fault::RedisStall { at } => *at,
+        }
+    }
+
+    fn label(&self) -> String {
+        match self {
+            Fault::Drained { member, .. } => format!("SIGTERM (drain) of {member}"),
+            Fault::Killed { member, .. } => format!("SIGKILL of {member}"),
+            Fault::RedisRestart { .. } => "Redis restart".into(),
+            Fault::RedisStall { .. } => "Redis stall (SIGSTOP 2 s)".into(),
+        }
+    }
+}
+
+/// The fault that explains a clean failure, from what the failure names, not from when it
+/// happened: a process that is gone or was lost (the killed member, by name), or Redis (the
+/// stores name it in every error). The only use of time is causality: a fault explains only
+/// a failure of a flow that ended after the fault began. `None`: nothing the schedule did
+/// explains it, and it is a problem.
+fn cause<'f>(why: &str, ended: Instant, faults: &'f [Fault]) -> Option<&'f Fault> {
+    let before = |f: &&Fault| f.at() <= ended;
+    // A process that died: its clean failures name it ("… (i2~9d72d840) is gone …", "The
+    // worker running this task (i2~9d72d840) was lost").
+    let process_gone = why.contains("is gone") || why.contains("was lost");
+    if process_gone
+        && let Some(killed) = faults.iter().filter(before).find(
+            |f| matches!(f, Fault::Killed { member, .. } if !member.is_empty() && why.contains(member.as_str())),
+        )
+    {
+        return Some(killed);
+    }
+    if !why.contains("Redis") {
+        return None;
+    }
+    // A Redis failure: a command with no answer is the stall's; a connection refused, reset
+    // or broken is the restart's. Either falls back on the other kind of Redis fault that came
+    // before it (a stall can break a connection; a restart can leave a command unanswered),
+    // and one that does not say which (the replay guard's "cannot answer") is the latest's.
+    let timed_out = why.contains("no answer within") || why.contains("timed out");
+    let broken = [
+        "refused",
+        "reset",
+        "broken pipe",
+        "closed",
+        "LOADING",
+        "end of file",
+    ]
+    .iter()
+    .any(|w| why.contains(w));
+    let redis = |f: &&Fault| matches!(f, Fault::RedisRestart { .. } | Fault::RedisStall { .. });
+    let latest = faults
+        .iter()
+        .filter(before)
+        .filter(redis)
+        .max_by_key(|f| f.at());
+    let restart = faults
+        .iter()
+        .filter(before)
+        .rfind(|f| matches!(f, Fault::RedisRestart { .. }));
+    let stall = faults
+        .iter()
+        .filter(before)
+        .rfind(|f| matches!(f, Fault::RedisStall { .. }));
+    match (timed_out, broken) {
+        (true, false) => stall.or(restart),
+        (false, true) => restart.or(stall),
+        _ => latest,
+    }
+}
+
+fn report(results: &[Outcome], faults: &[Fault]) -> Result<(), String> {
     println!();
     println!("| flow | completed | failed (clean) | lost | p50 ms | p99 ms |");
     println!("|---|---|---|---|---|---|");
     let mut problems = Vec::new();
     let mut reasons: BTreeMap<(&str, String), usize> = BTreeMap::new();
     let mut retrying = 0usize;
-    let mut worker_lost: Vec<String> = Vec::new();
-    let mut excused: BTreeMap<&str, usize> = BTreeMap::new();
+    // Clean failures by the fault that explains them: (cause, flow) → count.
+    let mut explained: BTreeMap<(String, &str), usize> = BTreeMap::new();
     for kind in KINDS.into_iter().chain([KEPT]) {
         let of_kind: Vec<&Outcome> = results.iter().filter(|o| o.kind == kind).collect();
         let completed = of_kind.iter().filter(|o| o.result.is_ok()).count();
@@ -652,50 +821,9 @@ fn report(
                     if why.starts_with("HTTP 502") || why.starts_with("HTTP 503") {
                         retrying += 1;
                     }
-                    // A flow that needed Redis while it was away, told so.
-                    let redis_away = outages
-                        .iter()
-                        .any(|(from, to)| o.started <= *to && o.started + o.took >= *from)
-                        && (why.contains("Redis") || why.contains("store"));
-                    // A legacy question asked by the killed instance: its answer is told the
-                    // asker is gone.
-                    let asker_killed = why.contains("is gone")
-                        && killed_at.is_some_and(|k| {
-                            o.started <= k && k.duration_since(o.started) < CRASH_WINDOW
-                        });
-                    // A task whose body ran on the killed instance: it started shortly before
-                    // the kill (a task flow takes well under a second) and failed "worker lost".
-                    let crash_task = kind == "task"
-                        && why.contains("worker running this task was lost")
-                        && killed_at.is_some_and(|k| {
-                            o.started <= k && k.duration_since(o.started) < CRASH_WINDOW
-                        });
-                    if kind == "task" && why.contains("worker running this task was lost") {
-                        let relative = killed_at.map_or(String::from("no kill"), |k| {
-                            if o.started <= k {
-                                format!(
-                                    "started {} ms before the kill",
-                                    k.duration_since(o.started).as_millis()
-                                )
-                            } else {
-                                format!(
-                                    "started {} ms after the kill",
-                                    o.started.duration_since(k).as_millis()
-                                )
-                            }
-                        });
-                        worker_lost.push(relative);
-                    }
-                    if redis_away {
-                        *excused.entry("needed Redis while it was away").or_default() += 1;
-                    } else if asker_killed {
-                        *excused
-                            .entry("answered a question of the killed instance")
-                            .or_default() += 1;
-                    } else if crash_task {
-                        *excused.entry("task whose worker was killed").or_default() += 1;
-                    } else {
-                        problems.push(format!("{kind}: {why}"));
+                    match cause(why, o.started + o.took, faults) {
+                        Some(fault) => *explained.entry((fault.label(), kind)).or_default() += 1,
+                        None => problems.push(format!("{kind}: {why} (no fault explains it)")),
                     }
                 }
                 Err(Failure::Lost(why)) => {
@@ -721,11 +849,14 @@ fn report(
     for ((kind, why), n) in &reasons {
         println!("  {kind}: {n} × {why}");
     }
-    if !worker_lost.is_empty() {
-        println!("  tasks failed 'worker lost': {}", worker_lost.join(", "));
-    }
-    for (why, n) in &excused {
-        println!("  failed as designed: {n} × {why}");
+    if !explained.is_empty() {
+        println!();
+        println!("| clean failures caused by | flow | count |");
+        println!("|---|---|---|");
+        for ((fault, kind), n) in &explained {
+            println!("| {fault} | {kind} | {n} |");
+        }
+        println!();
     }
     println!("  a client retrying once on 502/503 would have completed {retrying} more flow(s)");
     if problems.is_empty() {
@@ -1246,6 +1377,24 @@ fn wait_redis_ready(port: u16) -> Result<(), String> {
     Err(format!("Redis on port {port} was not ready within 60 s"))
 }
 
+/// Sends one command to Redis on `port` (RESP): its reply's first line.
+fn redis_command(port: u16, args: &[&str]) -> Result<String, String> {
+    let mut command = format!("*{}\r\n", args.len());
+    for arg in args {
+        command.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
+    }
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("Redis: {e}"))?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .and_then(|()| stream.write_all(command.as_bytes()))
+        .map_err(|e| format!("Redis: {e}"))?;
+    let mut line = String::new();
+    BufReader::new(stream)
+        .read_line(&mut line)
+        .map_err(|e| format!("Redis: {e}"))?;
+    Ok(line.trim().to_owned())
+}
+
 /// One call on a kept session, through nginx (any instance). A 404 is a lost session.
 fn kept_call(session: &str, n: usize, port: u16, conn: &mut Option<Conn>) -> Result<(), Failure> {
     let service = format!("kept-{n}");
@@ -1382,7 +1531,8 @@ fn plant_tasks(port: u16) -> Result<Planted, String> {
 
 /// After the kill: each planted `reindex` completed on another instance, run again without
 /// asking again; each planted `migrate` failed "worker lost".
-fn check_planted(planted: &Planted, port: u16) -> Result<String, String> {
+fn check_planted(planted: &Planted, port: u16, killed: &str) -> Result<String, String> {
+    let lost = format!("The worker running this task ({killed}) was lost");
     let mut conn = None;
     let mut problems = Vec::new();
     for (id, text) in &planted.reruns {
@@ -1408,17 +1558,15 @@ fn check_planted(planted: &Planted, port: u16) -> Result<String, String> {
     }
     for id in &planted.lost {
         match task_when(id, port, &mut conn, |r| r["status"] != "input_required") {
-            Ok(r)
-                if r["status"] == "failed"
-                    && r["statusMessage"] == "The worker running this task was lost" => {}
-            Ok(r) => problems.push(format!("migrate {id} did not fail 'worker lost': {r}")),
+            Ok(r) if r["status"] == "failed" && r["statusMessage"] == lost.as_str() => {}
+            Ok(r) => problems.push(format!("migrate {id} did not fail '{lost}': {r}")),
             Err(e) => problems.push(e),
         }
     }
     if problems.is_empty() {
         Ok(format!(
             "crash: {n} reindex tasks (idempotent) working on the killed instance ran again on \
-             another one and completed without asking again; {n} migrate tasks failed 'worker lost'",
+             another one and completed without asking again; {n} migrate tasks failed '{lost}'",
             n = PLANTED
         ))
     } else {
@@ -1449,11 +1597,7 @@ fn collect_notices(mut conn: Conn, quiet: Duration) -> Heard {
             Ok(Some(chunk)) => chunk,
             Ok(None) => return Ok(heard),
             // The read timeout: nothing more came within `quiet`.
-            Err(e)
-                if e.contains("os error 11")
-                    || e.contains("timed out")
-                    || e.contains("WouldBlock") =>
-            {
+            Err(e) if e.ends_with("(hung)") => {
                 return Ok(heard);
             }
             Err(e) => return Err(e),
@@ -1632,19 +1776,40 @@ fn after_broken_stream(port: u16, session: &str, last_id: Option<&str>, why: &st
                 conn.write_request("POST", "/mcp", &headers, &ping)?;
             }
         }
-        conn.read_head().map(|(status, _)| status)
+        let (status, head) = conn.read_head()?;
+        // A refusal's text names its cause (a 410 names the process that is gone).
+        let mut text = String::new();
+        if status != 200
+            && let Some(length) = head
+                .iter()
+                .find(|(n, _)| n == "content-length")
+                .and_then(|(_, v)| v.parse::<usize>().ok())
+        {
+            let mut body = vec![0u8; length.min(4096)];
+            conn.reader.read_exact(&mut body).map_err(read_error)?;
+            text = String::from_utf8_lossy(&body).trim().to_owned();
+        }
+        Ok((status, text))
     });
     match probe {
-        Ok(404) => Failure::Clean(format!(
+        Ok((404, _)) => Failure::Clean(format!(
             "the stream broke ({why}) and its session is gone: HTTP 404"
         )),
-        Ok(410) => Failure::Clean(format!(
-            "the stream broke ({why}): the server process running its request is gone (HTTP 410)"
-        )),
-        Ok(status) => Failure::Lost(format!(
+        Ok((410, text)) => Failure::Clean(format!("the stream broke ({why}): HTTP 410 {text}")),
+        Ok((status, _)) => Failure::Lost(format!(
             "the stream broke ({why}) while its session lived (HTTP {status} after)"
         )),
         Err(e) => Failure::Lost(format!("the stream broke ({why}); then {e}")),
+    }
+}
+
+/// A failed read's reason; one that timed out says the peer hung.
+fn read_error(e: std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+            format!("no answer within {} s (hung)", LEG_DEADLINE.as_secs())
+        }
+        _ => format!("read: {e}"),
     }
 }
 
@@ -1690,10 +1855,7 @@ impl Conn {
 
     fn read_head(&mut self) -> Result<(u16, Vec<(String, String)>), String> {
         let mut line = String::new();
-        let n = self
-            .reader
-            .read_line(&mut line)
-            .map_err(|e| format!("read: {e}"))?;
+        let n = self.reader.read_line(&mut line).map_err(read_error)?;
         if n == 0 {
             return Err("the connection closed before an answer".into());
         }
@@ -1705,9 +1867,7 @@ impl Conn {
         let mut headers = Vec::new();
         loop {
             line.clear();
-            self.reader
-                .read_line(&mut line)
-                .map_err(|e| format!("read: {e}"))?;
+            self.reader.read_line(&mut line).map_err(read_error)?;
             let l = line.trim_end();
             if l.is_empty() {
                 break;
@@ -1722,19 +1882,14 @@ impl Conn {
     /// One chunk of a chunked body; `None` at its end.
     fn read_chunk(&mut self) -> Result<Option<Vec<u8>>, String> {
         let mut line = String::new();
-        let n = self
-            .reader
-            .read_line(&mut line)
-            .map_err(|e| format!("read: {e}"))?;
+        let n = self.reader.read_line(&mut line).map_err(read_error)?;
         if n == 0 {
             return Err("the connection closed mid-body".into());
         }
         let size = usize::from_str_radix(line.trim(), 16)
             .map_err(|_| format!("bad chunk size {line:?}"))?;
         let mut chunk = vec![0u8; size + 2];
-        self.reader
-            .read_exact(&mut chunk)
-            .map_err(|e| format!("read: {e}"))?;
+        self.reader.read_exact(&mut chunk).map_err(read_error)?;
         chunk.truncate(size);
         Ok((size > 0).then_some(chunk))
     }
@@ -1761,9 +1916,7 @@ impl Conn {
             }
         } else if let Some(length) = get("content-length").and_then(|l| l.parse::<usize>().ok()) {
             body = vec![0u8; length];
-            self.reader
-                .read_exact(&mut body)
-                .map_err(|e| format!("read: {e}"))?;
+            self.reader.read_exact(&mut body).map_err(read_error)?;
         }
         let close = get("connection").is_some_and(|c| c.eq_ignore_ascii_case("close"));
         Ok(Response {
@@ -1834,5 +1987,203 @@ impl Conn {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KILLED: &str = "i2~9d72d840";
+
+    /// The schedule of a run: i1 drained, i2 killed, Redis restarted, then stalled, a second
+    /// apart; `t0` is before all of them.
+    fn schedule() -> (Instant, Vec<Fault>) {
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        let faults = vec![
+            Fault::Drained {
+                member: "i1~0badc0de".into(),
+                at: t0 + s,
+            },
+            Fault::Killed {
+                member: KILLED.into(),
+                at: t0 + 2 * s,
+            },
+            Fault::RedisRestart { at: t0 + 3 * s },
+            Fault::RedisStall { at: t0 + 4 * s },
+        ];
+        (t0, faults)
+    }
+
+    fn label(why: &str, ended: Instant, faults: &[Fault]) -> Option<String> {
+        cause(why, ended, faults).map(Fault::label)
+    }
+
+    #[test]
+    fn a_failure_is_attributed_to_the_process_it_names() {
+        let (t0, faults) = schedule();
+        let late = t0 + Duration::from_secs(60);
+        let asked = format!(
+            "HTTP 410 to the elicitation answer: The server process that asked this question ({KILLED}) is gone, and the call it was serving with it; retry that call"
+        );
+        assert_eq!(
+            label(&asked, late, &faults).as_deref(),
+            Some("SIGKILL of i2~9d72d840")
+        );
+        // However long after the kill it surfaced: the cause is what it names.
+        let worker = format!("task failed: The worker running this task ({KILLED}) was lost");
+        assert_eq!(
+            label(&worker, t0 + Duration::from_secs(3600), &faults).as_deref(),
+            Some("SIGKILL of i2~9d72d840")
+        );
+        // The same failure naming a process that was only drained, or never touched, or the
+        // killed instance's successor: nothing explains it.
+        for other in ["i1~0badc0de", "i3~12345678", "i2~ffffffff"] {
+            let why = asked.replace(KILLED, other);
+            assert_eq!(label(&why, late, &faults), None, "{why}");
+        }
+        // A failure that ended before the kill cannot be its effect.
+        assert_eq!(
+            label(&worker, t0 + Duration::from_millis(1500), &faults),
+            None
+        );
+        // Naming the member without saying it is gone is no clean loss of it.
+        assert_eq!(
+            label(&format!("HTTP 500 {KILLED} panicked"), late, &faults),
+            None
+        );
+    }
+
+    #[test]
+    fn a_redis_failure_is_attributed_to_the_redis_fault_of_its_kind() {
+        let (t0, faults) = schedule();
+        let late = t0 + Duration::from_secs(60);
+        let broken = "task failed: The request could not be sent: the task store failed: Redis compare-and-set of a task: broken pipe";
+        let unanswered =
+            "JSON-RPC -32603 the task store failed: Redis GET task: no answer within 2s";
+        assert_eq!(
+            label(broken, late, &faults).as_deref(),
+            Some("Redis restart")
+        );
+        assert_eq!(
+            label(unanswered, late, &faults).as_deref(),
+            Some("Redis stall (SIGSTOP 2 s)")
+        );
+        // Between the restart and the stall, a command without an answer is the restart's.
+        let between = t0 + Duration::from_millis(3500);
+        assert_eq!(
+            label(unanswered, between, &faults).as_deref(),
+            Some("Redis restart")
+        );
+        // Before Redis was touched, a Redis failure is a problem.
+        assert_eq!(
+            label(broken, t0 + Duration::from_millis(2500), &faults),
+            None
+        );
+        // One that does not say how Redis failed is the latest Redis fault's.
+        let unsaid = "JSON-RPC -32603 The replay guard's store (Redis) cannot answer, so the requestState could not be checked; retry shortly";
+        assert_eq!(
+            label(unsaid, between, &faults).as_deref(),
+            Some("Redis restart")
+        );
+        assert_eq!(
+            label(unsaid, late, &faults).as_deref(),
+            Some("Redis stall (SIGSTOP 2 s)")
+        );
+        // A store failure that does not name Redis is not Redis's.
+        assert_eq!(
+            label("task failed: the task store failed", late, &faults),
+            None
+        );
+    }
+
+    fn outcome(kind: &'static str, result: Result<(), Failure>, ended: Instant) -> Outcome {
+        Outcome {
+            kind,
+            result,
+            took: Duration::from_millis(10),
+            started: ended - Duration::from_millis(10),
+        }
+    }
+
+    #[test]
+    fn a_run_fails_on_a_hang_a_lost_task_or_an_unexplained_failure_and_says_which() {
+        let (t0, faults) = schedule();
+        let late = t0 + Duration::from_secs(60);
+        let explained = || {
+            vec![
+                outcome("plain", Ok(()), late),
+                outcome(
+                    "task",
+                    Err(Failure::Clean(format!(
+                        "task failed: The worker running this task ({KILLED}) was lost"
+                    ))),
+                    late,
+                ),
+                outcome(
+                    "legacy",
+                    Err(Failure::Clean(
+                        "HTTP 503 The session store failed: Redis GET: Connection refused".into(),
+                    )),
+                    late,
+                ),
+            ]
+        };
+        assert_eq!(report(&explained(), &faults), Ok(()));
+
+        let mut hung = explained();
+        hung.push(outcome(
+            "mrtr-2",
+            Err(Failure::Lost(
+                "read: Resource temporarily unavailable".into(),
+            )),
+            late,
+        ));
+        let e = report(&hung, &faults).unwrap_err();
+        assert_eq!(
+            e,
+            "1 problem kind(s): mrtr-2 lost: read: Resource temporarily unavailable"
+        );
+
+        let mut lost_task = explained();
+        lost_task.push(outcome(
+            "task",
+            Err(Failure::Lost("task still not done after 60s".into())),
+            late,
+        ));
+        assert!(
+            report(&lost_task, &faults)
+                .unwrap_err()
+                .contains("task lost: task still not done after 60s"),
+        );
+
+        let mut unexplained = explained();
+        unexplained.push(outcome(
+            "task",
+            Err(Failure::Clean(
+                "task failed: The worker running this task (i3~12345678) was lost".into(),
+            )),
+            late,
+        ));
+        assert_eq!(
+            report(&unexplained, &faults).unwrap_err(),
+            "1 problem kind(s): task: task failed: The worker running this task (i3~12345678) was lost (no fault explains it)"
+        );
+    }
+
+    #[test]
+    fn plant_is_an_option_of_the_fleet_only() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            options(&args(&["--plant", "hang"])).map(|o| o.plant),
+            Ok(Some(Plant::Hang))
+        );
+        assert_eq!(
+            options(&args(&["--plant", "lost-task"])).map(|o| o.plant),
+            Ok(Some(Plant::LostTask))
+        );
+        assert!(options(&args(&["--plant", "fire"])).is_err());
+        assert!(options(&args(&["--single", "--plant", "hang"])).is_err());
     }
 }

@@ -171,7 +171,13 @@ impl Server {
     /// change notifications raised here reach the subscribers of every instance; a client's
     /// answer to a question this instance asked finds its way back from whichever instance
     /// received it. Without it everything stays in this process.
+    ///
+    /// A task this instance runs is leased under its member name, so a task whose instance
+    /// died fails naming it: "The worker running this task (i2~9d72d840) was lost".
     pub fn fleet(mut self, fleet: crate::fleet::Fleet) -> Self {
+        if let Some(tasks) = &self.tasks {
+            tasks.name_worker(fleet.member());
+        }
         self.fleet = Some(fleet);
         self
     }
@@ -437,6 +443,9 @@ impl Server {
     /// [`RequestContext::run_as_task`]). See [`crate::tasks`].
     pub fn tasks(mut self, config: crate::tasks::TaskConfig) -> Self {
         let engine = crate::tasks::TaskEngine::new(config);
+        if let Some(fleet) = &self.fleet {
+            engine.name_worker(fleet.member());
+        }
         self.tasks = Some(engine.clone());
         // 2025-11-25 has its own core tasks: the extension is advertised on 2026-07-28 only.
         // Its three methods are the extension's, as a third party's would be: typed, scoped to

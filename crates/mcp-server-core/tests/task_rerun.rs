@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use common::TestClient;
 use mcp_server_core::Service;
+use mcp_server_core::fleet::{Fleet, MemoryBus, MemorySessionStore};
 use mcp_server_core::registry::{ElicitationResult, McpServer, ToolDef};
 use mcp_server_core::tasks::{InMemoryTaskStore, TaskConfig, TaskStore, TaskSupport};
 use mcp_types::tools::ToolAnnotations;
@@ -34,8 +35,9 @@ struct Answer {
 struct NoArgs {}
 
 /// An instance: `reindex` (idempotent) asks two words and answers them with how many times
-/// its body started; `migrate` (not idempotent) asks one word, then never ends.
-fn instance(store: Arc<dyn TaskStore>, started: Arc<AtomicUsize>) -> Service {
+/// its body started; `migrate` (not idempotent) asks one word, then never ends. Instance
+/// `name` of a fleet: its second value is the member name its tasks are leased under.
+fn instance(store: Arc<dyn TaskStore>, started: Arc<AtomicUsize>, name: &str) -> (Service, String) {
     let reindex = ToolDef::new("reindex")
         .arguments::<NoArgs>()
         .annotations(ToolAnnotations {
@@ -65,7 +67,10 @@ fn instance(store: Arc<dyn TaskStore>, started: Arc<AtomicUsize>) -> Service {
             std::future::pending::<()>().await;
             "never"
         });
-    McpServer::new("rerun-test")
+    let fleet = Fleet::new(name, MemorySessionStore::new(), MemoryBus::new());
+    let member = fleet.member().to_owned();
+    let service = McpServer::new("rerun-test")
+        .fleet(fleet)
         .tool(reindex)
         .tool(migrate)
         .tasks(
@@ -76,7 +81,8 @@ fn instance(store: Arc<dyn TaskStore>, started: Arc<AtomicUsize>) -> Service {
                 .poll_interval(Duration::from_millis(10)),
         )
         .into_service()
-        .unwrap()
+        .unwrap();
+    (service, member)
 }
 
 async fn get(client: &mut TestClient, id: &str) -> Value {
@@ -137,13 +143,13 @@ async fn an_idempotent_task_runs_again_on_another_instance_and_keeps_its_answers
     // The first instance, on a runtime of its own: it is dropped mid-task like a killed
     // process (every body and timer of it stops; nothing is written on the way out).
     let (first_store, first_started) = (store.clone(), started.clone());
-    let (reindex, migrate) = std::thread::spawn(move || {
+    let (reindex, migrate, first) = std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         let ids = runtime.block_on(async move {
-            let service = instance(first_store, first_started);
+            let (service, member) = instance(first_store, first_started, "first");
             let mut client = TestClient::new(&service);
             let reindex = start(&mut client, "reindex").await;
             poll_until(&mut client, &reindex, |v| asked(v) == ["q1"]).await;
@@ -154,7 +160,7 @@ async fn an_idempotent_task_runs_again_on_another_instance_and_keeps_its_answers
             answer(&mut client, &migrate, "q1", "yes").await;
             // Let migrate's body take its answer before the instance dies.
             tokio::time::sleep(Duration::from_millis(100)).await;
-            (reindex, migrate)
+            (reindex, migrate, member)
         });
         drop(runtime);
         ids
@@ -164,7 +170,7 @@ async fn an_idempotent_task_runs_again_on_another_instance_and_keeps_its_answers
     assert_eq!(started.load(Ordering::SeqCst), 1);
 
     // The second instance takes over when the lease lapses.
-    let service = instance(store, started.clone());
+    let (service, _) = instance(store, started.clone(), "second");
     let mut client = TestClient::new(&service);
     let rerun = poll_until(&mut client, &reindex, |v| {
         v["result"]["statusMessage"]
@@ -190,9 +196,11 @@ async fn an_idempotent_task_runs_again_on_another_instance_and_keeps_its_answers
     assert_eq!(started.load(Ordering::SeqCst), 2);
 
     let lost = poll_until(&mut client, &migrate, |v| v["result"]["status"] == "failed").await;
+    // The failure names the process that was lost.
+    assert!(first.starts_with("first~"), "{first}");
     assert_eq!(
         lost["result"]["statusMessage"],
-        "The worker running this task was lost"
+        format!("The worker running this task ({first}) was lost")
     );
 }
 
@@ -201,49 +209,53 @@ async fn a_task_whose_worker_is_lost_three_times_is_not_run_a_fourth() {
     let store: Arc<dyn TaskStore> = Arc::new(InMemoryTaskStore::new());
     let started = Arc::new(AtomicUsize::new(0));
     let mut id = None;
+    let mut last = String::new();
     // Three instances in turn, each dropped while the task waits for its first answer.
-    for _ in 0..3 {
+    for i in 0..3 {
         let (s, n, known) = (store.clone(), started.clone(), id.clone());
-        id = Some(
-            std::thread::spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .unwrap();
-                let id = runtime.block_on(async move {
-                    let service = instance(s, n.clone());
-                    let mut client = TestClient::new(&service);
-                    let before = n.load(Ordering::SeqCst);
-                    let id = match known {
-                        Some(id) => id,
-                        None => start(&mut client, "reindex").await,
-                    };
-                    // Wait until this instance runs the body (a re-run after the first).
-                    for _ in 0..500 {
-                        if n.load(Ordering::SeqCst) > before {
-                            break;
-                        }
-                        let _ = get(&mut client, &id).await;
-                        tokio::time::sleep(Duration::from_millis(10)).await;
+        let (task, member) = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let ran = runtime.block_on(async move {
+                let (service, member) = instance(s, n.clone(), &format!("n{i}"));
+                let mut client = TestClient::new(&service);
+                let before = n.load(Ordering::SeqCst);
+                let id = match known {
+                    Some(id) => id,
+                    None => start(&mut client, "reindex").await,
+                };
+                // Wait until this instance runs the body (a re-run after the first).
+                for _ in 0..500 {
+                    if n.load(Ordering::SeqCst) > before {
+                        break;
                     }
-                    assert!(n.load(Ordering::SeqCst) > before, "no run on this instance");
-                    id
-                });
-                drop(runtime);
-                id
-            })
-            .join()
-            .unwrap(),
-        );
+                    let _ = get(&mut client, &id).await;
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                assert!(n.load(Ordering::SeqCst) > before, "no run on this instance");
+                (id, member)
+            });
+            drop(runtime);
+            ran
+        })
+        .join()
+        .unwrap();
+        id = Some(task);
+        last = member;
     }
     assert_eq!(started.load(Ordering::SeqCst), 3);
     let id = id.unwrap();
-    let service = instance(store, started.clone());
+    let (service, _) = instance(store, started.clone(), "n3");
     let mut client = TestClient::new(&service);
     let failed = poll_until(&mut client, &id, |v| v["result"]["status"] == "failed").await;
+    assert!(last.starts_with("n2~"), "{last}");
     assert_eq!(
         failed["result"]["statusMessage"],
-        "The worker running this task was lost 3 times; it is not run again"
+        format!(
+            "The worker running this task ({last}) was lost, the 3rd time; it is not run again"
+        )
     );
     assert_eq!(started.load(Ordering::SeqCst), 3, "no fourth run");
 }
@@ -286,7 +298,7 @@ async fn a_rerun_asks_again_what_the_lost_run_took_without_keeping_it() {
             .unwrap()
     );
     let started = Arc::new(AtomicUsize::new(0));
-    let service = instance(store, started.clone());
+    let (service, _) = instance(store, started.clone(), "later");
     let mut client = TestClient::new(&service);
     let again = poll_until(&mut client, "t1", |v| asked(v) == ["q1-run2"]).await;
     assert_eq!(

@@ -4,7 +4,7 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use common::TestClient;
@@ -506,6 +506,8 @@ async fn a_task_belongs_to_the_principal_the_binding_resolves() {
 struct Flaky {
     inner: InMemoryTaskStore,
     failing_finishes: AtomicU64,
+    /// Fails every question a body posts (a store gone while the task runs).
+    failing_asks: AtomicBool,
     finishes: AtomicU64,
     expires: AtomicU64,
 }
@@ -515,6 +517,7 @@ impl Flaky {
         Arc::new(Flaky {
             inner: InMemoryTaskStore::new(),
             failing_finishes: AtomicU64::new(failing_finishes),
+            failing_asks: AtomicBool::new(false),
             finishes: AtomicU64::new(0),
             expires: AtomicU64::new(0),
         })
@@ -540,6 +543,11 @@ impl TaskStore for Flaky {
         id: &'a str,
         requests: InputRequests,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
+        if self.failing_asks.load(Ordering::SeqCst) {
+            return Box::pin(std::future::ready(Err(StoreError::Backend(
+                "Redis compare-and-set of a task: broken pipe".into(),
+            ))));
+        }
         self.inner.add_input_requests(id, requests)
     }
     fn resolve_inputs<'a>(
@@ -628,6 +636,44 @@ async fn a_transient_store_failure_at_the_end_does_not_lose_the_result() {
         store.finishes.load(Ordering::SeqCst),
         4,
         "three failures, then stored"
+    );
+}
+
+/// Issue #48: a question a task's body could not post because the task store failed reaches
+/// the client as the JSON-RPC error naming the store (the task ends `failed` with it) when the
+/// body passes it on with `?` as a `Refusal`, as the fleet example's tools do; before, they
+/// turned it into the tool's own `isError` text, and the task "completed".
+#[tokio::test]
+async fn a_store_failure_while_asking_ends_the_task_failed_with_the_store_error() {
+    let store = Flaky::new(0);
+    store.failing_asks.store(true, Ordering::SeqCst);
+    let ask = ToolDef::new("ask")
+        .arguments::<NoArgs>()
+        .task(TaskSupport::Required)
+        .handler(|ctx, _: NoArgs| async move {
+            let confirmed = ctx
+                .elicit::<Answer>("Go?")
+                .await
+                .map_err(mcp_server_core::registry::Refusal)?;
+            let word = match confirmed {
+                ElicitationResult::Accepted(a) => a.word,
+                _ => "no".to_owned(),
+            };
+            Ok::<_, mcp_server_core::registry::Refusal>(word)
+        });
+    let service = McpServer::new("tasks-test")
+        .tool(ask)
+        .tasks(TaskConfig::new().shared_store(store.clone()))
+        .into_service()
+        .unwrap();
+    let mut client = TestClient::new(&service);
+    let id = task_id(&call(&mut client, "ask", declaring()).await);
+    let done = poll_until(&mut client, &id, |v| status(v) != "working").await;
+    assert_eq!(status(&done), "failed", "{done}");
+    assert_eq!(
+        done["result"]["error"],
+        json!({"code": -32603, "message": "The request could not be sent: the task store failed: Redis compare-and-set of a task: broken pipe"}),
+        "{done}"
     );
 }
 

@@ -726,14 +726,12 @@ impl TaskStore for RedisTaskStore {
                 let outcome = self
                     .update(&id, true, |r, now| {
                         if r.terminal.is_none()
-                            && r.lease.as_ref().is_some_and(|l| l.until_ms <= now)
+                            && let Some(lease) = r.lease.take_if(|l| l.until_ms <= now)
                         {
-                            r.terminal = Some(Terminal::Failed(ErrorObject::internal(
-                                "The worker running this task was lost",
-                            )));
-                            r.status_message = Some("The worker running this task was lost".into());
+                            let why = lease.lost();
+                            r.terminal = Some(Terminal::Failed(ErrorObject::internal(why.clone())));
+                            r.status_message = Some(why);
                             r.outstanding.clear();
-                            r.lease = None;
                             return Ok(((), true));
                         }
                         Ok(((), false))

@@ -430,7 +430,10 @@ async fn a_task_whose_worker_died_fails_when_its_lease_lapses() {
     let failed = b.get("t2").await.unwrap().unwrap();
     match &failed.terminal {
         Some(Terminal::Failed(e)) => {
-            assert_eq!(e.message, "The worker running this task was lost")
+            assert_eq!(
+                e.message,
+                "The worker running this task (worker-a) was lost"
+            )
         }
         other => panic!("{other:?}"),
     }
@@ -934,7 +937,7 @@ async fn one_instance_of_the_fleet_sweeps_per_interval() {
     let failed = b.get("t").await.unwrap().unwrap();
     assert_eq!(
         failed.status_message.as_deref(),
-        Some("The worker running this task was lost")
+        Some("The worker running this task (worker-a) was lost")
     );
     assert_eq!(failed.lease, None);
 }

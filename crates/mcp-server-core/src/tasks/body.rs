@@ -76,7 +76,7 @@ impl RequestContext {
             cancel_requested: false,
             terminal: None,
             lease: Some(Lease {
-                worker: engine.inner.worker.clone(),
+                worker: engine.worker().to_owned(),
                 until_ms: lease_until,
             }),
         };
@@ -150,7 +150,7 @@ pub(super) async fn run(
 ) {
     let config = engine.config().clone();
     let store = engine.store();
-    let worker = engine.inner.worker.clone();
+    let worker = engine.worker().to_owned();
     let mut feed = store.watch(&id);
     let deadline = config
         .ttl

@@ -51,7 +51,11 @@ pub(crate) struct TaskEngine {
 
 pub(super) struct EngineInner {
     pub(super) config: TaskConfig,
-    pub(super) worker: String,
+    /// This instance's worker id, written into the leases it holds and named by a "worker
+    /// lost" failure: the fleet member's name (`i2~9d72d840`) when the server is one of a
+    /// fleet, a random id otherwise. Set once, by the first of `Server::fleet` or the first
+    /// task.
+    worker: std::sync::OnceLock<String>,
     /// Task bodies running in this process.
     pub(super) running: Arc<std::sync::atomic::AtomicUsize>,
     /// The sweep timer, started by the first task request or creation (on the runtime).
@@ -194,16 +198,27 @@ pub(crate) struct TaskCaller<'a> {
 
 impl TaskEngine {
     pub(crate) fn new(config: TaskConfig) -> Self {
-        let worker = random_id().unwrap_or_else(|_| "worker".into());
         TaskEngine {
             inner: Arc::new(EngineInner {
                 config,
-                worker,
+                worker: std::sync::OnceLock::new(),
                 running: Arc::default(),
                 sweeper: Mutex::new(None),
                 rerunner: std::sync::OnceLock::new(),
             }),
         }
+    }
+
+    /// Names this instance's worker after its fleet member (before any task runs).
+    pub(crate) fn name_worker(&self, member: &str) {
+        let _ = self.inner.worker.set(member.to_owned());
+    }
+
+    /// This instance's worker id.
+    pub(super) fn worker(&self) -> &str {
+        self.inner
+            .worker
+            .get_or_init(|| random_id().unwrap_or_else(|_| "worker".into()))
     }
 
     pub(super) fn store(&self) -> &dyn TaskStore {

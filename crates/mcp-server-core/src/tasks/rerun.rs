@@ -43,8 +43,14 @@ impl TaskEngine {
     async fn rerun(&self, rerunner: &Rerunner, id: &str, now: u64) {
         let store = self.store();
         let until = now.saturating_add(self.config().lease.as_millis() as u64);
+        // The worker that was lost, for the failure that names it (the claim replaces it).
+        let lost = match store.get(id).await {
+            Ok(Some(record)) => record.lease.map(|lease| lease.lost()),
+            _ => None,
+        }
+        .unwrap_or_else(|| "The worker running this task was lost".to_owned());
         // Taking the lapsed lease decides which instance runs it again.
-        match store.claim(id, &self.inner.worker, until).await {
+        match store.claim(id, self.worker(), until).await {
             Ok(true) => {}
             Ok(false) | Err(StoreError::NotFound) => return,
             Err(e) => {
@@ -61,16 +67,15 @@ impl TaskEngine {
             Ok(replay) if replay.runs < MAX_TASK_RUNS => replay,
             Ok(replay) => {
                 let why = format!(
-                    "The worker running this task was lost {} times; it is not run again",
-                    replay.runs
+                    "{lost}, the {} time; it is not run again",
+                    ordinal(replay.runs)
                 );
                 self.give_up(id, why, until).await;
                 return;
             }
             Err(why) => {
                 tracing::warn!(%why, "a lapsed task cannot run again");
-                self.give_up(id, "The worker running this task was lost".into(), until)
-                    .await;
+                self.give_up(id, lost, until).await;
                 return;
             }
         };
@@ -83,10 +88,7 @@ impl TaskEngine {
         let Some(work) = rerunner(&replay, TaskCtx::Running(link), token.clone()) else {
             self.give_up(
                 id,
-                format!(
-                    "The worker running this task was lost, and tool '{}' is not served here",
-                    replay.tool
-                ),
+                format!("{lost}, and tool '{}' is not served here", replay.tool),
                 until,
             )
             .await;
@@ -124,4 +126,16 @@ impl TaskEngine {
             tracing::warn!(error = %e, "a lapsed task's end was not stored");
         }
     }
+}
+
+/// "3rd" for 3: how many times a task's worker was lost.
+fn ordinal(n: u32) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }

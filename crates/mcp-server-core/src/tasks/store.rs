@@ -52,6 +52,15 @@ pub struct Lease {
     pub until_ms: u64,
 }
 
+impl Lease {
+    /// The failure of a task whose worker stopped renewing this lease, naming the worker
+    /// (in a fleet, the member that died: `i2~9d72d840`), so that an operator, or a check
+    /// that attributes failures to their cause, can tell which process was lost.
+    pub fn lost(&self) -> String {
+        format!("The worker running this task ({}) was lost", self.worker)
+    }
+}
+
 /// One task as the store keeps it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskRecord {
@@ -493,10 +502,12 @@ impl InMemoryTaskStore {
                 continue;
             };
             let r = &mut entry.record;
-            r.terminal = Some(Terminal::Failed(ErrorObject::internal(
-                "The worker running this task was lost",
-            )));
-            r.status_message = Some("The worker running this task was lost".into());
+            let why = r.lease.take().map_or_else(
+                || "The worker running this task was lost".to_owned(),
+                |lease| lease.lost(),
+            );
+            r.terminal = Some(Terminal::Failed(ErrorObject::internal(why.clone())));
+            r.status_message = Some(why);
             r.outstanding.clear();
             r.last_updated_at_ms = now;
             entry.feed.send_modify(|v| *v += 1);

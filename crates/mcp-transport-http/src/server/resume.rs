@@ -19,7 +19,7 @@ use mcp_types::JsonRpcMessage;
 use super::body::{KEEP_ALIVE, McpBody, SessionStream, event_with_id};
 use super::config::SSE_RETRY;
 use super::quota::Held;
-use super::reply::{accepted, busy, busy_owned, json, plain, sse_response};
+use super::reply::{accepted, busy, busy_owned, json, plain, plain_owned, sse_response};
 
 /// The most encoded SSE frames waiting for a slow client on one resumable stream; the task
 /// writing them waits beyond (the handler's own stream then applies backpressure).
@@ -319,18 +319,28 @@ async fn member_alive(fleet: &Fleet, owner: &str) -> bool {
 }
 
 /// Whether a stream another member ran, unfinished, lost its request with that member.
-async fn lost_elsewhere(foreign: Option<&(Fleet, Duration)>, finished: bool, stream: &str) -> bool {
+/// The member it was, when it is gone.
+async fn lost_elsewhere<'s>(
+    foreign: Option<&(Fleet, Duration)>,
+    finished: bool,
+    stream: &'s str,
+) -> Option<&'s str> {
     match (foreign, stream_owner(stream)) {
-        (Some((fleet, _)), Some(owner)) if !finished => !member_alive(fleet, owner).await,
-        _ => false,
+        (Some((fleet, _)), Some(owner)) if !finished && !member_alive(fleet, owner).await => {
+            Some(owner)
+        }
+        _ => None,
     }
 }
 
-/// The answer to a resumption of a stream whose request died with the member running it.
-fn lost_with_its_member() -> Response<McpBody> {
-    plain(
+/// The answer to a resumption of a stream whose request died with `member`, the process
+/// running it (named, so that an operator or a test can tell which process it was).
+fn lost_with_its_member(member: &str) -> Response<McpBody> {
+    plain_owned(
         StatusCode::GONE,
-        "The server process running this request is gone, and the request with it; retry it",
+        format!(
+            "The server process running this request ({member}) is gone, and the request with it; retry it"
+        ),
     )
 }
 
@@ -435,8 +445,8 @@ pub(crate) async fn resume_post(
         Err(e) => return history_refusal(&e),
     };
     let foreign = foreign.filter(|_| running.is_none());
-    if lost_elsewhere(foreign.as_ref(), first.finished, stream).await {
-        return lost_with_its_member();
+    if let Some(member) = lost_elsewhere(foreign.as_ref(), first.finished, stream).await {
+        return lost_with_its_member(member);
     }
     let (tx, rx) = tokio::sync::mpsc::channel(FRAME_QUEUE);
     let events = events.clone();
