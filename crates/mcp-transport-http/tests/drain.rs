@@ -18,7 +18,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, Semaphore};
 
-/// `echo` answers at once; `gate` answers once the test adds a permit to `gate`.
+/// `echo` answers at once; `gate` reports progress (when asked to) and answers once the test
+/// adds a permit to `gate`.
 fn service(started: Arc<Notify>, gate: Arc<Semaphore>) -> Service {
     let echo = ToolDef::new("echo").handler(|_ctx, a: JsonObject| async move {
         a.get("text")
@@ -26,10 +27,12 @@ fn service(started: Arc<Notify>, gate: Arc<Semaphore>) -> Service {
             .unwrap_or("")
             .to_owned()
     });
-    let gated = ToolDef::new("gate").handler(move |_ctx, _a: JsonObject| {
+    let gated = ToolDef::new("gate").handler(move |ctx, _a: JsonObject| {
         let started = started.clone();
         let gate = gate.clone();
         async move {
+            // A first message on its stream, when the caller asked for progress.
+            ctx.progress(0.0, None, Some("at the gate")).await;
             started.notify_one();
             let _permit = gate.acquire().await;
             "opened"
@@ -273,6 +276,70 @@ async fn a_request_in_flight_when_the_drain_begins_gets_its_answer() {
     assert_eq!(answer.header("connection"), Some("close"));
     assert!(answer.body.contains("\"opened\""), "{}", answer.body);
     closes(&mut stream).await;
+    server.finished().await;
+}
+
+/// Issue #48: a 2025-11-25 call whose client cut its stream runs on, detached (its result
+/// goes to the SSE history); the drain waits for it as for one whose connection is open.
+/// Before, the drain ended with the last connection, and in a fleet the question such a call
+/// had asked was answered `410` ("the server process that asked this question is gone").
+#[tokio::test]
+async fn a_detached_legacy_call_holds_the_drain_until_it_ends() {
+    let started = Arc::new(Notify::new());
+    let gate = Arc::new(Semaphore::new(0));
+    let endpoint = McpHttpService::new(service(started.clone(), gate.clone()))
+        .drain_grace(Duration::from_secs(600));
+    let mut server = start(endpoint).await;
+    let port = server.port;
+    let post = |session: Option<&str>, body: String| {
+        let session = session.map_or(String::new(), |s| format!("mcp-session-id: {s}\r\n"));
+        format!(
+            "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\n\
+             accept: application/json, text/event-stream\r\n{session}content-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}})
+    .to_string();
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    stream.write_all(post(None, init).as_bytes()).await.unwrap();
+    let answer = read_answer(&mut stream).await;
+    let session = answer.header("mcp-session-id").unwrap().to_owned();
+    drop(stream);
+    // The call starts and streams its progress; its client reads that much and goes away,
+    // as one that lost its connection mid-call: the call runs on.
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "gate", "arguments": {}, "_meta": {"progressToken": "t"}}})
+    .to_string();
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    stream
+        .write_all(post(Some(&session), call).as_bytes())
+        .await
+        .unwrap();
+    started.notified().await;
+    let mut seen = Vec::new();
+    let mut chunk = [0u8; 1024];
+    while !String::from_utf8_lossy(&seen).contains("notifications/progress") {
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut chunk))
+            .await
+            .expect("no progress on the call's stream")
+            .unwrap();
+        assert!(n > 0, "{:?}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&chunk[..n]);
+    }
+    drop(stream);
+    server.begin_drain().await;
+    // No connection is open, and the call still runs: the drain goes on.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), &mut server.done)
+            .await
+            .is_err(),
+        "the drain ended while a detached call still ran"
+    );
+    // The call ends: so does the drain.
+    gate.add_permits(1);
     server.finished().await;
 }
 

@@ -53,6 +53,11 @@ impl Endpoint {
         (self.service, self.config)
     }
 
+    /// Requests running here, detached ones included (see [`Guards::running`]).
+    pub(crate) fn requests_running(&self) -> usize {
+        self.guards.running()
+    }
+
     pub(crate) fn is_draining(&self) -> bool {
         *self.draining.borrow()
     }

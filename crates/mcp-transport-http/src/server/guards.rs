@@ -18,6 +18,7 @@ use super::reply::{busy, busy_owned};
 /// The places under the caps, built from the configuration.
 pub(crate) struct Guards {
     in_flight: Arc<Semaphore>,
+    max_in_flight: usize,
     listen_streams: Arc<Semaphore>,
     listen_per_client: Arc<Quota>,
 }
@@ -26,9 +27,18 @@ impl Guards {
     pub(crate) fn new(config: &Config) -> Self {
         Guards {
             in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
+            max_in_flight: config.max_in_flight,
             listen_streams: Arc::new(Semaphore::new(config.max_listen_streams)),
             listen_per_client: Arc::new(Quota::new(config.listen_per_client)),
         }
+    }
+
+    /// How many requests hold a place now: those being answered, and the 2025-11-25 ones
+    /// whose client stopped reading their stream and that still run (detached), waiting for
+    /// an answer to a question they asked, say.
+    pub(crate) fn running(&self) -> usize {
+        self.max_in_flight
+            .saturating_sub(self.in_flight.available_permits())
     }
 
     /// A place under the caps for `message`: a `subscriptions/listen` stream under the listen

@@ -122,8 +122,10 @@ pub(crate) async fn serve_accepted<H: Handshake>(
 }
 
 /// The drain once the accept loop stopped: the listener closes, and the endpoint waits, up to
-/// its drain grace, for its open connections to close and the task bodies running here to
-/// end; then the service shuts down and the legacy sessions close.
+/// its drain grace, for its open connections to close, the requests running here to end (a
+/// 2025-11-25 call whose client cut its stream runs on, detached, and its result goes to the
+/// SSE history for the client to resume) and the task bodies running here to end; then the
+/// service shuts down and the legacy sessions close.
 async fn drain(endpoint: &Endpoint, listener: TcpListener, connections: &Semaphore) {
     // Session GET streams end now: their clients reconnect, and are refused or routed to
     // another instance, instead of holding the drain for its whole grace.
@@ -136,16 +138,19 @@ async fn drain(endpoint: &Endpoint, listener: TcpListener, connections: &Semapho
         grace = ?endpoint.config.drain_grace,
         "draining: no longer accepting connections"
     );
-    // Done when no connection is open and no task body runs here (a body cannot move
-    // to another instance); the grace bounds the wait.
+    // Done when no connection is open, no request and no task body runs here (neither can
+    // move to another instance: a detached call waiting for the answer to its question would
+    // leave the answer nobody to reach, issue #48); the grace bounds the wait.
     let deadline = tokio::time::Instant::now() + endpoint.config.drain_grace;
     loop {
-        if open() == 0 && endpoint.service.running_tasks() == 0 {
+        if open() == 0 && endpoint.requests_running() == 0 && endpoint.service.running_tasks() == 0
+        {
             break;
         }
         if tokio::time::Instant::now() >= deadline {
             tracing::info!(
                 connections = open(),
+                requests = endpoint.requests_running(),
                 tasks = endpoint.service.running_tasks(),
                 "drain grace over: closing the remaining connections"
             );
