@@ -31,6 +31,7 @@ guides! {
     Architecture => "architecture.md",
     McpTerm => "mcp-term.md",
     Observability => "observability.md",
+    ScaleOut => "scale-out.md",
     Readme => "../README.md",
     McpReadme => "../crates/mcp/README.md",
     TypesReadme => "../crates/mcp-types/README.md",

@@ -24,7 +24,7 @@ fn load(name: &str) -> Vec<(String, Value)> {
 
 /// Plays the server side of a capture.
 struct Replay {
-    frames: Mutex<VecDeque<(String, Value)>>,
+    frames: Arc<Mutex<VecDeque<(String, Value)>>>,
     mismatches: Arc<Mutex<Vec<String>>>,
     tx: mpsc::UnboundedSender<JsonRpcMessage>,
     rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<JsonRpcMessage>>,
@@ -84,17 +84,21 @@ impl Transport for Replay {
 /// The recorded frames, `(direction, message)`.
 type Frames = Vec<(String, Value)>;
 
-fn replay(name: &str) -> (Replay, Arc<Mutex<Vec<String>>>, Frames) {
+/// The frames the replay has not played yet.
+type Left = Arc<Mutex<VecDeque<(String, Value)>>>;
+
+fn replay(name: &str) -> (Replay, Arc<Mutex<Vec<String>>>, Frames, Left) {
     let frames = load(name);
     let (tx, rx) = mpsc::unbounded_channel();
     let mismatches = Arc::new(Mutex::new(Vec::new()));
+    let left: Left = Arc::new(Mutex::new(frames.clone().into()));
     let transport = Replay {
-        frames: Mutex::new(frames.clone().into()),
+        frames: left.clone(),
         mismatches: mismatches.clone(),
         tx,
         rx: tokio::sync::Mutex::new(rx),
     };
-    (transport, mismatches, frames)
+    (transport, mismatches, frames, left)
 }
 
 /// The answers the Python client gave, by input-request key (2026) or request id (legacy).
@@ -141,7 +145,7 @@ fn client(answers: serde_json::Map<String, Value>, declared: &Value) -> mcp_clie
 }
 
 async fn run(name: &str, mode: Mode, tool: &str, arguments: Value) -> Value {
-    let (transport, mismatches, frames) = replay(name);
+    let (transport, mismatches, frames, left) = replay(name);
     let answers = recorded_answers(&frames);
     let first = &frames[0].1["params"];
     let declared = first
@@ -156,6 +160,29 @@ async fn run(name: &str, mode: Mode, tool: &str, arguments: Value) -> Value {
     let result = client.call_tool(tool, arguments).await.unwrap();
     let mismatches = mismatches.lock().unwrap();
     assert!(mismatches.is_empty(), "{name}:\n{}", mismatches.join("\n"));
+    // The capture is used up: what is left is at most the `tools/list` the Python client sent
+    // after the call, and its result (skipped on purpose). A client that stopped before the
+    // end of the flow leaves more.
+    let left: Vec<(String, Option<String>)> = left
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(dir, m)| {
+            let what = m["method"].as_str().map(str::to_owned);
+            (
+                dir.clone(),
+                what.or(m.get("result").map(|_| "result".to_owned())),
+            )
+        })
+        .collect();
+    let tools_list = [
+        ("c2s".to_owned(), Some("tools/list".to_owned())),
+        ("s2c".to_owned(), Some("result".to_owned())),
+    ];
+    assert!(
+        left.is_empty() || left == tools_list,
+        "{name}: the client stopped before the capture's end; left: {left:?}"
+    );
     serde_json::to_value(result).unwrap()
 }
 

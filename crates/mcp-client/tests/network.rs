@@ -294,7 +294,8 @@ async fn re_sends_are_bounded_and_a_long_retry_after_is_not_waited_for() {
             harness.fault(Rule::post("tools/list", Fault::Status { code: 503, retry_after: Some(120) }));
             let started = Instant::now();
             let error = client.list_tools(None).await.unwrap_err();
-            assert!(started.elapsed() < Duration::from_secs(1));
+            // The point: it did not wait the 120 s asked; any bound well under that says so.
+            assert!(started.elapsed() < Duration::from_secs(30));
             assert!(
                 matches!(&error, ClientError::Transport(why) if why.contains("the server asked to wait 120 s")),
                 "{mode:?}: {error}"
@@ -332,9 +333,12 @@ async fn progress_starts_the_timeout_again_under_a_total_limit() {
                 max_total_timeout: Some(Duration::from_millis(700)),
                 ..progress()
             };
+            // A call of 6 s (40 steps of 150 ms) cut at 700 ms: well before its end, however
+            // loaded the machine (audit section 4: the bound was 1.2 s for a call of 1.5 s).
+            let longer = json!({"key": "p", "steps": 40, "step_ms": 150});
             let started = Instant::now();
             let error = client
-                .call_tool_with("lookup", slow.clone(), capped)
+                .call_tool_with("lookup", longer, capped)
                 .await
                 .unwrap_err();
             assert_eq!(
@@ -345,7 +349,7 @@ async fn progress_starts_the_timeout_again_under_a_total_limit() {
                 }
             );
             assert!(
-                started.elapsed() < Duration::from_millis(1200),
+                started.elapsed() < Duration::from_secs(4),
                 "{:?}",
                 started.elapsed()
             );

@@ -176,6 +176,69 @@ async fn a_server_without_extensions_answers_the_bytes_it_answered_before() {
     assert_eq!(legacy, BEFORE_LEGACY);
 }
 
+/// The golden bytes above say only that nothing changed; the official schema of each
+/// revision says they were right: every result validates against its definition.
+#[test]
+fn the_golden_transcripts_are_valid_results_of_their_revision() {
+    let schemas = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/schemas");
+    for (file, transcript, definitions) in [
+        (
+            "2026-07-28.schema.json",
+            BEFORE_MODERN,
+            [
+                "DiscoverResult",
+                "ListToolsResult",
+                "ListResourcesResult",
+                "CallToolResult",
+                "ReadResourceResult",
+            ],
+        ),
+        (
+            "2025-11-25.schema.json",
+            BEFORE_LEGACY,
+            [
+                "InitializeResult",
+                "ListToolsResult",
+                "ListResourcesResult",
+                "CallToolResult",
+                "ReadResourceResult",
+            ],
+        ),
+    ] {
+        let schema: Value =
+            serde_json::from_str(&std::fs::read_to_string(schemas.join(file)).unwrap()).unwrap();
+        let url = format!("urn:mcp:{file}");
+        let mut compiler = boon::Compiler::new();
+        compiler.add_resource(&url, schema).unwrap();
+        let mut compiled = boon::Schemas::new();
+        assert_eq!(transcript.len(), definitions.len());
+        for (message, definition) in transcript.iter().zip(definitions) {
+            let message: Value = serde_json::from_str(message).unwrap();
+            let index = compiler
+                .compile(&format!("{url}#/$defs/{definition}"), &mut compiled)
+                .unwrap();
+            if let Err(e) = compiled.validate(&message["result"], index) {
+                panic!("{file} {definition}: {e:#}\n  {message}");
+            }
+            // And the check can fail: the same result without its required part is refused.
+            let mut broken = message["result"].clone();
+            let required = match definition {
+                "DiscoverResult" => "supportedVersions",
+                "InitializeResult" => "protocolVersion",
+                "ListToolsResult" => "tools",
+                "ListResourcesResult" => "resources",
+                "CallToolResult" => "content",
+                _ => "contents",
+            };
+            broken.as_object_mut().unwrap().remove(required);
+            assert!(
+                compiled.validate(&broken, index).is_err(),
+                "{file} {definition} accepted a result without {required}"
+            );
+        }
+    }
+}
+
 /// The client's declaration of the `stamps` extension.
 fn declaring() -> Value {
     json!({"extensions": {EXT: {}}})
@@ -197,8 +260,8 @@ async fn a_client_that_does_not_declare_sees_the_bytes_of_a_server_without_the_e
             legacy_transcript(&reference, caps).await
         );
     }
-    assert_eq!(modern_transcript(&with, json!({})).await, BEFORE_MODERN);
-    assert_eq!(legacy_transcript(&with, json!({})).await, BEFORE_LEGACY);
+    // Equal to the reference server, which the test above holds to the bytes before the
+    // extension existed: asserting those bytes here again would test nothing more.
 }
 
 #[tokio::test]
