@@ -392,7 +392,11 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
         } else {
             format!("redis :{redis_port}")
         },
-        fleet.instances.iter().map(|i| i.port).collect::<Vec<_>>(),
+        fleet
+            .instances
+            .iter()
+            .map(|i| format!("{}:{}", i.member.as_deref().unwrap_or(&i.name), i.port))
+            .collect::<Vec<_>>(),
         o.flows,
         o.concurrency
     );
@@ -518,9 +522,10 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
                 break;
             }
             events.push(format!(
-                "{label}: i{} restarted (drain {} ms) at flow {}",
+                "{label}: i{} restarted (drain {} ms) as {} at flow {}",
                 i + 1,
                 drained.as_millis(),
+                fleet.instances[i].member.as_deref().unwrap_or("-"),
                 done.load(Ordering::Relaxed)
             ));
         }
@@ -567,8 +572,9 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
         std::thread::sleep(Duration::from_secs(1));
         match fleet.start(killed, KEY_B) {
             Ok(()) => events.push(format!(
-                "i{} restarted at flow {}",
+                "i{} restarted as {} at flow {}",
                 killed + 1,
+                fleet.instances[killed].member.as_deref().unwrap_or("-"),
                 done.load(Ordering::Relaxed)
             )),
             Err(e) => schedule_error = Some(e),
@@ -1263,10 +1269,18 @@ fn sse_resume_flow(service: &str, port: u16) -> Result<(), Failure> {
             }
         })?;
     drop(stream);
-    let (last_id, question) = events
+    let (_, question) = events
         .last()
         .cloned()
         .ok_or(Failure::Lost("no question on the stream".into()))?;
+    // Resume from the last event id the stream set, as an SSE client does: an event the
+    // server could not record goes out without one (its stream's priming event has one).
+    let last_id = events
+        .iter()
+        .rev()
+        .find(|(id, _)| !id.is_empty())
+        .map(|(id, _)| id.clone())
+        .ok_or(Failure::Lost("no event id on the stream".into()))?;
     let answer = json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"ok": true}}}).to_string();
     let r = conn
         .send("POST", "/mcp", &legacy_headers(&session), &answer)

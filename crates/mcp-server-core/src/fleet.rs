@@ -45,6 +45,30 @@ pub fn answers_channel(member: &str) -> String {
 /// (the count of listeners); listeners ignore it.
 pub const PING: &[u8] = b"{}";
 
+/// How long a member that no one hears on its [`answers_channel`] is looked for before it is
+/// called gone: a live member whose bus connection dropped (Redis restarted) listens again
+/// within about a second of Redis coming back, and is then found; a dead one never is.
+pub const GONE_AFTER: Duration = Duration::from_secs(3);
+
+/// Publishes `payload` on `channel` until someone hears it, for up to [`GONE_AFTER`]: how many
+/// did, `0` only when nobody listened that whole time. A bus failure is returned at once.
+pub async fn publish_heard(
+    bus: &dyn Bus,
+    channel: &str,
+    payload: &[u8],
+) -> Result<usize, FleetError> {
+    let give_up = tokio::time::Instant::now() + GONE_AFTER;
+    let mut pause = Duration::from_millis(100);
+    loop {
+        let heard = bus.publish(channel, payload).await?;
+        if heard > 0 || tokio::time::Instant::now() + pause > give_up {
+            return Ok(heard);
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(800));
+    }
+}
+
 /// Why a shared store or the bus could not serve: the text names the store (Redis, …) and
 /// what failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -546,5 +570,37 @@ mod tests {
         let mut rx = bus.listen("x");
         assert_eq!(bus.publish("x", b"hello").await.unwrap(), 1);
         assert_eq!(rx.recv().await.unwrap(), b"hello".to_vec());
+    }
+
+    /// Issue #48: a member whose bus connection dropped (Redis restarted) is not called gone
+    /// while it reconnects: a publish nobody heard is tried again, for up to GONE_AFTER.
+    /// Before, one publish heard by nobody answered the client "the process is gone" (410).
+    #[tokio::test(start_paused = true)]
+    async fn a_member_listening_again_soon_is_heard_and_a_gone_one_is_not() {
+        let bus = Arc::new(MemoryBus::new());
+        let later = bus.clone();
+        let listener = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(700)).await;
+            let mut rx = later.listen("answers:i1~0badc0de");
+            rx.recv().await
+        });
+        let started = tokio::time::Instant::now();
+        let heard = publish_heard(&*bus, "answers:i1~0badc0de", b"the answer")
+            .await
+            .unwrap();
+        assert_eq!(heard, 1);
+        assert!(started.elapsed() < GONE_AFTER);
+        assert_eq!(listener.await.unwrap(), Some(b"the answer".to_vec()));
+
+        let started = tokio::time::Instant::now();
+        let heard = publish_heard(&*bus, "answers:i2~deadbeef", b"nobody")
+            .await
+            .unwrap();
+        assert_eq!(heard, 0);
+        let waited = started.elapsed();
+        assert!(
+            waited >= GONE_AFTER - Duration::from_millis(800) && waited <= GONE_AFTER,
+            "{waited:?}"
+        );
     }
 }

@@ -249,6 +249,46 @@ async fn a_session_opened_on_one_instance_is_served_by_the_other_and_its_answers
     fleet.b.shutdown().await;
 }
 
+/// Issue #48: an answer for an asker that is alive but not on the bus this instant (its bus
+/// connection dropped when Redis restarted, and it listens again a moment later) reaches it;
+/// before, the one publish nobody heard answered the client 410 "is gone".
+#[tokio::test]
+async fn an_answer_finds_an_asker_that_listens_again_after_a_moment() {
+    let (store, bus) = (MemorySessionStore::new(), MemoryBus::new());
+    let (b, _) = instance("b", &store, &bus);
+    let b = start(b).await;
+    let session = open_session(&b.url).await;
+    // The asker, c, listens again 500 ms after the answer arrives.
+    let later = bus.clone();
+    let asker = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let mut answers = mcp_server_core::fleet::Bus::listen(&later, "answers:c~12345678");
+        answers.recv().await
+    });
+    let (status, body) = text(
+        send(
+            hyper::Method::POST,
+            &b.url,
+            Some(&session),
+            Some(json!({"jsonrpc": "2.0", "id": "c~12345678:4", "result": {"roots": []}})),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let heard = tokio::time::timeout(Duration::from_secs(5), asker)
+        .await
+        .expect("the asker never heard the answer")
+        .unwrap()
+        .expect("the bus closed");
+    assert!(
+        String::from_utf8_lossy(&heard).contains("c~12345678:4"),
+        "{}",
+        String::from_utf8_lossy(&heard)
+    );
+    b.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_cancellation_sent_to_one_instance_stops_the_request_running_on_the_other() {
     let fleet = pair().await;

@@ -334,6 +334,8 @@ struct Failing {
     inner: MemoryEventStore,
     failing_finishes: AtomicU64,
     fail_answers: AtomicBool,
+    /// Fails this many answer appends, then takes them (a store back after a moment).
+    failing_answers: AtomicU64,
     fail_get: AtomicBool,
     finishes: AtomicU64,
     refused_answers: AtomicU64,
@@ -355,7 +357,12 @@ impl EventStore for Failing {
                 "Redis append to SSE history: connection reset".into(),
             ))));
         }
-        if answer && self.fail_answers.load(Ordering::SeqCst) {
+        let blip = answer
+            && self
+                .failing_answers
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok();
+        if blip || (answer && self.fail_answers.load(Ordering::SeqCst)) {
             self.refused_answers.fetch_add(1, Ordering::SeqCst);
             return Box::pin(std::future::ready(Err(EventStoreError::Unavailable(
                 "Redis append to SSE history: connection reset".into(),
@@ -503,8 +510,8 @@ async fn a_resumed_stream_of_an_ended_request_closes_without_its_recorded_end() 
     );
 }
 
-/// Review W22: an answer the store cannot take is delivered live to a client still reading;
-/// to a client that hung up, its stream is failed: the resumption is refused (`410`) instead
+/// Review W22: an answer the store cannot take (for the whole retry window) is delivered live
+/// to a client still reading; to a client that hung up, its stream is failed: the resumption is refused (`410`) instead
 /// of replaying the history without the answer and ending as if there were none.
 #[tokio::test]
 async fn an_answer_the_store_refused_is_delivered_live_or_its_stream_is_refused() {
@@ -536,15 +543,55 @@ async fn an_answer_the_store_refused_is_delivered_live_or_its_stream_is_refused(
     assert_eq!(answer["id"], 2);
     assert_eq!(answer["result"]["content"][0]["text"], "all steps done");
 
-    // Hung up: the answer is lost, and the stream says so.
+    // Hung up: the answer is appended again for a while (a store back within it loses
+    // nothing), then given up: it is lost, and the stream says so.
+    let refused = store.refused_answers.load(Ordering::SeqCst);
     start_and_hang_up(&url, &session, 3).await;
     gate.add_permits(1);
-    until(|| store.refused_answers.load(Ordering::SeqCst) == 2).await;
-    let resumed = resume(&url, &session, "p2.1").await;
+    until(|| store.refused_answers.load(Ordering::SeqCst) > refused + 1).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let resumed = loop {
+        // While the answer is tried again the stream runs; once given up, it is refused.
+        if let Ok(resumed) =
+            tokio::time::timeout(Duration::from_millis(300), resume(&url, &session, "p2.1")).await
+            && resumed.status() == StatusCode::GONE
+        {
+            break resumed;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the stream was never refused"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     assert_eq!(resumed.status(), StatusCode::GONE);
     assert_eq!(
         read_to_end(resumed.into_body()).await,
         "The events after Last-Event-ID are no longer kept"
+    );
+}
+
+/// Issue #48: an answer the store refuses for a moment (Redis restarting) is appended again and
+/// kept with its id: a client that hung up resumes and gets it. Before, the first refusal
+/// broke the stream, and the resumption was refused (410) or, on another instance of a
+/// fleet, found nothing.
+#[tokio::test]
+async fn an_answer_the_store_refused_for_a_moment_is_kept_for_the_resumption() {
+    let gate = Arc::new(Semaphore::new(0));
+    let store = Arc::new(Failing::default());
+    store.failing_answers.store(3, Ordering::SeqCst);
+    let endpoint = McpHttpService::new(service(gate.clone())).event_store(store.clone());
+    let url = start(endpoint).await;
+    let session = open_session(&url).await;
+    start_and_hang_up(&url, &session, 2).await;
+    gate.add_permits(1);
+    until(|| store.refused_answers.load(Ordering::SeqCst) == 3).await;
+    let resumed = resume(&url, &session, "p1.1").await;
+    assert_eq!(resumed.status(), StatusCode::OK);
+    let body = read_to_end(resumed.into_body()).await;
+    assert!(
+        body.contains("id: p1.2\nevent: message\ndata: ") && body.contains("all steps done"),
+        "{body}"
     );
 }
 

@@ -404,7 +404,9 @@ impl Sessions {
         let mut forwarded = SessionMessage::new(fleet, session);
         forwarded.message = serde_json::value::to_raw_value(message).ok();
         let channel = fleet::answers_channel(asker);
-        match fleet.bus().publish(&channel, &forwarded.encode()).await {
+        // Nobody listening may be a live asker reconnecting to the bus (Redis restarted): it
+        // is looked for a moment before it is called gone.
+        match fleet::publish_heard(&**fleet.bus(), &channel, &forwarded.encode()).await {
             Ok(0) => plain_owned(
                 StatusCode::GONE,
                 format!(

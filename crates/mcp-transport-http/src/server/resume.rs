@@ -30,6 +30,10 @@ const FRAME_QUEUE: usize = 32;
 const BROKEN_KEPT: usize = 1024;
 /// How long the end of a POST stream is written again when the event store fails it.
 const FINISH_RETRY_FOR: Duration = Duration::from_secs(10);
+/// How long a POST stream's message is appended again when the event store fails it, before
+/// the stream is given up as broken: a store that restarts or stalls for a moment (a Redis
+/// restart, issue #48) delays the stream's events instead of losing one.
+const APPEND_RETRY_FOR: Duration = Duration::from_secs(3);
 
 /// The session's GET stream in event ids (`g.7`); POST streams are `p{n}`.
 pub(crate) const GET_STREAM: &str = "g";
@@ -151,8 +155,9 @@ pub(crate) async fn legacy(
 /// closing still cancels it), so its answer waits in the history; until then it holds its
 /// in-flight permits (`held`), so hanging up does not free a place under the caps.
 ///
-/// A message the store fails to take is delivered live if the client is still connected, and
-/// the stream is marked broken either way: the history misses that message, so a resumption
+/// A message the store fails to take is appended again for up to [`APPEND_RETRY_FOR`] (the
+/// stream waits meanwhile); one it still fails to take is delivered live if the client is
+/// still connected, and the stream is marked broken either way: the history misses that message, so a resumption
 /// is refused (`410`) rather than served without it (review W22). Nothing more is recorded for
 /// a broken stream. The end of an intact stream is recorded, again after a failure, for up to
 /// [`FINISH_RETRY_FOR`].
@@ -198,7 +203,7 @@ fn record(
             let frame = if broken {
                 live_frame(&message)
             } else {
-                match stored_frame(&*events, &session, &name, &message).await {
+                match stored_frame_retrying(&*events, &session, &name, &message).await {
                     Ok((_, frame)) => frame,
                     Err(_) => {
                         broken = true;
@@ -270,6 +275,28 @@ pub(crate) async fn stored_frame(
     }
 }
 
+/// [`stored_frame`], again after a failure (50 ms apart, doubling to 800 ms) for up to
+/// [`APPEND_RETRY_FOR`]; the last failure when the store never took it.
+async fn stored_frame_retrying(
+    events: &dyn EventStore,
+    session: &str,
+    stream: &str,
+    message: &JsonRpcMessage,
+) -> Result<(u64, Bytes), EventStoreError> {
+    let give_up = tokio::time::Instant::now() + APPEND_RETRY_FOR;
+    let mut pause = Duration::from_millis(50);
+    loop {
+        match stored_frame(events, session, stream, message).await {
+            Ok(stored) => return Ok(stored),
+            Err(e) if tokio::time::Instant::now() + pause > give_up => return Err(e),
+            Err(_) => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(800));
+            }
+        }
+    }
+}
+
 /// `message` as an SSE event without an id: for the live client only.
 pub(crate) fn live_frame(message: &JsonRpcMessage) -> Bytes {
     Bytes::from(format!("event: message\ndata: {message}\n\n"))
@@ -306,14 +333,12 @@ pub(crate) fn stream_owner(stream: &str) -> Option<&str> {
         .filter(|owner| !owner.is_empty())
 }
 
-/// Whether fleet member `owner` still runs: someone listens on its answers channel. A bus
-/// that cannot answer counts as alive (the stream is followed, not declared lost).
+/// Whether fleet member `owner` still runs: someone listens on its answers channel, within
+/// [`fleet::GONE_AFTER`] (a live member reconnecting to the bus is found). A bus that cannot
+/// answer counts as alive (the stream is followed, not declared lost).
 async fn member_alive(fleet: &Fleet, owner: &str) -> bool {
     !matches!(
-        fleet
-            .bus()
-            .publish(&fleet::answers_channel(owner), fleet::PING)
-            .await,
+        fleet::publish_heard(&**fleet.bus(), &fleet::answers_channel(owner), fleet::PING).await,
         Ok(0)
     )
 }
