@@ -173,7 +173,19 @@ async fn mutated_captures_never_panic_and_every_request_is_answered() {
         messages.len()
     );
     let odd = odd_values();
-    let mut rng = Rng(0x5EED_1234_ABCD_0001);
+    // A new search each run (audit section 6: a fixed seed tried the same inputs every time);
+    // MCP_ROBUSTNESS_SEED=<n> repeats one, and every failure names its seed.
+    let seed = std::env::var("MCP_ROBUSTNESS_SEED")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0x5EED_1234_ABCD_0001, |d| d.as_nanos() as u64)
+        })
+        | 1;
+    eprintln!("mutation seed {seed} (MCP_ROBUSTNESS_SEED={seed} repeats this run)");
+    let mut rng = Rng(seed);
     let service = service();
     let mut answered = 0;
     for legacy in [false, true] {
@@ -206,7 +218,7 @@ async fn mutated_captures_never_panic_and_every_request_is_answered() {
                         .await
                         .unwrap_or_else(|_| {
                             panic!(
-                                "no answer to message {n} round {round}: {}",
+                                "no answer to message {n} round {round} (MCP_ROBUSTNESS_SEED={seed}): {}",
                                 String::from_utf8_lossy(&bytes)
                             )
                         })
@@ -226,8 +238,11 @@ async fn mutated_captures_never_panic_and_every_request_is_answered() {
     assert_eq!(
         panics.load(Ordering::SeqCst),
         0,
-        "a handler or the engine panicked"
+        "a handler or the engine panicked (MCP_ROBUSTNESS_SEED={seed})"
     );
-    assert!(answered > 1_500, "only {answered} requests were answered");
+    assert!(
+        answered > 1_500,
+        "only {answered} requests were answered (MCP_ROBUSTNESS_SEED={seed})"
+    );
     eprintln!("{answered} mutated requests answered without a panic");
 }

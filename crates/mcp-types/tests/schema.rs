@@ -1440,3 +1440,59 @@ fn an_invalid_value_is_caught_by_the_validator() {
     )));
     assert!(schemas.validate(&value, index).is_err());
 }
+
+/// Audit section 5: the method table against the official schemas, not against counts
+/// restated by hand. Every request and notification each revision's unions
+/// (`ClientRequest`, `ServerRequest`, `ClientNotification`, `ServerNotification`) name is in
+/// the table for that era, kind and direction, and the table names no other.
+#[test]
+fn the_method_table_is_the_schemas_unions() {
+    use mcp_types::methods::{Direction, Kind, methods_of};
+    use mcp_types::version::Era;
+    let spec = common::fixtures_dir().join("schemas");
+    let mut compared = 0;
+    for (file, era) in [
+        ("2026-07-28.schema.json", Era::Modern),
+        ("2025-11-25.schema.json", Era::Legacy),
+    ] {
+        let schema: Value =
+            serde_json::from_str(&std::fs::read_to_string(spec.join(file)).unwrap()).unwrap();
+        let defs = &schema["$defs"];
+        for (union, kind, direction) in [
+            ("ClientRequest", Kind::Request, Direction::ClientToServer),
+            ("ServerRequest", Kind::Request, Direction::ServerToClient),
+            (
+                "ClientNotification",
+                Kind::Notification,
+                Direction::ClientToServer,
+            ),
+            (
+                "ServerNotification",
+                Kind::Notification,
+                Direction::ServerToClient,
+            ),
+        ] {
+            let Some(members) = defs[union]["anyOf"].as_array() else {
+                continue;
+            };
+            let official: BTreeSet<String> = members
+                .iter()
+                .map(|m| {
+                    let name = m["$ref"].as_str().unwrap().rsplit('/').next().unwrap();
+                    defs[name]["properties"]["method"]["const"]
+                        .as_str()
+                        .unwrap_or_else(|| panic!("{file} {name} has no method const"))
+                        .to_owned()
+                })
+                .collect();
+            let ours: BTreeSet<String> = methods_of(era, kind, direction)
+                .map(str::to_owned)
+                .collect();
+            assert_eq!(ours, official, "{file} {union}");
+            compared += 1;
+        }
+    }
+    // Six unions: four of 2025-11-25, two of 2026-07-28 (it has no server requests and no
+    // client notification union).
+    assert_eq!(compared, 6);
+}
