@@ -508,6 +508,8 @@ struct Flaky {
     failing_finishes: AtomicU64,
     /// Fails every question a body posts (a store gone while the task runs).
     failing_asks: AtomicBool,
+    /// Fails this many reads of an answer, then reads them (a store back after a moment).
+    failing_takes: AtomicU64,
     finishes: AtomicU64,
     expires: AtomicU64,
 }
@@ -518,6 +520,7 @@ impl Flaky {
             inner: InMemoryTaskStore::new(),
             failing_finishes: AtomicU64::new(failing_finishes),
             failing_asks: AtomicBool::new(false),
+            failing_takes: AtomicU64::new(0),
             finishes: AtomicU64::new(0),
             expires: AtomicU64::new(0),
         })
@@ -562,6 +565,15 @@ impl TaskStore for Flaky {
         id: &'a str,
         key: &'a str,
     ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        let failing = self
+            .failing_takes
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if failing {
+            return Box::pin(std::future::ready(Err(StoreError::Backend(
+                "Redis HMGET task: broken pipe".into(),
+            ))));
+        }
         self.inner.take_answer(id, key)
     }
     fn request_cancel<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
@@ -674,6 +686,58 @@ async fn a_store_failure_while_asking_ends_the_task_failed_with_the_store_error(
         done["result"]["error"],
         json!({"code": -32603, "message": "The request could not be sent: the task store failed: Redis compare-and-set of a task: broken pipe"}),
         "{done}"
+    );
+}
+
+/// Issue #48: a body waiting for its answer waits out a store that fails for a moment (a
+/// Redis restart): the answer given meanwhile reaches it. Before, the first failed read ended
+/// the body "The session ended before the client answered".
+#[tokio::test]
+async fn a_store_failing_for_a_moment_while_a_task_waits_for_its_answer_is_waited_out() {
+    let store = Flaky::new(0);
+    let ask = ToolDef::new("ask")
+        .arguments::<NoArgs>()
+        .task(TaskSupport::Required)
+        .handler(|ctx, _: NoArgs| async move {
+            match ctx.elicit::<Answer>("A word?").await {
+                Ok(ElicitationResult::Accepted(a)) => Ok(a.word),
+                Ok(_) => Ok("no".to_owned()),
+                Err(e) => Err(e.message),
+            }
+        });
+    let service = McpServer::new("tasks-test")
+        .tool(ask)
+        .tasks(
+            TaskConfig::new()
+                .shared_store(store.clone())
+                .poll_interval(Duration::from_millis(10)),
+        )
+        .into_service()
+        .unwrap();
+    let mut client = TestClient::new(&service);
+    let id = task_id(&call(&mut client, "ask", declaring()).await);
+    poll_until(&mut client, &id, |v| status(v) == "input_required").await;
+    store.failing_takes.store(5, Ordering::SeqCst);
+    let ack = task_request(
+        &mut client,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"q1": {"action": "accept", "content": {"word": "still here"}}}}),
+    )
+    .await;
+    assert_eq!(ack["result"], acked());
+    let done = poll_until(&mut client, &id, |v| {
+        !matches!(status(v), "working" | "input_required")
+    })
+    .await;
+    assert_eq!(status(&done), "completed", "{done}");
+    assert_eq!(
+        done["result"]["result"]["content"][0]["text"], "still here",
+        "{done}"
+    );
+    assert_eq!(
+        store.failing_takes.load(Ordering::SeqCst),
+        0,
+        "every failing read was made"
     );
 }
 

@@ -587,9 +587,11 @@ impl TaskLink {
             Err(e) => return Err(PeerError::Refused(e.to_string())),
         }
         let poll = self.engine.config().poll_interval;
+        // Since when the store has failed to say whether the answer came, if it is failing.
+        let mut failing_since: Option<tokio::time::Instant> = None;
         loop {
             // With a change feed the answer wakes us (review W10); without one, poll.
-            let look_again = match feed {
+            let mut look_again = match feed {
                 Some(_) => RESYNC.max(poll),
                 None => poll,
             };
@@ -601,8 +603,23 @@ impl TaskLink {
                         reason,
                     });
                 }
-                Ok(None) => {}
-                Err(_) => return Err(PeerError::Disconnected),
+                Ok(None) => failing_since = None,
+                // The task is gone (expired, or removed): nobody is left to answer.
+                Err(StoreError::NotFound | StoreError::Finished) => {
+                    return Err(PeerError::Disconnected);
+                }
+                // The store failing for a moment (Redis restarting, issue #48) is waited out,
+                // for as long as a lease; past that the question fails naming the store.
+                // Before, any failure here ended the body "the session ended before the
+                // client answered".
+                Err(e) => {
+                    let since = *failing_since.get_or_insert_with(tokio::time::Instant::now);
+                    if since.elapsed() >= self.engine.config().lease {
+                        return Err(PeerError::Refused(e.to_string()));
+                    }
+                    tracing::debug!(error = %e, "a task's answer could not be read; trying again");
+                    look_again = poll;
+                }
             }
             tokio::select! {
                 () = cancel.cancelled() => return Err(PeerError::Cancelled),
