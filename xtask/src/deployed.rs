@@ -271,22 +271,12 @@ pub(crate) fn run_cells(programs: &Programs) -> (usize, usize) {
     let (mut passed, mut failed) = (0, 0);
     for (index, (name, check, http)) in cells().into_iter().enumerate() {
         let started = Instant::now();
-        match run_cell(programs, index, check, http) {
-            Ok(summary) => {
-                passed += 1;
-                println!(
-                    "PASS  deployed: {name}  ({summary}, {:.1}s)",
-                    started.elapsed().as_secs_f64()
-                );
-            }
-            Err(detail) => {
-                failed += 1;
-                println!("FAIL  deployed: {name}");
-                for line in detail.lines() {
-                    println!("        {line}");
-                }
-            }
-        }
+        let outcome = run_cell(programs, index, check, http);
+        crate::interop::count(
+            crate::interop::report_cell(&format!("deployed: {name}"), started, outcome),
+            &mut passed,
+            &mut failed,
+        );
     }
     (passed, failed)
 }

@@ -332,44 +332,53 @@ pub(crate) fn interop(args: &[String]) -> Result<(), String> {
     }
     for cell in &cells {
         let started = Instant::now();
-        match run_cell(&programs, cell) {
-            Ok(summary) => {
-                passed += 1;
-                println!(
-                    "PASS  {}  ({summary}, {:.1}s)",
-                    cell.name(),
-                    started.elapsed().as_secs_f64()
-                );
-            }
-            Err(detail) => {
-                failed += 1;
-                println!("FAIL  {}", cell.name());
-                for line in detail.lines() {
-                    println!("        {line}");
-                }
-            }
-        }
+        let outcome = run_cell(&programs, cell);
+        count(
+            report_cell(&cell.name(), started, outcome),
+            &mut passed,
+            &mut failed,
+        );
     }
     // OpenTelemetry across the boundary, both ways and in both eras (one script, its own
     // OTLP receiver): see examples/python/otel_interop.py.
     let started = Instant::now();
-    match otel_cell(&programs) {
+    let outcome = otel_cell(&programs);
+    count(
+        report_cell("python otel (trace context both ways)", started, outcome),
+        &mut passed,
+        &mut failed,
+    );
+    tally(passed, failed, &programs.logs)
+}
+
+/// Prints a cell's line: `PASS  name  (summary, 1.2s)`, or `FAIL  name` and the detail,
+/// indented. Whether it passed.
+pub(crate) fn report_cell(name: &str, started: Instant, outcome: Result<String, String>) -> bool {
+    match outcome {
         Ok(summary) => {
-            passed += 1;
             println!(
-                "PASS  python otel (trace context both ways)  ({summary}, {:.1}s)",
+                "PASS  {name}  ({summary}, {:.1}s)",
                 started.elapsed().as_secs_f64()
             );
+            true
         }
         Err(detail) => {
-            failed += 1;
-            println!("FAIL  python otel (trace context both ways)");
+            println!("FAIL  {name}");
             for line in detail.lines() {
                 println!("        {line}");
             }
+            false
         }
     }
-    tally(passed, failed, &programs.logs)
+}
+
+/// Counts a cell in `passed` or `failed`.
+pub(crate) fn count(passed_it: bool, passed: &mut usize, failed: &mut usize) {
+    if passed_it {
+        *passed += 1;
+    } else {
+        *failed += 1;
+    }
 }
 
 /// The closing line, and the task's failure when any cell failed.

@@ -255,13 +255,19 @@ async fn a_draining_server_still_answers_on_open_connections_each_time_with_conn
     server.finished().await;
 }
 
-#[tokio::test]
-async fn a_request_in_flight_when_the_drain_begins_gets_its_answer() {
+/// A server whose `gate` tool waits for the test (`started` once it runs), draining for at
+/// most far longer than any test: a drain that ends, ends because nothing is left.
+async fn gated_server() -> (Arc<Notify>, Arc<Semaphore>, Running) {
     let started = Arc::new(Notify::new());
     let gate = Arc::new(Semaphore::new(0));
     let endpoint = McpHttpService::new(service(started.clone(), gate.clone()))
         .drain_grace(Duration::from_secs(600));
-    let mut server = start(endpoint).await;
+    (started, gate, start(endpoint).await)
+}
+
+#[tokio::test]
+async fn a_request_in_flight_when_the_drain_begins_gets_its_answer() {
+    let (started, gate, mut server) = gated_server().await;
     let port = server.port;
     let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     stream
@@ -281,15 +287,11 @@ async fn a_request_in_flight_when_the_drain_begins_gets_its_answer() {
 
 /// Issue #48: a 2025-11-25 call whose client cut its stream runs on, detached (its result
 /// goes to the SSE history); the drain waits for it as for one whose connection is open.
-/// Before, the drain ended with the last connection, and in a fleet the question such a call
-/// had asked was answered `410` ("the server process that asked this question is gone").
+/// Before, the drain ended with the last connection, and the process exited under such a
+/// call (one waiting for the answer to its question, say: the answer then found no one).
 #[tokio::test]
 async fn a_detached_legacy_call_holds_the_drain_until_it_ends() {
-    let started = Arc::new(Notify::new());
-    let gate = Arc::new(Semaphore::new(0));
-    let endpoint = McpHttpService::new(service(started.clone(), gate.clone()))
-        .drain_grace(Duration::from_secs(600));
-    let mut server = start(endpoint).await;
+    let (started, gate, mut server) = gated_server().await;
     let port = server.port;
     let post = |session: Option<&str>, body: String| {
         let session = session.map_or(String::new(), |s| format!("mcp-session-id: {s}\r\n"));
