@@ -75,7 +75,8 @@ impl TaskEngine {
             }
             Err(why) => {
                 tracing::warn!(%why, "a lapsed task cannot run again");
-                self.give_up(id, lost, until).await;
+                self.give_up(id, format!("{lost}, and it cannot run again: {why}"), until)
+                    .await;
                 return;
             }
         };
