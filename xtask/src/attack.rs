@@ -201,7 +201,7 @@ pub(crate) fn attack(args: &[String]) -> Result<(), String> {
             // pays for no release build; the full suite measures release builds.
             let profile = if scale.quick { "debug" } else { "release" };
             let mut build = crate::cargo();
-            build.args(["build", "--quiet", "-p", "mcp-examples"]);
+            build.args(["build", "--quiet", "--workspace"]);
             if !scale.quick {
                 build.arg("--release");
             }

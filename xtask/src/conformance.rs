@@ -773,7 +773,7 @@ pub(crate) fn conformance(extra: &[String]) -> Result<(), String> {
     let target = env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
     let harness = Harness::install(&target.join("conformance-tools"))?;
     for example in ["conformance-server", "conformance-client"] {
-        run(cargo().args(["build", "-p", "mcp-examples", "--example", example]))?;
+        run(cargo().args(["build", "--workspace", "--example", example]))?;
     }
     let bin = examples_dir(&root);
     let client = bin.join("conformance-client");

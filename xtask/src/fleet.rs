@@ -305,14 +305,7 @@ pub(crate) fn fleet(args: &[String]) -> Result<(), String> {
     let redis_server = xtask_setup::require_program("redis-server")?;
     let nginx = xtask_setup::require_program("nginx")?;
     let mut build = cargo();
-    build.args([
-        "build",
-        "--locked",
-        "-p",
-        "mcp-examples",
-        "--example",
-        "fleet",
-    ]);
+    build.args(["build", "--locked", "--workspace", "--example", "fleet"]);
     if o.release {
         build.arg("--release");
     }

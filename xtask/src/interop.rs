@@ -255,14 +255,11 @@ pub(crate) fn interop(args: &[String]) -> Result<(), String> {
     let python = python_env()?;
     run(cargo().args([
         "build",
-        "-p",
-        "mcp-examples",
+        "--workspace",
         "--example",
         "interop-server",
         "--example",
         "interop-client",
-        "-p",
-        "keel-mcp-term",
         "--bin",
         "mcp-term",
     ]))?;

@@ -252,21 +252,30 @@ fn layers() -> Result<(), String> {
 fn test(extra: &[String]) -> Result<(), String> {
     layers()?;
     let python = python_env()?;
-    // `--all-targets` builds the examples as test harnesses; the example tests run the
-    // programs themselves, so build those first.
-    run(cargo().args(["build", "-p", "mcp-examples", "--examples"]))?;
+    // The example tests run the example programs, so `cargo build --all-targets` builds those
+    // first (`cargo test` builds examples as test harnesses). Every cargo command here resolves
+    // the workspace's features the same way, so the dependencies are compiled once for all of
+    // them: `-p mcp-examples --examples` compiled tokio and everything above it a second time,
+    // and `cargo test --doc` on its own a third (issue #48: CI's minutes). The doc tests run
+    // with the libraries' and the integration tests (`cargo test --workspace`), the benches and
+    // the examples' own tests after. The xtasks that build an example build it with
+    // `--workspace` for the same reason.
+    run(cargo().args(["build", "--workspace", "--all-targets"]))?;
     // The MCP Apps browser test runs playwright-core, which needs Node 20: the machine's, or
     // the one the conformance task installs when the machine's is older (Debian 12 has 18).
     let root = workspace_root();
     let target = env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
     let node = conformance::ensure_node(&target.join("conformance-tools"), 20)?;
-    run(cargo()
-        .args(["test", "--workspace", "--all-targets"])
-        .args(extra)
-        .env("MCP_NODE", &node)
-        .env("MCP_INTEROP_PYTHON", &python)
-        .env("MCP_REQUIRE_INTEROP", "1"))?;
-    run(cargo().args(["test", "--workspace", "--doc"]).args(extra))
+    for targets in [&[][..], &["--benches", "--examples"][..]] {
+        run(cargo()
+            .args(["test", "--workspace"])
+            .args(targets)
+            .args(extra)
+            .env("MCP_NODE", &node)
+            .env("MCP_INTEROP_PYTHON", &python)
+            .env("MCP_REQUIRE_INTEROP", "1"))?;
+    }
+    Ok(())
 }
 
 fn ci() -> Result<(), String> {

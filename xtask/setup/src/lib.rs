@@ -655,6 +655,28 @@ fn succeeds(command: &mut Command) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Removes from `command`'s environment what `cargo run` sets to describe the package it runs
+/// (`CARGO_PKG_*`, `CARGO_MANIFEST_*`, `CARGO_CRATE_NAME`, `CARGO_BIN_NAME`,
+/// `CARGO_PRIMARY_PACKAGE`), so that a cargo started from an xtask sees the environment a
+/// developer's shell has. Build scripts that read one of these (ring does) would otherwise
+/// be run again, and everything above them compiled again, whenever the two alternate.
+pub fn without_package_description(command: &mut Command) {
+    for (name, _) in env::vars_os() {
+        if name.to_str().is_some_and(describes_the_package) {
+            command.env_remove(name);
+        }
+    }
+}
+
+fn describes_the_package(name: &str) -> bool {
+    name.starts_with("CARGO_PKG_")
+        || name.starts_with("CARGO_MANIFEST_")
+        || matches!(
+            name,
+            "CARGO_CRATE_NAME" | "CARGO_BIN_NAME" | "CARGO_PRIMARY_PACKAGE"
+        )
+}
+
 /// The cargo that runs this process (rustup's proxy when run from a shell).
 fn cargo() -> Command {
     Command::new(env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
@@ -769,6 +791,43 @@ mod tests {
         apt: true,
         rustup: true,
     };
+
+    #[test]
+    fn what_cargo_run_says_of_its_package_is_not_passed_on() {
+        for name in [
+            "CARGO_PKG_NAME",
+            "CARGO_PKG_VERSION_MAJOR",
+            "CARGO_MANIFEST_DIR",
+            "CARGO_MANIFEST_PATH",
+            "CARGO_CRATE_NAME",
+            "CARGO_BIN_NAME",
+            "CARGO_PRIMARY_PACKAGE",
+        ] {
+            assert!(describes_the_package(name), "{name}");
+        }
+        // What configures cargo itself stays.
+        for name in [
+            "CARGO",
+            "CARGO_HOME",
+            "CARGO_TARGET_DIR",
+            "CARGO_INCREMENTAL",
+            "CARGO_PROFILE_DEV_DEBUG",
+        ] {
+            assert!(!describes_the_package(name), "{name}");
+        }
+        // `cargo test` describes this package to the test as `cargo run` would to a binary.
+        assert!(env::var_os("CARGO_PKG_NAME").is_some());
+        let mut command = Command::new("true");
+        without_package_description(&mut command);
+        let removed: Vec<_> = command
+            .get_envs()
+            .filter(|(_, value)| value.is_none())
+            .filter_map(|(name, _)| name.to_str())
+            .collect();
+        assert!(removed.contains(&"CARGO_PKG_NAME"), "{removed:?}");
+        assert!(removed.contains(&"CARGO_MANIFEST_DIR"), "{removed:?}");
+        assert!(!removed.contains(&"CARGO"), "{removed:?}");
+    }
 
     #[test]
     fn every_command_that_runs_a_suite_names_it() {
