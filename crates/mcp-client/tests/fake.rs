@@ -420,7 +420,17 @@ async fn a_timed_out_request_is_cancelled_on_the_server() {
             after: Duration::from_millis(50)
         }
     );
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    // The cancellation may be sent just after the timeout is reported: wait for it (up to
+    // 10 s), then make sure it is sent once.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while calls(&sent, "notifications/cancelled").is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no notifications/cancelled within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
     let cancelled = calls(&sent, "notifications/cancelled");
     assert_eq!(cancelled.len(), 1);
     assert_eq!(

@@ -124,13 +124,26 @@ async fn a_read_only_call_completes_across_a_server_restart() {
         for mode in ERAS {
             let harness = Harness::start().await;
             let client = connect(&harness, mode.clone(), Duration::from_secs(5)).await;
+            let streams = harness.proxy.relaying();
             let call = client.call_tool_with(
                 "lookup",
                 json!({"key": "k", "steps": 10, "step_ms": 100}),
                 progress(),
             );
             let restart = async {
-                tokio::time::sleep(Duration::from_millis(300)).await;
+                // Once the call runs and its stream is open (its 10 steps take a second).
+                assert!(
+                    harness
+                        .counters
+                        .wait_executed("lookup", 1, Duration::from_secs(10))
+                        .await
+                );
+                assert!(
+                    harness
+                        .proxy
+                        .wait_relaying(streams + 1, Duration::from_secs(10))
+                        .await
+                );
                 harness.restart().await;
             };
             let (result, ()) = tokio::join!(call, restart);
@@ -146,10 +159,22 @@ async fn a_read_only_call_completes_across_a_server_restart() {
                 assert_eq!(harness.proxy.count("initialize"), 2, "one new session");
             }
             // A side-effecting call interrupted the same way is not sent again.
+            let streams = harness.proxy.relaying();
             let call =
                 client.call_tool_with("charge", json!({"steps": 10, "step_ms": 100}), progress());
             let restart = async {
-                tokio::time::sleep(Duration::from_millis(300)).await;
+                assert!(
+                    harness
+                        .counters
+                        .wait_executed("charge", 1, Duration::from_secs(10))
+                        .await
+                );
+                assert!(
+                    harness
+                        .proxy
+                        .wait_relaying(streams + 1, Duration::from_secs(10))
+                        .await
+                );
                 harness.restart().await;
             };
             let (result, ()) = tokio::join!(call, restart);
@@ -442,6 +467,32 @@ async fn a_call_that_times_out_or_is_dropped_is_cancelled_on_the_server() {
     .await;
 }
 
+/// How many `tasks/get` and `tasks/result` requests the proxy saw.
+fn asked_about_tasks(harness: &Harness) -> usize {
+    harness.proxy.count("tasks/get") + harness.proxy.count("tasks/result")
+}
+
+/// Returns once `hang_task` has run `runs` times and the client has asked about a task more
+/// than `before` times (so it holds the new task's id): the moment to drop the call, rather
+/// than a guess.
+async fn task_waited_on(harness: &Harness, runs: usize, before: usize) {
+    assert!(
+        harness
+            .counters
+            .wait_executed("hang_task", runs, Duration::from_secs(10))
+            .await
+    );
+    let asked = || asked_about_tasks(harness);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while asked() <= before {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the client never asked about its task"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_the_client_started_is_cancelled_when_its_call_is_dropped_unless_told_not_to() {
     within(Duration::from_secs(20), async {
@@ -451,12 +502,12 @@ async fn a_task_the_client_started_is_cancelled_when_its_call_is_dropped_unless_
             .connect(HttpTransport::new(&harness.url()).unwrap())
             .await
             .unwrap();
-        let dropped = tokio::time::timeout(
-            Duration::from_millis(500),
-            client.call_tool("hang_task", json!({})),
-        )
-        .await;
-        assert!(dropped.is_err());
+        // The call is dropped once the task runs on the server and the client waits on it.
+        let before = asked_about_tasks(&harness);
+        tokio::select! {
+            answer = client.call_tool("hang_task", json!({})) => panic!("hang_task answered: {answer:?}"),
+            () = task_waited_on(&harness, 1, before) => {}
+        }
         assert!(
             harness
                 .counters
@@ -470,12 +521,11 @@ async fn a_task_the_client_started_is_cancelled_when_its_call_is_dropped_unless_
             leave_task_running: true,
             ..CallOptions::default()
         };
-        let dropped = tokio::time::timeout(
-            Duration::from_millis(500),
-            client.call_tool_with("hang_task", json!({}), keep),
-        )
-        .await;
-        assert!(dropped.is_err());
+        let before = asked_about_tasks(&harness);
+        tokio::select! {
+            answer = client.call_tool_with("hang_task", json!({}), keep) => panic!("hang_task answered: {answer:?}"),
+            () = task_waited_on(&harness, 2, before) => {}
+        }
         assert!(
             !harness
                 .counters

@@ -104,6 +104,27 @@ impl Proxy {
             .count()
     }
 
+    /// How many answers are being relayed now (their heads have come back through the proxy
+    /// and their bodies are still on their way): open SSE streams, mostly.
+    pub fn relaying(&self) -> usize {
+        // Each relay holds one receiver of `cut` while it runs.
+        self.shared.cut.receiver_count()
+    }
+
+    /// Waits until at least `count` answers are being relayed at once (their heads have come
+    /// back through the proxy and their bodies are still on their way), or `within` passed;
+    /// whether they were. What a test waits for before it cuts a stream, rather than a guess.
+    pub async fn wait_relaying(&self, count: usize, within: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        while self.relaying() < count {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        true
+    }
+
     /// Ends the stalled streams (their connections close).
     pub fn release_stalls(&self) {
         lock(&self.shared.stalled).clear();

@@ -46,10 +46,22 @@ impl Counters {
 
     /// Waits until `tool` saw `count` cancellations, or `within` passed; whether it did.
     pub async fn wait_cancelled(&self, tool: &str, count: usize, within: Duration) -> bool {
+        self.wait_for(|| self.cancelled(tool) >= count, within)
+            .await
+    }
+
+    /// Waits until `tool` has run `count` times (its side effect happened: the call is in the
+    /// server's hands), or `within` passed; whether it did. What a test waits for before it
+    /// interrupts a call, rather than a guess of how long the call takes to arrive.
+    pub async fn wait_executed(&self, tool: &str, count: usize, within: Duration) -> bool {
+        self.wait_for(|| self.executed(tool) >= count, within).await
+    }
+
+    async fn wait_for(&self, done: impl Fn() -> bool, within: Duration) -> bool {
         let waiting = async {
             loop {
                 let changed = self.changed.notified();
-                if self.cancelled(tool) >= count {
+                if done() {
                     return;
                 }
                 changed.await;

@@ -38,6 +38,16 @@ struct NoArgs {}
 /// its body started; `migrate` (not idempotent) asks one word, then never ends. Instance
 /// `name` of a fleet: its second value is the member name its tasks are leased under.
 fn instance(store: Arc<dyn TaskStore>, started: Arc<AtomicUsize>, name: &str) -> (Service, String) {
+    instance_counting(store, started, Arc::new(AtomicUsize::new(0)), name)
+}
+
+/// [`instance`], counting into `answered` each time `migrate`'s body has taken its answer.
+fn instance_counting(
+    store: Arc<dyn TaskStore>,
+    started: Arc<AtomicUsize>,
+    answered: Arc<AtomicUsize>,
+    name: &str,
+) -> (Service, String) {
     let reindex = ToolDef::new("reindex")
         .arguments::<NoArgs>()
         .annotations(ToolAnnotations {
@@ -62,10 +72,14 @@ fn instance(store: Arc<dyn TaskStore>, started: Arc<AtomicUsize>, name: &str) ->
     let migrate = ToolDef::new("migrate")
         .arguments::<NoArgs>()
         .task(TaskSupport::Optional)
-        .handler(|ctx, _: NoArgs| async move {
-            let _ = ctx.elicit::<Answer>("Proceed?").await;
-            std::future::pending::<()>().await;
-            "never"
+        .handler(move |ctx, _: NoArgs| {
+            let answered = answered.clone();
+            async move {
+                let _ = ctx.elicit::<Answer>("Proceed?").await;
+                answered.fetch_add(1, Ordering::SeqCst);
+                std::future::pending::<()>().await;
+                "never"
+            }
         });
     let fleet = Fleet::new(name, MemorySessionStore::new(), MemoryBus::new());
     let member = fleet.member().to_owned();
@@ -149,7 +163,9 @@ async fn an_idempotent_task_runs_again_on_another_instance_and_keeps_its_answers
             .build()
             .unwrap();
         let ids = runtime.block_on(async move {
-            let (service, member) = instance(first_store, first_started, "first");
+            let answered = Arc::new(AtomicUsize::new(0));
+            let (service, member) =
+                instance_counting(first_store, first_started, answered.clone(), "first");
             let mut client = TestClient::new(&service);
             let reindex = start(&mut client, "reindex").await;
             poll_until(&mut client, &reindex, |v| asked(v) == ["q1"]).await;
@@ -159,7 +175,17 @@ async fn an_idempotent_task_runs_again_on_another_instance_and_keeps_its_answers
             poll_until(&mut client, &migrate, |v| asked(v) == ["q1"]).await;
             answer(&mut client, &migrate, "q1", "yes").await;
             // Let migrate's body take its answer before the instance dies.
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            for _ in 0..1_000 {
+                if answered.load(Ordering::SeqCst) == 1 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            assert_eq!(
+                answered.load(Ordering::SeqCst),
+                1,
+                "migrate took its answer"
+            );
             (reindex, migrate, member)
         });
         drop(runtime);

@@ -169,6 +169,67 @@ async fn stdout_to_a_file_still_serves() {
 
 type Case = (&'static str, fn() -> Pin<Box<dyn Future<Output = ()>>>);
 
+/// Which cases to run, from the arguments `cargo test -- …` passes on, as the standard
+/// harness reads them: names containing any filter (or equal to one with `--exact`), none
+/// matching a `--skip`; `--list` lists them. Options of the standard harness that do not
+/// choose tests (`--nocapture`, `--test-threads`, …) are accepted and change nothing here.
+#[derive(Debug, Default, PartialEq)]
+struct Selection {
+    filters: Vec<String>,
+    skip: Vec<String>,
+    exact: bool,
+    list: bool,
+}
+
+impl Selection {
+    fn from_args(args: impl IntoIterator<Item = String>) -> Self {
+        let mut selection = Self::default();
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--exact" => selection.exact = true,
+                "--list" => selection.list = true,
+                "--skip" => selection.skip.extend(args.next()),
+                // Options that take a value as the next argument.
+                "--test-threads" | "--format" | "--color" | "--logfile" | "-Z" => {
+                    args.next();
+                }
+                flag if flag.starts_with('-') => {}
+                filter => selection.filters.push(filter.to_owned()),
+            }
+        }
+        selection
+    }
+
+    fn runs(&self, name: &str) -> bool {
+        let matches = |pattern: &String| {
+            if self.exact {
+                name == pattern
+            } else {
+                name.contains(pattern.as_str())
+            }
+        };
+        (self.filters.is_empty() || self.filters.iter().any(matches))
+            && !self.skip.iter().any(matches)
+    }
+}
+
+/// Runs as one of the cases below (this harness has no `#[test]`).
+fn selection_reads_arguments_as_the_standard_harness_does() {
+    let of = |args: &[&str]| Selection::from_args(args.iter().map(|a| (*a).to_owned()));
+    let all = of(&["--nocapture", "--test-threads", "1"]);
+    assert!(all.runs("flows_work_in_both_eras") && !all.list);
+    let some = of(&["eof", "noise", "--skip", "binary"]);
+    assert!(some.runs("eof_ends_the_server_after_answering_what_is_in_flight"));
+    assert!(some.runs("noise_on_stdout_is_skipped"));
+    assert!(!some.runs("flows_work_in_both_eras"));
+    let exact = of(&["--exact", "noise"]);
+    assert!(!exact.runs("noise_on_stdout_is_skipped"));
+    assert!(of(&["--exact", "noise_on_stdout_is_skipped"]).runs("noise_on_stdout_is_skipped"));
+    assert!(!of(&["--skip", "flows"]).runs("flows_work_in_both_eras"));
+    assert!(of(&["--list"]).list);
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -189,7 +250,11 @@ fn main() {
         Ok("exit-3") => std::process::exit(3),
         _ => {}
     }
-    let cases: [Case; 6] = [
+    let cases: [Case; 7] = [
+        (
+            "selection_reads_arguments_as_the_standard_harness_does",
+            || Box::pin(async { selection_reads_arguments_as_the_standard_harness_does() }),
+        ),
         ("flows_work_in_both_eras", || {
             Box::pin(flows_work_in_both_eras())
         }),
@@ -211,8 +276,19 @@ fn main() {
             Box::pin(stdout_to_a_file_still_serves())
         }),
     ];
-    let (mut passed, mut failed) = (0, 0);
+    let selection = Selection::from_args(std::env::args().skip(1));
+    if selection.list {
+        for (name, _) in cases.iter().filter(|(name, _)| selection.runs(name)) {
+            println!("{name}: test");
+        }
+        return;
+    }
+    let (mut passed, mut failed, mut filtered) = (0, 0, 0);
     for (name, case) in cases {
+        if !selection.runs(name) {
+            filtered += 1;
+            continue;
+        }
         let outcome =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(case())));
         match outcome {
@@ -226,7 +302,7 @@ fn main() {
             }
         }
     }
-    println!("stdio: {passed} passed, {failed} failed");
+    println!("stdio: {passed} passed, {failed} failed, {filtered} filtered out");
     if failed > 0 {
         std::process::exit(1);
     }

@@ -9,36 +9,74 @@ use std::time::Duration;
 
 use mcp::policy::{Audit, AuditOutcome, AuditRecord, ConcurrencyLimit, Rate, RateLimit, Timeout};
 use mcp::seal::Principal;
-use mcp::{McpServer, MemoryConnection, Service, TransportContext};
+use mcp::{McpServer, MemoryConnection, Service, ToolDef, TransportContext};
 use serde_json::{Value, json};
+use tokio::sync::watch;
 
-/// Counts the handlers of `slow` that started and that were dropped (stopped) unfinished.
-static SLOW_STARTED: AtomicUsize = AtomicUsize::new(0);
-static SLOW_STOPPED: AtomicUsize = AtomicUsize::new(0);
+/// Counts the handlers of one `slow` tool that started and that were dropped (stopped)
+/// unfinished. Each test that uses `slow` makes its own, so tests running side by side in this
+/// binary never count each other's calls.
+#[derive(Default)]
+struct SlowCounts {
+    started: AtomicUsize,
+    stopped: AtomicUsize,
+}
 
-struct StoppedOnDrop;
+/// Counts a stop when dropped while it still holds its counts.
+struct StoppedOnDrop(Option<Arc<SlowCounts>>);
 
 impl Drop for StoppedOnDrop {
     fn drop(&mut self) {
-        SLOW_STOPPED.fetch_add(1, Ordering::SeqCst);
+        if let Some(counts) = &self.0 {
+            counts.stopped.fetch_add(1, Ordering::SeqCst);
+        }
     }
 }
 
-/// Takes an hour.
-#[mcp::tool]
-async fn slow() -> String {
-    SLOW_STARTED.fetch_add(1, Ordering::SeqCst);
-    let guard = StoppedOnDrop;
-    tokio::time::sleep(Duration::from_secs(3600)).await;
-    std::mem::forget(guard);
-    "finished".into()
+/// A tool `slow` that takes an hour, counting into `counts`.
+fn slow(counts: &Arc<SlowCounts>) -> ToolDef {
+    let counts = Arc::clone(counts);
+    ToolDef::new("slow")
+        .description("Takes an hour.")
+        .handler(move |_ctx, _: Value| {
+            let counts = Arc::clone(&counts);
+            async move {
+                counts.started.fetch_add(1, Ordering::SeqCst);
+                let mut guard = StoppedOnDrop(Some(counts));
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                guard.0 = None;
+                "finished"
+            }
+        })
 }
 
-/// Waits until told.
-#[mcp::tool]
-async fn wait(ms: u64) -> String {
-    tokio::time::sleep(Duration::from_millis(ms)).await;
-    "waited".into()
+/// A tool `wait` that counts its starts into `started` and returns once `gate` is open.
+fn gated_wait(started: &Arc<AtomicUsize>, gate: &watch::Receiver<bool>) -> ToolDef {
+    let started = Arc::clone(started);
+    let gate = gate.clone();
+    ToolDef::new("wait")
+        .description("Waits until the gate opens.")
+        .handler(move |_ctx, _: Value| {
+            let started = Arc::clone(&started);
+            let mut gate = gate.clone();
+            async move {
+                started.fetch_add(1, Ordering::SeqCst);
+                let _ = gate.wait_for(|open| *open).await;
+                "waited"
+            }
+        })
+}
+
+/// Waits (up to 10 s) until `done` holds: what a test waits for, not a guess of how long.
+async fn until(what: &str, done: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}, within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
 
 /// Echoes a secret note.
@@ -123,15 +161,16 @@ fn text(reply: &Value) -> &str {
 
 #[tokio::test]
 async fn a_timeout_stops_the_handler_and_answers_32001() {
+    let counts = Arc::new(SlowCounts::default());
     let service = McpServer::new("shop")
-        .tool(slow)
+        .tool(slow(&counts))
         .tool(note)
         .method_layer("tools/call", Timeout::new(Duration::from_millis(200)))
         .into_service()
         .unwrap();
     for (i, era) in [Era::Modern, Era::Legacy].into_iter().enumerate() {
         let mut conn = connect(&service, era, TransportContext::default()).await;
-        let before = SLOW_STOPPED.load(Ordering::SeqCst);
+        let before = counts.stopped.load(Ordering::SeqCst);
         let reply = call(&mut conn, era, 1, "slow", json!({})).await;
         assert_eq!(
             reply["error"],
@@ -140,9 +179,9 @@ async fn a_timeout_stops_the_handler_and_answers_32001() {
                    "data": {"timeoutMs": 200}}),
             "{era:?}: {reply}"
         );
-        assert_eq!(SLOW_STARTED.load(Ordering::SeqCst), i + 1);
+        assert_eq!(counts.started.load(Ordering::SeqCst), i + 1);
         assert_eq!(
-            SLOW_STOPPED.load(Ordering::SeqCst),
+            counts.stopped.load(Ordering::SeqCst),
             before + 1,
             "{era:?}: the handler was dropped, not left running"
         );
@@ -154,20 +193,31 @@ async fn a_timeout_stops_the_handler_and_answers_32001() {
 
 #[tokio::test]
 async fn a_concurrency_limit_refuses_the_call_beyond_it() {
-    let service = McpServer::new("shop")
-        .tool(wait)
-        .tool_layer("wait", ConcurrencyLimit::new(1))
-        .into_service()
-        .unwrap();
     for era in [Era::Modern, Era::Legacy] {
+        let started = Arc::new(AtomicUsize::new(0));
+        let (open, gate) = watch::channel(false);
+        let service = McpServer::new("shop")
+            .tool(gated_wait(&started, &gate))
+            .tool_layer("wait", ConcurrencyLimit::new(1))
+            .into_service()
+            .unwrap();
         let mut first = connect(&service, era, TransportContext::default()).await;
         let mut second = connect(&service, era, TransportContext::default()).await;
-        let p = params(era, json!({"name": "wait", "arguments": {"ms": 400}}));
+        let p = params(era, json!({"name": "wait", "arguments": {}}));
         first.send_raw(
             json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": p}).to_string(),
         );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let refused = call(&mut second, era, 2, "wait", json!({"ms": 1})).await;
+        until("the first call holds the place", || {
+            started.load(Ordering::SeqCst) == 1
+        })
+        .await;
+        // Were the limit not applied, this call would run and wait at the closed gate.
+        let refused = tokio::time::timeout(
+            Duration::from_secs(10),
+            call(&mut second, era, 2, "wait", json!({})),
+        )
+        .await
+        .expect("the second call was not refused: it ran past the limit");
         assert_eq!(
             refused["error"],
             json!({"code": -32029,
@@ -175,7 +225,13 @@ async fn a_concurrency_limit_refuses_the_call_beyond_it() {
                    "data": {"limit": "concurrency", "max": 1}}),
             "{era:?}: {refused}"
         );
-        // The first call's answer (id 1) is still on its way: read it.
+        assert_eq!(
+            started.load(Ordering::SeqCst),
+            1,
+            "the refused call never ran"
+        );
+        // The first call's answer (id 1) comes once the gate opens: read it.
+        open.send_replace(true);
         let answer = loop {
             let m = first.recv().await.unwrap().to_value();
             if m["id"] == json!(1) {
@@ -183,7 +239,7 @@ async fn a_concurrency_limit_refuses_the_call_beyond_it() {
             }
         };
         assert_eq!(text(&answer), "waited", "{era:?}");
-        let again = call(&mut second, era, 3, "wait", json!({"ms": 1})).await;
+        let again = call(&mut second, era, 3, "wait", json!({})).await;
         assert_eq!(text(&again), "waited", "{era:?}: the place was given back");
     }
 }
