@@ -118,6 +118,25 @@ async fn a_side_effecting_call_is_never_sent_twice_whatever_the_network_does() {
     .await;
 }
 
+/// Restarts the server once a call of `tool` runs and its stream is open through the proxy
+/// (one more than the `streams` open before the call): the call is cut mid-answer, as a crash
+/// would cut it. Its 10 steps take a second, so it is still running.
+async fn restart_once_running(harness: &Harness, tool: &str, streams: usize) {
+    assert!(
+        harness
+            .counters
+            .wait_executed(tool, 1, Duration::from_secs(10))
+            .await
+    );
+    assert!(
+        harness
+            .proxy
+            .wait_relaying(streams + 1, Duration::from_secs(10))
+            .await
+    );
+    harness.restart().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_only_call_completes_across_a_server_restart() {
     within(Duration::from_secs(20), async {
@@ -130,23 +149,8 @@ async fn a_read_only_call_completes_across_a_server_restart() {
                 json!({"key": "k", "steps": 10, "step_ms": 100}),
                 progress(),
             );
-            let restart = async {
-                // Once the call runs and its stream is open (its 10 steps take a second).
-                assert!(
-                    harness
-                        .counters
-                        .wait_executed("lookup", 1, Duration::from_secs(10))
-                        .await
-                );
-                assert!(
-                    harness
-                        .proxy
-                        .wait_relaying(streams + 1, Duration::from_secs(10))
-                        .await
-                );
-                harness.restart().await;
-            };
-            let (result, ()) = tokio::join!(call, restart);
+            let (result, ()) =
+                tokio::join!(call, restart_once_running(&harness, "lookup", streams));
             let result = result.unwrap_or_else(|e| panic!("{mode:?}: {e}"));
             assert_eq!(result.content[0].as_text(), Some("value of k"), "{mode:?}");
             assert_eq!(
@@ -162,22 +166,8 @@ async fn a_read_only_call_completes_across_a_server_restart() {
             let streams = harness.proxy.relaying();
             let call =
                 client.call_tool_with("charge", json!({"steps": 10, "step_ms": 100}), progress());
-            let restart = async {
-                assert!(
-                    harness
-                        .counters
-                        .wait_executed("charge", 1, Duration::from_secs(10))
-                        .await
-                );
-                assert!(
-                    harness
-                        .proxy
-                        .wait_relaying(streams + 1, Duration::from_secs(10))
-                        .await
-                );
-                harness.restart().await;
-            };
-            let (result, ()) = tokio::join!(call, restart);
+            let (result, ()) =
+                tokio::join!(call, restart_once_running(&harness, "charge", streams));
             let error = result.unwrap_err();
             assert!(interrupted("tools/call", true)(&error), "{mode:?}: {error}");
             assert_eq!(harness.proxy.count_tool("charge"), 1);

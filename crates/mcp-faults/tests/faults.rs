@@ -115,16 +115,21 @@ async fn post(harness: &Harness, tool: &str, body: &str, quiet: Duration) -> Rep
 
 const QUIET: Duration = Duration::from_secs(5);
 
-#[tokio::test]
-async fn with_no_fault_the_call_passes_through() {
-    let harness = Harness::start().await;
-    let reply = post(
-        &harness,
+/// `set {"key": "a"}`, the idempotent tool most faults are tried on.
+async fn set(harness: &Harness) -> Reply {
+    post(
+        harness,
         "set",
         &call("set", json!({"key": "a"}), false),
         QUIET,
     )
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn with_no_fault_the_call_passes_through() {
+    let harness = Harness::start().await;
+    let reply = set(&harness).await;
     assert!(reply.closed);
     assert_eq!(reply.status(), Some(200), "{}", reply.text());
     assert!(reply.body().contains("set a"), "{}", reply.text());
@@ -136,23 +141,11 @@ async fn with_no_fault_the_call_passes_through() {
 async fn reset_before_forward_closes_with_nothing_and_the_server_never_sees_it() {
     let harness = Harness::start().await;
     harness.fault(Rule::tool("set", Fault::ResetBeforeForward));
-    let reply = post(
-        &harness,
-        "set",
-        &call("set", json!({"key": "a"}), false),
-        QUIET,
-    )
-    .await;
+    let reply = set(&harness).await;
     assert!(reply.closed && reply.bytes.is_empty(), "{}", reply.text());
     assert_eq!(harness.counters.executed("set"), 0);
     // Once: the next call passes.
-    let again = post(
-        &harness,
-        "set",
-        &call("set", json!({"key": "a"}), false),
-        QUIET,
-    )
-    .await;
+    let again = set(&harness).await;
     assert_eq!(again.status(), Some(200), "{}", again.text());
     assert_eq!(harness.counters.executed("set"), 1);
 }
@@ -222,13 +215,7 @@ async fn a_stall_passes_the_first_events_then_holds_the_connection_open_and_sile
 async fn session_not_found_answers_404_without_forwarding() {
     let harness = Harness::start().await;
     harness.fault(Rule::tool("set", Fault::SessionNotFound));
-    let reply = post(
-        &harness,
-        "set",
-        &call("set", json!({"key": "a"}), false),
-        QUIET,
-    )
-    .await;
+    let reply = set(&harness).await;
     assert!(reply.closed);
     assert_eq!(reply.status(), Some(404), "{}", reply.text());
     assert_eq!(harness.counters.executed("set"), 0);
@@ -251,22 +238,10 @@ async fn a_status_fault_answers_that_status_and_its_retry_after_without_forwardi
             retry_after: None,
         },
     ));
-    let first = post(
-        &harness,
-        "set",
-        &call("set", json!({"key": "a"}), false),
-        QUIET,
-    )
-    .await;
+    let first = set(&harness).await;
     assert_eq!(first.status(), Some(503), "{}", first.text());
     assert_eq!(first.header("retry-after").as_deref(), Some("7"));
-    let second = post(
-        &harness,
-        "set",
-        &call("set", json!({"key": "a"}), false),
-        QUIET,
-    )
-    .await;
+    let second = set(&harness).await;
     assert_eq!(second.status(), Some(502), "{}", second.text());
     assert_eq!(second.header("retry-after"), None);
     assert_eq!(harness.counters.executed("set"), 0);
@@ -276,13 +251,7 @@ async fn a_status_fault_answers_that_status_and_its_retry_after_without_forwardi
 async fn truncate_body_answers_a_complete_message_whose_json_is_cut() {
     let harness = Harness::start().await;
     harness.fault(Rule::tool("set", Fault::TruncateBody { bytes: 10 }));
-    let reply = post(
-        &harness,
-        "set",
-        &call("set", json!({"key": "a"}), false),
-        QUIET,
-    )
-    .await;
+    let reply = set(&harness).await;
     assert!(reply.closed);
     assert_eq!(reply.status(), Some(200), "{}", reply.text());
     assert_eq!(reply.body().len(), 10, "{}", reply.text());
@@ -295,13 +264,7 @@ async fn a_delay_holds_the_request_then_forwards_it() {
     let harness = Harness::start().await;
     harness.fault(Rule::tool("set", Fault::Delay(Duration::from_millis(400))));
     let started = Instant::now();
-    let reply = post(
-        &harness,
-        "set",
-        &call("set", json!({"key": "a"}), false),
-        QUIET,
-    )
-    .await;
+    let reply = set(&harness).await;
     assert!(started.elapsed() >= Duration::from_millis(400));
     assert_eq!(reply.status(), Some(200), "{}", reply.text());
     assert!(reply.body().contains("set a"), "{}", reply.text());
