@@ -123,7 +123,7 @@ pub(crate) fn served_span(request: &mcp_types::JsonRpcRequest) -> Span {
         otel.name = request.method.as_str(),
         otel.kind = "server",
         mcp.method.name = request.method.as_str(),
-        jsonrpc.request.id = %request.id,
+        jsonrpc.request.id = %request.id.for_log(),
     );
     #[cfg(feature = "otel")]
     if !span.is_disabled() {

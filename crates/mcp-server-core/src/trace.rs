@@ -66,7 +66,7 @@ impl RequestSpan {
             otel.status_description = Empty,
             mcp.method.name = method,
             mcp.protocol.version = era.unwrap_or("unknown"),
-            jsonrpc.request.id = %request.id,
+            jsonrpc.request.id = %request.id.for_log(),
             gen_ai.tool.name = tool,
             gen_ai.prompt.name = prompt,
             mcp.resource.uri = uri,

@@ -291,3 +291,57 @@ async fn handles_and_their_values_never_reach_the_trace() {
         );
     }
 }
+
+/// Security review X5: a client's JSON-RPC id and method reach a text log escaped, quoted and
+/// bounded. An id carrying a newline and a terminal escape cannot forge an audit line for
+/// another user or reach the terminal of whoever tails the log.
+#[tokio::test]
+async fn a_request_id_cannot_forge_a_log_line_or_reach_the_terminal() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    // What a default text subscriber writes, span context included.
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let greet = ToolDef::new("greet").handler(|_ctx, _: JsonObject| async move {
+        tracing::info!("greeting");
+        "hello"
+    });
+    let service = McpServer::new("traced")
+        .tool(greet)
+        .layer(mcp_server_core::policy::Audit::to_tracing())
+        .into_service()
+        .unwrap();
+    let mut client = TestClient::new(&service);
+    let forged =
+        "1\nZ  INFO mcp::audit: audit id=7 subject=\"bob\" outcome=complete\n\u{1b}]0;owned\u{7}";
+    let id = json!(forged);
+    let params = common::with_meta(json!({"name": "greet", "arguments": {}}), json!({}));
+    let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    let replies = client.exchange_raw(&request.to_string(), &id).await;
+    let answer = replies.last().unwrap();
+    assert_eq!(answer["result"]["content"][0]["text"], "hello", "{answer}");
+    drop(_guard);
+
+    let output = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        !output.contains('\u{1b}') && !output.contains('\u{7}'),
+        "{output}"
+    );
+    let lines: Vec<&str> = output.lines().collect();
+    // Two events, one line each: the tool's, inside the request span, and the audit record.
+    assert_eq!(lines.len(), 2, "{output}");
+    let escaped = r#""1\nZ  INFO mcp::audit: audit id=7 subject=\"bob\" outcome=complete\n\u{1b}]0;owned\u{7}""#;
+    assert!(lines[0].contains("greeting"), "{output}");
+    assert!(
+        lines[0].contains(&format!("jsonrpc.request.id={escaped}")),
+        "{output}"
+    );
+    assert!(lines[1].contains("mcp::audit"), "{output}");
+    assert!(lines[1].contains(&format!("id={escaped}")), "{output}");
+    assert!(lines[1].contains(r#"method="tools/call""#), "{output}");
+    assert!(!output.contains("subject=\"bob\" outcome"), "{output}");
+}

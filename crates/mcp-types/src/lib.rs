@@ -72,6 +72,7 @@ mod identity;
 pub mod jsonrpc;
 mod level;
 pub mod lifecycle;
+pub mod log_safe;
 pub mod logging;
 pub mod messages;
 pub mod meta;
@@ -96,6 +97,7 @@ pub use jsonrpc::{
     JsonRpcError, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse,
     MessageError, RequestId,
 };
+pub use log_safe::{LogSafe, LogSafeId};
 pub use messages::{
     ClientNotification, ClientRequest, ClientResult, ParamsError, ServerNotification,
     ServerRequest, ServerResult,

@@ -73,7 +73,11 @@ pub(crate) async fn read_loop(inner: Arc<Inner>) {
             JsonRpcMessage::Response(r) => inner.resolve(&r.id, Ok(r.result)),
             JsonRpcMessage::Error(e) => match e.id.request_id() {
                 Some(id) => inner.resolve(id, Err(e.error)),
-                None => tracing::warn!(error = %e.error, "the server sent an error without an id"),
+                None => tracing::warn!(
+                    code = e.error.code.0,
+                    message = %mcp_types::LogSafe(&e.error.message),
+                    "the server sent an error without an id"
+                ),
             },
             JsonRpcMessage::Notification(n) => inner.notification(&n),
             JsonRpcMessage::Request(request) => {

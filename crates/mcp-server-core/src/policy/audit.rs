@@ -119,8 +119,8 @@ impl Audit {
             let principal = r.principal.as_ref();
             tracing::info!(
                 target: "mcp::audit",
-                id = %r.id,
-                method = %r.method,
+                id = %r.id.for_log(),
+                method = %mcp_types::LogSafe(&r.method),
                 target = r.target.as_deref(),
                 era = ?r.era,
                 client_id = principal.map(|p| p.client_id.as_str()),
