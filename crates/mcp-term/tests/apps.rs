@@ -65,7 +65,17 @@ fn save_ui_writes_the_app_and_the_call_prints_its_text_on_both_eras() {
             "{}",
             called.stderr
         );
-        assert_eq!(std::fs::read_to_string(&saved).unwrap(), HTML);
+        // The app as served, after the policy it runs under in a browser (review X14).
+        let written = std::fs::read_to_string(&saved).unwrap();
+        let (policy, html) = written.split_once('\n').unwrap();
+        assert_eq!(html, HTML);
+        assert!(
+            policy.starts_with(
+                "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+            ) && policy.contains("connect-src 'none';")
+                && policy.ends_with("form-action 'none'\">"),
+            "{policy}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
