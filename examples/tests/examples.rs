@@ -1068,7 +1068,7 @@ async fn the_shop_seals_baskets_challenges_for_checkout_limits_it_and_audits() {
     }
     let last = audit.last().unwrap();
     for field in [
-        "method=tools/call",
+        "method=\"tools/call\"",
         "target=\"checkout\"",
         "subject=\"alice\"",
         "outcome=error -32029",
