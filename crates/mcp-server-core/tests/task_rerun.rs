@@ -81,12 +81,37 @@ fn instance_counting(
                 "never"
             }
         });
+    // Idempotent, and its first question names the instance it runs on: a re-run elsewhere
+    // asks a different question under the same number.
+    let asker = format!("Purge the cache of {name}?");
+    let runs_on = name.to_owned();
+    let purge = ToolDef::new("purge")
+        .arguments::<NoArgs>()
+        .annotations(ToolAnnotations {
+            idempotent_hint: Some(true),
+            ..ToolAnnotations::default()
+        })
+        .task(TaskSupport::Optional)
+        .handler(move |ctx, _: NoArgs| {
+            let (asker, runs_on) = (asker.clone(), runs_on.clone());
+            async move {
+                for question in [asker.as_str(), "Really?"] {
+                    match ctx.elicit::<Answer>(question).await {
+                        Ok(ElicitationResult::Accepted(_)) => {}
+                        Ok(_) => return Err("declined".to_owned()),
+                        Err(e) => return Err(e.message),
+                    }
+                }
+                Ok(format!("purged by {runs_on}"))
+            }
+        });
     let fleet = Fleet::new(name, MemorySessionStore::new(), MemoryBus::new());
     let member = fleet.member().to_owned();
     let service = McpServer::new("rerun-test")
         .fleet(fleet)
         .tool(reindex)
         .tool(migrate)
+        .tool(purge)
         .tasks(
             TaskConfig::new()
                 .shared_store(store)
@@ -338,5 +363,63 @@ async fn a_rerun_asks_again_what_the_lost_run_took_without_keeping_it() {
     assert_eq!(
         done["result"]["result"]["content"][0]["text"], "again twice (run 1)",
         "the counter is this process's: its first start of the body"
+    );
+}
+
+/// Security review X8: a re-run's question is answered from the lost run only when it is the
+/// same question. Here run 2 asks "Purge the cache of second?" where run 1 was answered
+/// "Purge the cache of first?": the user is asked again (under a key of run 2), and the task
+/// does not complete on the old consent. Its second question, the same in both runs and left
+/// standing by the lost run, is asked once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rerun_asking_another_question_is_not_answered_with_the_lost_runs_consent() {
+    let store: Arc<dyn TaskStore> = Arc::new(InMemoryTaskStore::new());
+    let first_store = store.clone();
+    let purge = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let (service, _) = instance(first_store, Arc::new(AtomicUsize::new(0)), "first");
+            let mut client = TestClient::new(&service);
+            let purge = start(&mut client, "purge").await;
+            poll_until(&mut client, &purge, |v| asked(v) == ["q1"]).await;
+            answer(&mut client, &purge, "q1", "yes").await;
+            // The consent is taken and kept: the body asks its second question.
+            poll_until(&mut client, &purge, |v| asked(v) == ["q2"]).await;
+            purge
+        })
+    })
+    .join()
+    .unwrap();
+
+    let (service, _) = instance(store, Arc::new(AtomicUsize::new(0)), "second");
+    let mut client = TestClient::new(&service);
+    let rerun = poll_until(&mut client, &purge, |v| {
+        asked(v).contains(&"q1-run2".to_owned())
+    })
+    .await;
+    assert_eq!(rerun["result"]["status"], "input_required", "{rerun}");
+    assert_eq!(
+        rerun["result"]["inputRequests"]["q1-run2"]["params"]["message"],
+        "Purge the cache of second?",
+        "{rerun}"
+    );
+    answer(&mut client, &purge, "q1-run2", "yes").await;
+    // "Really?" is the question the lost run left standing: it stands, under its key.
+    let standing = poll_until(&mut client, &purge, |v| {
+        !asked(v).contains(&"q1-run2".to_owned()) && asked(v).contains(&"q2".to_owned())
+    })
+    .await;
+    assert_eq!(asked(&standing), ["q2"], "{standing}");
+    answer(&mut client, &purge, "q2", "yes").await;
+    let done = poll_until(&mut client, &purge, |v| {
+        v["result"]["status"] == "completed"
+    })
+    .await;
+    assert_eq!(
+        done["result"]["result"]["content"][0]["text"], "purged by second",
+        "{done}"
     );
 }

@@ -109,6 +109,7 @@ pub use elicit::{ElicitModel, ElicitationResult, SchemaError, elicitation_schema
 pub use error::BuildError;
 pub use mcp_types::ext::apps::{UiPermissions, Visibility as UiVisibility};
 pub use prompt::{Completer, IntoPromptResult, PromptDef};
+pub(crate) use resolve::digest as question_digest;
 pub use resolve::{
     Accepted, FromResolved, Question, Ready, Resolution, ResolveError, Resolved, ResolvedValues,
     Resolver, ResolverInput,

@@ -66,6 +66,7 @@ impl Registry {
                     .as_ref()
                     .map(crate::fleet::StoredPrincipal::from),
                 answered: Default::default(),
+                asked: Default::default(),
                 runs: 1,
             }
         })

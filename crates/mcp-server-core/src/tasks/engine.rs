@@ -501,26 +501,49 @@ impl TaskLink {
             .unwrap_or(1)
     }
 
-    /// The answer an earlier run of this task received for `key`, if any.
-    fn answered(&self, key: &str) -> Option<Value> {
-        let kept = self.kept.as_ref()?;
-        kept.replay.lock().ok()?.answered.get(key).cloned()
+    /// What an earlier run of this task asked under `key` (the question's digest) and the
+    /// answer it received, as the replay kept them.
+    fn earlier(&self, key: &str) -> (Option<String>, Option<Value>) {
+        let Some(Ok(replay)) = self.kept.as_ref().map(|k| k.replay.lock()) else {
+            return (None, None);
+        };
+        (
+            replay.asked.get(key).cloned(),
+            replay.answered.get(key).cloned(),
+        )
+    }
+
+    /// Records that `key` asks the question `digest`, before it is posted: a re-run then
+    /// knows what a question the lost run left standing was.
+    async fn keep_question(&self, key: &str, digest: &str) {
+        self.keep(|replay| {
+            replay.asked.insert(key.to_owned(), digest.to_owned());
+        })
+        .await;
     }
 
     /// Records the answer to `key` in the replay, so that a re-run is not asked again.
     async fn keep_answer(&self, key: &str, value: &Value) {
+        self.keep(|replay| {
+            replay.answered.insert(key.to_owned(), value.clone());
+        })
+        .await;
+    }
+
+    /// Changes the replay with `change` and stores it, when this task can run again.
+    async fn keep(&self, change: impl FnOnce(&mut super::Replay)) {
         let Some(kept) = &self.kept else {
             return;
         };
         let encoded = match kept.replay.lock() {
             Ok(mut replay) => {
-                replay.answered.insert(key.to_owned(), value.clone());
+                change(&mut replay);
                 replay.encode()
             }
             Err(_) => return,
         };
         if let Err(e) = self.engine.store().set_replay(&self.id, encoded).await {
-            tracing::warn!(error = %e, "an answer was not kept for a re-run");
+            tracing::warn!(error = %e, "a question or its answer was not kept for a re-run");
         }
     }
 
@@ -549,12 +572,24 @@ impl TaskLink {
         }
         let method = request.method();
         let mut key = format!("q{n}");
-        // A re-run asks again what an earlier run was answered: the kept answer serves.
-        if let Some(value) = self.answered(&key) {
+        let question = crate::registry::question_digest(&request, None);
+        // A re-run asks again what an earlier run was answered: the kept answer serves when it
+        // answered this same question. A different question under the same number is asked
+        // anew under a key of this run, so that consent given for one question is never
+        // applied to another (security review X8).
+        let (asked_before, answered_before) = self.earlier(&key);
+        let same_question = asked_before.as_deref() == Some(question.as_str());
+        if same_question && let Some(value) = answered_before {
             return answer_of(&request, value).map_err(|reason| PeerError::InvalidResult {
                 method: static_method(method),
                 reason,
             });
+        }
+        if !same_question {
+            if asked_before.is_some() || answered_before.is_some() {
+                key = format!("{key}-run{}", self.run());
+            }
+            self.keep_question(&key, &question).await;
         }
         let store = self.engine.store();
         let mut feed = store.watch(&self.id);
@@ -570,9 +605,10 @@ impl TaskLink {
             // and not yet taken), or its answer was taken by the lost run before it was kept,
             // and then it is asked again under a key of this run.
             Err(StoreError::KeyReused(_)) if self.kept.is_some() => {
-                let stands = store.get(&self.id).await.ok().flatten().is_some_and(|r| {
-                    r.outstanding.contains_key(&key) || r.answers.contains_key(&key)
-                });
+                let stands = same_question
+                    && store.get(&self.id).await.ok().flatten().is_some_and(|r| {
+                        r.outstanding.contains_key(&key) || r.answers.contains_key(&key)
+                    });
                 if !stands {
                     key = format!("{key}-run{}", self.run());
                     store

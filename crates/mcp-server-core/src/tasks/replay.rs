@@ -28,6 +28,12 @@ pub(crate) struct Replay {
     /// The answers the body received, by question key (`q1`, …).
     #[serde(default)]
     pub(crate) answered: BTreeMap<String, Value>,
+    /// What each question the body asked was (its digest, by question key): a re-run's
+    /// question is answered from `answered`, or left standing, only when it is the same
+    /// question, never because it is the n-th (security review X8). A replay kept before
+    /// this has none, and its re-run asks again.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) asked: BTreeMap<String, String>,
     /// How many times the body has started.
     pub(crate) runs: u32,
 }

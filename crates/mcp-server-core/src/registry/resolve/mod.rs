@@ -11,6 +11,7 @@ mod written;
 
 pub use graph::*;
 pub use params::*;
+pub(crate) use round::digest;
 pub(super) use round::*;
 pub use written::*;
 

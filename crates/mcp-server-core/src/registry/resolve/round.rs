@@ -66,7 +66,10 @@ pub(crate) enum Round {
     Fail(String),
 }
 
-pub(super) fn digest(request: &InputRequest, rendered_schema: Option<&str>) -> String {
+/// What identifies a question: its method and parameters (with a model's schema, the schema
+/// as rendered). The sealed rounds pin each answer to it; a task's replay keeps it beside each
+/// answer (security review X8).
+pub(crate) fn digest(request: &InputRequest, rendered_schema: Option<&str>) -> String {
     // A form asked with a model's schema: only the message is rendered per call. Same bytes
     // as the generic path (see the test `form_digest_fast_path_matches_the_generic_one`).
     if let (InputRequest::Elicit(ElicitRequestParams::Form(form)), Some(rendered)) =
