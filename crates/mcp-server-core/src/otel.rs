@@ -134,32 +134,92 @@ fn instruments() -> &'static Instruments {
     })
 }
 
-/// What a request's duration is recorded with: its method, version and target.
+/// What a metric attribute holds in place of a value this server does not know: a method it
+/// does not serve, a version it does not speak, a tool or prompt it has not registered (the
+/// semantic conventions' word for `http.request.method`, used the same way).
+pub(crate) const OTHER: &str = "_OTHER";
+
+/// The values a metric attribute may take. A metric keeps one series per set of values for
+/// the life of the process, so a value a peer chose (a tool name that exists nowhere, a
+/// made-up version) would be kept forever and, past the SDK's cardinality limit, push the
+/// real series into overflow: each is one this server knows, or [`OTHER`] (security review
+/// X6).
+pub(crate) struct Known;
+
+impl Known {
+    /// A method the server serves: one of the protocol's (parsed), or an extension method it
+    /// registered.
+    pub(crate) fn method(
+        server: &crate::Server,
+        typed: Option<&mcp_types::ClientRequest>,
+        method: &str,
+    ) -> opentelemetry::Value {
+        match typed {
+            Some(typed) => typed.method().into(),
+            None if server.extension_methods.contains_key(method) => method.to_owned().into(),
+            None => OTHER.into(),
+        }
+    }
+
+    /// A protocol version this SDK speaks, or `unknown` when the request named none.
+    pub(crate) fn version(version: Option<&str>) -> opentelemetry::Value {
+        let Some(version) = version else {
+            return "unknown".into();
+        };
+        mcp_types::version::MODERN_VERSIONS
+            .iter()
+            .chain(mcp_types::version::LEGACY_VERSIONS.iter())
+            .find(|known| **known == version)
+            .map_or(OTHER, |known| *known)
+            .into()
+    }
+
+    /// A tool the server registered.
+    pub(crate) fn tool(server: &crate::Server, name: &str) -> opentelemetry::Value {
+        if server.known_tools.contains(name) {
+            name.to_owned().into()
+        } else {
+            OTHER.into()
+        }
+    }
+
+    /// A prompt the server registered.
+    pub(crate) fn prompt(server: &crate::Server, name: &str) -> opentelemetry::Value {
+        if server.known_prompts.contains(name) {
+            name.to_owned().into()
+        } else {
+            OTHER.into()
+        }
+    }
+}
+
+/// What a request's duration is recorded with: its method, version and target, as [`Known`]
+/// allows them.
 pub(crate) struct Labels {
     attributes: Vec<KeyValue>,
 }
 
 impl Labels {
     pub(crate) fn new(
-        method: &str,
-        version: &str,
-        tool: Option<&str>,
-        prompt: Option<&str>,
+        method: opentelemetry::Value,
+        version: opentelemetry::Value,
+        tool: Option<opentelemetry::Value>,
+        prompt: Option<opentelemetry::Value>,
         network: Option<&'static str>,
     ) -> Self {
         let mut attributes = vec![
-            KeyValue::new("mcp.method.name", method.to_owned()),
-            KeyValue::new("mcp.protocol.version", version.to_owned()),
+            KeyValue::new("mcp.method.name", method),
+            KeyValue::new("mcp.protocol.version", version),
         ];
         if let Some(network) = network {
             attributes.push(KeyValue::new("network.transport", network));
         }
         if let Some(tool) = tool {
-            attributes.push(KeyValue::new("gen_ai.tool.name", tool.to_owned()));
+            attributes.push(KeyValue::new("gen_ai.tool.name", tool));
             attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
         }
         if let Some(prompt) = prompt {
-            attributes.push(KeyValue::new("gen_ai.prompt.name", prompt.to_owned()));
+            attributes.push(KeyValue::new("gen_ai.prompt.name", prompt));
         }
         Labels { attributes }
     }
@@ -191,7 +251,10 @@ pub(crate) fn record_operation(
 
 /// Records `mcp.server.session.duration` for a 2025-11-25 session that ended.
 pub(crate) fn record_session(opened: Instant, version: &str, network: Option<&'static str>) {
-    let mut attributes = vec![KeyValue::new("mcp.protocol.version", version.to_owned())];
+    let mut attributes = vec![KeyValue::new(
+        "mcp.protocol.version",
+        Known::version(Some(version)),
+    )];
     if let Some(network) = network {
         attributes.push(KeyValue::new("network.transport", network));
     }

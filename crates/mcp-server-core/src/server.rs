@@ -94,6 +94,10 @@ pub struct Server {
     pub(crate) task_tools: std::collections::HashMap<String, crate::tasks::TaskSupport>,
     pub(crate) extensions: Extensions,
     pub(crate) extension_methods: HashMap<String, ExtensionMethod>,
+    /// The tools and prompts a registry registered: the names a metric may carry (see
+    /// `otel::Known`); a request naming any other is counted as `_OTHER`.
+    pub(crate) known_tools: std::collections::HashSet<String>,
+    pub(crate) known_prompts: std::collections::HashSet<String>,
     pub(crate) policy: crate::policy::Policy,
     pub(crate) fleet: Option<crate::fleet::Fleet>,
     /// Runs a task's tool again after its worker was lost (the registry's).
@@ -160,6 +164,8 @@ impl Server {
             task_tools: std::collections::HashMap::new(),
             extensions: Extensions::default(),
             extension_methods: HashMap::new(),
+            known_tools: Default::default(),
+            known_prompts: Default::default(),
             policy: crate::policy::Policy::default(),
             fleet: None,
             task_rerun: None,

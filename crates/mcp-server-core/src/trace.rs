@@ -11,7 +11,7 @@
 //! | `mcp.method.name` | the JSON-RPC method |
 //! | `mcp.protocol.version` | `2026-07-28`, `2025-11-25`, … the version the request is served at |
 //! | `jsonrpc.request.id` | the JSON-RPC request id |
-//! | `gen_ai.tool.name`, `gen_ai.prompt.name`, `mcp.resource.uri` | what `tools/call`, `prompts/get`, `resources/*` name |
+//! | `gen_ai.tool.name`, `gen_ai.prompt.name`, `mcp.resource.uri` | what `tools/call`, `prompts/get`, `resources/*` name (at most 256 bytes of it, as every text from the peer here) |
 //! | `network.transport` | `tcp` (HTTP) or `pipe` (stdio), as the transport says ([`TransportContext::network_transport`](crate::TransportContext::network_transport)) |
 //! | `gen_ai.operation.name` | `execute_tool` on `tools/call` |
 //! | `error.type` | the JSON-RPC error code as a string, or `tool_error` for a result with `isError: true` |
@@ -20,6 +20,11 @@
 //! | `mcp.round` | for resolver flows on 2026-07-28: 1 for the first call, 2 for the first retry, … |
 //! | `mcp.outcome` | `complete`, `input_required`, `error`, `tool_error` or `cancelled` |
 //! | `mcp.duration_us` | from the request's arrival to its answer |
+//!
+//! The metric `mcp.server.operation.duration` (feature `otel`) carries the same names, but
+//! only values the server knows: a method it serves, a version it speaks, a tool or prompt it
+//! registered; any other is `_OTHER`, so a peer cannot make the process keep a series per
+//! name it invents.
 //!
 //! Nothing secret is recorded at any level: no arguments, answers, `requestState`, keys or
 //! tokens. A rejected `requestState` is logged with its reason only (debug).
@@ -50,6 +55,7 @@ impl RequestSpan {
         typed: Option<&ClientRequest>,
         era: Option<&str>,
         network: Option<&'static str>,
+        server: &crate::Server,
     ) -> Self {
         let (tool, prompt, uri) = match typed {
             Some(ClientRequest::CallTool(p)) => (Some(p.name.as_str()), None, None),
@@ -57,7 +63,10 @@ impl RequestSpan {
             Some(t) => (None, None, crate::policy::target_of(t)),
             None => (None, None, None),
         };
-        let method = request.method.as_str();
+        // Everything here came from the peer: bounded, so that a 4 MiB tool name is not a
+        // 4 MiB attribute on every span and log line of the request (security review X6).
+        let method = bounded(request.method.as_str());
+        let (tool, prompt, uri) = (tool.map(bounded), prompt.map(bounded), uri.map(bounded));
         let span = tracing::info_span!(
             "mcp.request",
             otel.name = Empty,
@@ -65,7 +74,7 @@ impl RequestSpan {
             otel.status_code = Empty,
             otel.status_description = Empty,
             mcp.method.name = method,
-            mcp.protocol.version = era.unwrap_or("unknown"),
+            mcp.protocol.version = era.map_or("unknown", bounded),
             jsonrpc.request.id = %request.id.for_log(),
             gen_ai.tool.name = tool,
             gen_ai.prompt.name = prompt,
@@ -86,15 +95,19 @@ impl RequestSpan {
             #[cfg(feature = "otel")]
             crate::otel::continue_trace(&span, typed.and_then(ClientRequest::meta));
         }
+        #[cfg(not(feature = "otel"))]
+        let _ = server;
         Self {
             span,
             started: Instant::now(),
+            // Metrics are kept for the life of the process, one series per set of values:
+            // they take only values this server knows (security review X6).
             #[cfg(feature = "otel")]
             labels: crate::otel::Labels::new(
-                method,
-                era.unwrap_or("unknown"),
-                tool,
-                prompt,
+                crate::otel::Known::method(server, typed, &request.method),
+                crate::otel::Known::version(era),
+                tool.map(|t| crate::otel::Known::tool(server, t)),
+                prompt.map(|p| crate::otel::Known::prompt(server, p)),
                 network,
             ),
         }
@@ -144,6 +157,21 @@ impl RequestSpan {
         #[cfg(feature = "otel")]
         crate::otel::record_operation(self.labels, self.started, served);
     }
+}
+
+/// The longest text from a peer a request's span records in one attribute, in bytes.
+pub(crate) const MAX_ATTRIBUTE: usize = 256;
+
+/// `text` cut to at most [`MAX_ATTRIBUTE`] bytes, at a character boundary.
+pub(crate) fn bounded(text: &str) -> &str {
+    if text.len() <= MAX_ATTRIBUTE {
+        return text;
+    }
+    let mut end = MAX_ATTRIBUTE;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// Whether the conventions count a JSON-RPC error code as a server error: the client's

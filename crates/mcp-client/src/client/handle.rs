@@ -223,7 +223,15 @@ impl Client {
             }
             Err(ClientError::Server(error)) => {
                 crate::trace::record_answer(&span, Err(error));
-                Some(error.code.0.to_string())
+                // A metric keeps a series per value for the life of the process: a code the
+                // server chose outside JSON-RPC's reserved range is one value, `_OTHER`, so a
+                // hostile server cannot grow this client's series without bound (security
+                // review X6).
+                Some(if (-32768..=-32000).contains(&error.code.0) {
+                    error.code.0.to_string()
+                } else {
+                    "_OTHER".to_owned()
+                })
             }
             Err(_) => Some("transport".to_owned()),
         };

@@ -735,6 +735,8 @@ impl Registry {
     }
 
     fn install(self: Arc<Self>, mut server: Server) -> Server {
+        server.known_tools = self.tool_index.keys().cloned().collect();
+        server.known_prompts = self.prompt_index.keys().cloned().collect();
         if !self.tools.is_empty() {
             let reg = self.clone();
             server = server.on_list_tools(move |_ctx, p: PaginatedRequestParams| {

@@ -51,7 +51,13 @@ pub(super) fn spawn_request(
         .transport()
         .network_transport
         .or_else(|| route.session().and_then(|s| s.transport.network_transport));
-    let traced = RequestSpan::open(&request, typed.as_ref().ok(), era.as_deref(), network);
+    let traced = RequestSpan::open(
+        &request,
+        typed.as_ref().ok(),
+        era.as_deref(),
+        network,
+        &inner.server,
+    );
     let span = traced.span.clone();
     let (sink, rx) = Sink::channel();
     let task = async move {

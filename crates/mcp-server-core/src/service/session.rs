@@ -257,7 +257,13 @@ impl Session {
             Ok(ClientRequest::Initialize(p)) => Some(p.protocol_version.as_str()),
             _ => None,
         };
-        let traced = RequestSpan::open(request, typed.as_ref().ok(), asked, network);
+        let traced = RequestSpan::open(
+            request,
+            typed.as_ref().ok(),
+            asked,
+            network,
+            &self.state.inner.server,
+        );
         let result = traced.span.in_scope(|| self.initialize(typed));
         traced.finish(Some(result.as_ref().map(|raw| raw.get())));
         respond(&request.id, result)
