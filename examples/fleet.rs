@@ -15,6 +15,9 @@
 //! `MCP_DRAIN_GRACE_MS` sets the drain grace (default 5000); `MCP_INSTANCE=i1` names this
 //! instance in the fleet (unique per instance; a random name otherwise). With
 //! `MCP_REDIS_URL`, 2025-11-25 sessions live in Redis too: any instance serves any request.
+//! `MCP_TRUSTED_PROXIES=127.0.0.1` (addresses or prefixes, comma-separated) names the proxy in
+//! front (the fleet's nginx): the client it names in `X-Forwarded-For` is who per-client
+//! limits count.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -84,6 +87,18 @@ async fn main() -> Result<(), mcp::ServeError> {
             let listener = tokio::net::TcpListener::bind(addr).await?;
             eprintln!("serving MCP at http://{}/mcp", listener.local_addr()?);
             let mut endpoint = mcp::http::endpoint(server)?.drain_grace(grace);
+            // Behind nginx every connection is nginx's: told to trust it, the instance counts
+            // the client nginx names in X-Forwarded-For (per-client session and stream
+            // shares, anonymous rate limits), not nginx as one client for everybody.
+            if let Ok(list) = std::env::var("MCP_TRUSTED_PROXIES") {
+                let proxies = list
+                    .split(',')
+                    .filter(|p| !p.trim().is_empty())
+                    .map(str::parse)
+                    .collect::<Result<Vec<mcp::http::ProxyRange>, _>>()
+                    .map_err(|e| format!("MCP_TRUSTED_PROXIES={list}: {e}"))?;
+                endpoint = endpoint.trusted_proxies(proxies);
+            }
             if let Some(events) = events {
                 endpoint = endpoint.event_store(events);
             }

@@ -198,6 +198,7 @@ impl Fleet {
             .env("MCP_STATE_KEYS", keys)
             .env("MCP_INSTANCE", &instance.name)
             .env("MCP_DRAIN_GRACE_MS", "5000")
+            .env("MCP_TRUSTED_PROXIES", "127.0.0.1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)

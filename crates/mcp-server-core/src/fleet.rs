@@ -258,6 +258,12 @@ pub struct SessionRecord {
     /// again, while every other request gets `404`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ended: bool,
+    /// The address of the client that opened the session
+    /// ([`TransportContext::peer`](crate::TransportContext::peer)): an instance that restores
+    /// an anonymous session counts it against that client's share, as the instance that
+    /// opened it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<std::net::IpAddr>,
 }
 
 /// A [`Principal`] as a session record keeps it.
@@ -534,6 +540,7 @@ mod tests {
             subscriptions: vec!["file:///a".into()],
             principal: Some(StoredPrincipal::from(&Principal::new("app"))),
             ended: false,
+            peer: Some("2001:db8::7".parse().unwrap()),
         };
         let bytes = record.encode();
         assert_eq!(SessionRecord::decode(&bytes).unwrap(), record);

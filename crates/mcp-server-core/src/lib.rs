@@ -91,7 +91,7 @@ pub use peer::PeerError;
 pub use server::{DEFAULT_REQUEST_TIMEOUT, Server};
 pub use service::{
     Delivery, LEGACY_VERSIONS, MODERN_VERSIONS, ResponseStream, SUPPORTED_VERSIONS, Service,
-    Session, TransportContext, resource_not_found,
+    Session, TransportContext, client_group, resource_not_found,
 };
 pub use stamp::CacheHints;
 

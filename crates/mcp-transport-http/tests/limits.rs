@@ -973,3 +973,40 @@ async fn one_client_at_its_session_share_makes_room_from_its_own_sessions() {
     open_session(&server.url, &bob).await;
     server.shutdown().await;
 }
+
+/// Security review X3: behind a proxy every connection comes from the proxy. Told to trust
+/// it, the server counts the client the proxy names in `X-Forwarded-For`, so one user's
+/// `initialize` loop closes that user's own sessions, not another user's; the part of the
+/// header a client wrote itself is not believed. Not told, every user is the proxy (the
+/// behaviour the review reproduced): the other user's session is closed.
+#[tokio::test]
+async fn behind_a_trusted_proxy_each_forwarded_client_has_its_own_session_share() {
+    let proxy: mcp_transport_http::ProxyRange = "127.0.0.1".parse().unwrap();
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}).to_string();
+    for trusted in [true, false] {
+        let mut endpoint = McpHttpService::new(service(Arc::default())).sessions_per_client(2);
+        if trusted {
+            endpoint = endpoint.trusted_proxies([proxy]);
+        }
+        let server = start(endpoint).await;
+        let bob = [("x-forwarded-for", "198.51.100.9")];
+        let bobs = open_session(&server.url, &bob).await;
+        // Alice opens 5 sessions, each time claiming to be Bob further left in the header.
+        let alice = [("x-forwarded-for", "198.51.100.9, 203.0.113.5")];
+        for _ in 0..5 {
+            open_session(&server.url, &alice).await;
+        }
+        let headers = [
+            ("x-forwarded-for", "198.51.100.9"),
+            ("mcp-session-id", bobs.as_str()),
+        ];
+        let (status, _, body) = post(&server.url, &headers, &ping).await;
+        let expected = if trusted {
+            StatusCode::OK
+        } else {
+            StatusCode::NOT_FOUND
+        };
+        assert_eq!(status, expected, "trusted proxy: {trusted}: {body}");
+        server.shutdown().await;
+    }
+}

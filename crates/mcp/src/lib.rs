@@ -103,7 +103,7 @@ pub use mcp_server_core::tasks;
 pub use mcp_server_core::{
     CacheHints, CancellationToken, ChangeNotifier, Extension, ExtensionIdError, Handle, HandleKind,
     MemoryConnection, PeerError, RequestContext, ResponseStream, Server, Service, Session,
-    TransportContext,
+    TransportContext, client_group,
 };
 #[cfg(feature = "server")]
 pub use mcp_types::mrtr::Outcome;

@@ -294,6 +294,83 @@ async fn a_rate_limit_is_per_principal_and_says_when_to_retry() {
     );
 }
 
+/// Security review X4: anonymous callers are told apart by their address (an IPv6 client by
+/// its /64), and a user who registers more OAuth clients does not get more calls.
+#[tokio::test]
+async fn a_rate_limit_keys_anonymous_callers_by_address_and_a_user_across_clients() {
+    let service = McpServer::new("shop")
+        .tool(note)
+        .tool_layer(
+            "note",
+            RateLimit::per_principal("notes", Rate::new(1, Duration::from_secs(60))),
+        )
+        .into_service()
+        .unwrap();
+    let from = |address: &str| TransportContext {
+        peer: Some(address.parse().unwrap()),
+        ..TransportContext::default()
+    };
+    let args = json!({"text": "a"});
+    let mut a = connect(&service, Era::Modern, from("203.0.113.5")).await;
+    assert_eq!(
+        text(&call(&mut a, Era::Modern, 1, "note", args.clone()).await),
+        "noted a"
+    );
+    let refused = call(&mut a, Era::Modern, 2, "note", args.clone()).await;
+    assert_eq!(refused["error"]["code"], -32029, "{refused}");
+    // Another anonymous client still gets in: A spent its own bucket, not everybody's.
+    let mut b = connect(&service, Era::Legacy, from("198.51.100.9")).await;
+    assert_eq!(
+        text(&call(&mut b, Era::Legacy, 3, "note", args.clone()).await),
+        "noted a"
+    );
+    // Two addresses of one IPv6 /64 are one client.
+    let mut v6 = connect(&service, Era::Modern, from("2001:db8:1:2::1")).await;
+    assert_eq!(
+        text(&call(&mut v6, Era::Modern, 4, "note", args.clone()).await),
+        "noted a"
+    );
+    let mut v6_other = connect(&service, Era::Modern, from("2001:db8:1:2:ffff::9")).await;
+    let refused = call(&mut v6_other, Era::Modern, 5, "note", args.clone()).await;
+    assert_eq!(refused["error"]["code"], -32029, "{refused}");
+    // One user through two self-registered clients: one bucket.
+    let through = |client: &str| TransportContext {
+        principal: Some(
+            Principal::new(client)
+                .issuer("https://issuer.example")
+                .subject("dave"),
+        ),
+        ..TransportContext::default()
+    };
+    let mut first = connect(&service, Era::Modern, through("client-1")).await;
+    assert_eq!(
+        text(&call(&mut first, Era::Modern, 6, "note", args.clone()).await),
+        "noted a"
+    );
+    let mut second = connect(&service, Era::Modern, through("client-2")).await;
+    let refused = call(&mut second, Era::Modern, 7, "note", args.clone()).await;
+    assert_eq!(refused["error"]["code"], -32029, "{refused}");
+    // `per_client` counts each client apart, as before.
+    let per_client = McpServer::new("shop")
+        .tool(note)
+        .tool_layer(
+            "note",
+            RateLimit::per_principal("notes", Rate::new(1, Duration::from_secs(60))).per_client(),
+        )
+        .into_service()
+        .unwrap();
+    let mut first = connect(&per_client, Era::Modern, through("client-1")).await;
+    assert_eq!(
+        text(&call(&mut first, Era::Modern, 8, "note", args.clone()).await),
+        "noted a"
+    );
+    let mut second = connect(&per_client, Era::Modern, through("client-2")).await;
+    assert_eq!(
+        text(&call(&mut second, Era::Modern, 9, "note", args).await),
+        "noted a"
+    );
+}
+
 #[tokio::test]
 async fn the_audit_log_records_who_called_what_and_nothing_they_sent() {
     let records: Arc<Mutex<Vec<AuditRecord>>> = Arc::default();

@@ -83,6 +83,7 @@ pub struct Call<'a> {
     principal: Option<&'a Principal>,
     scopes: Option<&'a [String]>,
     meta: Option<Meta>,
+    peer: Option<std::net::IpAddr>,
 }
 
 impl<'a> Call<'a> {
@@ -100,6 +101,7 @@ impl<'a> Call<'a> {
             principal: transport.principal.as_ref(),
             scopes: transport.scopes.as_deref(),
             meta: None,
+            peer: transport.peer,
         }
     }
 
@@ -142,6 +144,13 @@ impl<'a> Call<'a> {
     /// (stdio, an HTTP endpoint without a verifier).
     pub fn scopes(&self) -> Option<&[String]> {
         self.scopes
+    }
+
+    /// The address of the client, as the transport determined it
+    /// ([`TransportContext::peer`](crate::TransportContext::peer)); `None` over stdio or in
+    /// memory.
+    pub fn peer(&self) -> Option<std::net::IpAddr> {
+        self.peer
     }
 
     /// The request's `_meta`.

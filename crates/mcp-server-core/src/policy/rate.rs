@@ -202,21 +202,34 @@ impl RateStore for MemoryRates {
 
 type KeyFn = dyn Fn(&Call<'_>) -> String + Send + Sync;
 
-/// A rate limit per principal: each caller has a bucket of its own under this limit's name,
-/// so one user's burst does not spend another's. A call beyond it is refused with `-32029`,
+/// A rate limit per caller: each caller has a bucket of its own under this limit's name, so
+/// one user's burst does not spend another's. A call beyond it is refused with `-32029`,
 /// `data.limit = "rate"` and `data.retryAfterMs`.
 ///
-/// Callers are told apart by their principal (issuer, subject and client id); requests
-/// without one (no token) share one bucket, `anonymous`. [`keyed_by`](Self::keyed_by) chooses
-/// another key. Buckets live in a [`MemoryRates`] of this limit unless
-/// [`store`](Self::store) names a shared one: with `mcp_store_redis::RedisRates`, every
-/// instance of a fleet spends from the same buckets.
+/// Who a caller is (security review X4):
+/// - with a token naming a subject: that user, by issuer and subject, whichever OAuth client
+///   it came through (a user who registers more clients does not get more calls;
+///   [`per_client`](Self::per_client) counts each client of a user apart instead);
+/// - with a token and no subject: its client, by issuer and client id;
+/// - without a token: its address ([`Call::peer`], grouped by [`client_group`]: an IPv6
+///   client by its /64), so that one anonymous client cannot spend everybody's calls. Behind
+///   a proxy, name the proxy as trusted in the transport (the HTTP transport's
+///   `trusted_proxies`), or every user is the proxy's one address;
+/// - without a token or an address (stdio: one client per process): one bucket,
+///   `anonymous`.
+///
+/// [`keyed_by`](Self::keyed_by) chooses another key. Buckets live in a [`MemoryRates`] of
+/// this limit unless [`store`](Self::store) names a shared one: with
+/// `mcp_store_redis::RedisRates`, every instance of a fleet spends from the same buckets.
+///
+/// [`client_group`]: crate::client_group
 #[derive(Clone)]
 pub struct RateLimit {
     name: String,
     rate: Rate,
     store: Arc<dyn RateStore>,
     key: Option<Arc<KeyFn>>,
+    per_client: bool,
 }
 
 impl fmt::Debug for RateLimit {
@@ -237,6 +250,7 @@ impl RateLimit {
             rate,
             store: Arc::new(MemoryRates::new()),
             key: None,
+            per_client: false,
         }
     }
 
@@ -264,12 +278,29 @@ impl RateLimit {
         self
     }
 
+    /// Counts each OAuth client of a user apart: a user's calls through two clients spend two
+    /// buckets. The default counts the user (issuer and subject) once.
+    #[must_use]
+    pub fn per_client(mut self) -> Self {
+        self.per_client = true;
+        self
+    }
+
     fn bucket(&self, call: &Call<'_>) -> String {
+        // JSON arrays: no caller's parts can be arranged to read as another's.
         let caller = match (&self.key, call.principal()) {
             (Some(key), _) => key(call),
-            // A JSON array: no principal's parts can be arranged to read as another's.
-            (None, Some(p)) => json!([p.issuer, p.subject, p.client_id]).to_string(),
-            (None, None) => "anonymous".to_owned(),
+            (None, Some(p)) if self.per_client => {
+                json!(["client", p.issuer, p.subject, p.client_id]).to_string()
+            }
+            (None, Some(p)) => match &p.subject {
+                Some(subject) => json!(["user", p.issuer, subject]).to_string(),
+                None => json!(["client", p.issuer, p.client_id]).to_string(),
+            },
+            (None, None) => match call.peer() {
+                Some(peer) => json!(["address", crate::client_group(peer)]).to_string(),
+                None => "anonymous".to_owned(),
+            },
         };
         format!("{}:{caller}", self.name)
     }

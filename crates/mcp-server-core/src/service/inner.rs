@@ -43,6 +43,29 @@ pub struct TransportContext {
     /// The conventions' `network.transport` of the connection the request came over: `"tcp"`
     /// (HTTP), `"pipe"` (stdio), or `None` (in memory). Recorded on each request's span.
     pub network_transport: Option<&'static str>,
+    /// The address of the client the request came from, as the transport determined it:
+    /// the connection's peer, or, behind a proxy the transport was told to trust, the client
+    /// the proxy names. `None` when the transport has no address (stdio, in memory, an HTTP
+    /// service mounted in another router). Anonymous callers are told apart by it, grouped
+    /// by [`client_group`].
+    pub peer: Option<std::net::IpAddr>,
+}
+
+/// The share an address counts against: an IPv4 address itself, an IPv6 address's /64 (one
+/// household or host has a whole /64, so per-address shares would give one client 2^64 of
+/// them); an IPv4 address mapped into IPv6 is the IPv4 address. Written as text, a key for
+/// per-client limits (`203.0.113.7`, `2001:db8:1:2::/64`).
+pub fn client_group(address: std::net::IpAddr) -> String {
+    match address {
+        std::net::IpAddr::V4(v4) => v4.to_string(),
+        std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+                format!("{}/64", std::net::Ipv6Addr::from(prefix))
+            }
+        },
+    }
 }
 
 impl fmt::Debug for TransportContext {
@@ -53,6 +76,7 @@ impl fmt::Debug for TransportContext {
             .field("context", &self.context.is_some())
             .field("delivery", &self.delivery.is_some())
             .field("network_transport", &self.network_transport)
+            .field("peer", &self.peer)
             .finish()
     }
 }
@@ -225,6 +249,7 @@ impl SessionState {
                 .as_ref()
                 .map(crate::fleet::StoredPrincipal::from),
             ended: false,
+            peer: self.transport.peer,
         })
     }
 

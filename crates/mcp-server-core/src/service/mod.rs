@@ -41,7 +41,7 @@ pub use dispatch::resource_not_found;
 pub(crate) use inner::Inner;
 pub use inner::{
     Delivery, LEGACY_VERSIONS, MODERN_VERSIONS, ResponseStream, SUPPORTED_VERSIONS,
-    TransportContext,
+    TransportContext, client_group,
 };
 pub use session::Session;
 

@@ -79,6 +79,7 @@ pub(crate) struct Config {
     pub(crate) listen_per_client: usize,
     pub(crate) drain_grace: Duration,
     pub(crate) readiness_path: Option<String>,
+    pub(crate) trusted_proxies: Vec<super::proxy::ProxyRange>,
 }
 
 impl Default for Config {
@@ -103,6 +104,7 @@ impl Default for Config {
             listen_per_client: DEFAULT_LISTEN_STREAMS_PER_CLIENT,
             drain_grace: DEFAULT_DRAIN_GRACE,
             readiness_path: Some(DEFAULT_READINESS_PATH.to_owned()),
+            trusted_proxies: Vec::new(),
         }
     }
 }

@@ -79,6 +79,10 @@ impl Endpoint {
         // this is where the endpoint starts).
         self.sessions.join_fleet();
         let (parts, body) = request.into_parts();
+        // Behind a trusted proxy, the client it names (security review X3).
+        let peer = peer.map(|peer| {
+            super::proxy::client_address(&self.config.trusted_proxies, peer, &parts.headers)
+        });
         let cors_origin = match check_origin_and_host(&self.config, &parts) {
             Ok(origin) => origin,
             Err(refused) => return refused,
@@ -187,6 +191,7 @@ impl Endpoint {
                 context: Some(request_headers.clone()),
                 delivery: Some(delivery.clone()),
                 network_transport: Some("tcp"),
+                peer,
             },
             headers: request_headers,
             permit: permit.clone(),

@@ -335,13 +335,16 @@ impl Sessions {
                 return Err(busy("Too many sessions; try again later"));
             }
         }
+        // A restored session counts against the share of the client that opened it (security
+        // review X3): its principal, else the address its record keeps.
         let kept = TransportContext {
             principal: owner.clone(),
             network_transport: Some("tcp"),
+            peer: record.peer,
             ..TransportContext::default()
         };
         let (session, unsolicited) = self.service.restore(&record, kept);
-        let client = client_key(owner.as_ref(), None);
+        let client = client_key(owner.as_ref(), record.peer);
         let restored = self.adopt(id.to_owned(), session, unsolicited, owner, client);
         let Ok(mut live) = self.live.lock() else {
             return Err(not_found());
@@ -459,6 +462,7 @@ impl Sessions {
         let kept = TransportContext {
             principal: incoming.transport.principal.clone(),
             network_transport: Some("tcp"),
+            peer: incoming.peer,
             ..TransportContext::default()
         };
         let (session, unsolicited) = service.connect(kept);

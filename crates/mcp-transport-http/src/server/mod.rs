@@ -33,6 +33,7 @@ mod legacy;
 mod listen;
 mod live;
 mod modern;
+mod proxy;
 mod quota;
 mod reply;
 mod request;
@@ -61,6 +62,7 @@ pub use config::{
 };
 pub(crate) use listen::Handshake;
 pub use listen::shutdown_signal;
+pub use proxy::{ProxyRange, ProxyRangeError};
 
 use crate::auth::{ProtectedResource, TokenVerifier};
 use config::Config;
@@ -139,6 +141,20 @@ impl McpHttpService {
     /// session pool and no other client loses a session to it.
     pub fn sessions_per_client(self, sessions: usize) -> Self {
         self.configure(|c| c.sessions_per_client = sessions.max(1))
+    }
+
+    /// The reverse proxies (load balancers, ingress) in front of this server, by address or
+    /// prefix. On a connection from one of them, the client is the address the proxy names
+    /// in `Forwarded` or `X-Forwarded-For` (read from the right: the first address that is
+    /// not a trusted proxy; what the client itself wrote further left is never believed), and
+    /// per-client shares ([`sessions_per_client`](Self::sessions_per_client),
+    /// [`listen_per_client`](Self::listen_per_client)) and address-keyed rate limits count
+    /// that client. Without it, those headers are ignored and every user behind a proxy is
+    /// the proxy's one address: one user's `initialize` loop would close other users'
+    /// sessions (security review X3). See `docs/limits.md`.
+    pub fn trusted_proxies(self, proxies: impl IntoIterator<Item = ProxyRange>) -> Self {
+        let proxies: Vec<ProxyRange> = proxies.into_iter().collect();
+        self.configure(|c| c.trusted_proxies = proxies)
     }
 
     /// The most open connections [`serve_with_shutdown`](Self::serve_with_shutdown) keeps

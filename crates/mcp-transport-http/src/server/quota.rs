@@ -24,7 +24,8 @@ pub(crate) struct Permit {
     pub(crate) _share: Option<Share>,
 }
 
-/// Whose share a request counts against: its principal, else its peer address, else nobody's
+/// Whose share a request counts against: its principal, else its client's address group (an
+/// IPv6 client by its /64: [`client_group`](mcp_server_core::client_group)), else nobody's
 /// (a server mounted in another router without authentication sees no peer).
 pub(crate) fn client_key(
     principal: Option<&Principal>,
@@ -34,7 +35,7 @@ pub(crate) fn client_key(
         Some(principal) => {
             mcp_server_core::tasks::owner_key(Some(principal)).map(|k| format!("p{k}"))
         }
-        None => peer.map(|peer| format!("a{peer}")),
+        None => peer.map(|peer| format!("a{}", mcp_server_core::client_group(peer))),
     }
 }
 
@@ -116,5 +117,27 @@ mod tests {
         assert!(quota.take("a").is_some());
         assert_eq!(quota.holding("nobody"), 0);
         assert!(quota.held.lock().unwrap().get("nobody").is_none());
+    }
+
+    /// Security review X3: an IPv6 client is its /64 (it has all of it), an IPv4 one its
+    /// address, an IPv4 address mapped into IPv6 the IPv4 one; a principal is itself.
+    #[test]
+    fn a_client_is_its_principal_else_its_address_group() {
+        let key = |a: &str| client_key(None, Some(a.parse().unwrap())).unwrap();
+        assert_eq!(
+            key("2001:db8:1:2::1"),
+            key("2001:db8:1:2:ffff:ffff:ffff:fffe")
+        );
+        assert_eq!(key("2001:db8:1:2::1"), "a2001:db8:1:2::/64");
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+        assert_eq!(key("203.0.113.5"), "a203.0.113.5");
+        assert_ne!(key("203.0.113.5"), key("203.0.113.6"));
+        assert_eq!(key("::ffff:203.0.113.5"), key("203.0.113.5"));
+        let alice = Principal::new("app").subject("alice");
+        assert_eq!(
+            client_key(Some(&alice), Some("203.0.113.5".parse().unwrap())),
+            client_key(Some(&alice), None)
+        );
+        assert_eq!(client_key(None, None), None);
     }
 }

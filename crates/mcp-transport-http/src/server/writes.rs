@@ -95,6 +95,7 @@ mod tests {
             subscriptions: vec![uri.to_owned()],
             principal: None,
             ended: false,
+            peer: None,
         }
     }
 
