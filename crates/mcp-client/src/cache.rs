@@ -24,12 +24,19 @@ pub enum CacheMode {
 /// What a cached result is filed under.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CacheKey {
+    /// The server the result came from: its endpoint (an HTTP URL, a stdio command and its
+    /// arguments, as [`Transport::server_identity`](crate::Transport::server_identity) names
+    /// it), or, over a transport that names none, a key of the one client that fetched it. A
+    /// result never answers a request to another server, even `public` and in a store shared
+    /// by several clients.
+    pub server: String,
     /// The method (`tools/list`, `resources/read`...).
     pub method: String,
     /// The parameters that shape the result: a list's cursor, a read's URI (as JSON).
     pub params: String,
     /// The authorization a `private` result was fetched with (an opaque digest, never the
-    /// credential; empty without one); `None` for a `public` result.
+    /// credential; without one, a key of the one client that fetched it, so that private
+    /// results of clients without credentials never meet); `None` for a `public` result.
     pub principal: Option<String>,
 }
 
@@ -42,9 +49,18 @@ pub trait CacheStore: Send + Sync + 'static {
     /// Keeps `result` under `key` until `fresh_until`, replacing what was there.
     fn put(&self, key: CacheKey, result: Arc<str>, fresh_until: Instant);
 
-    /// Drops every result of `method`, for every principal; only those whose
+    /// Drops every result of `method`, for every server and principal; only those whose
     /// [`CacheKey::params`] are `params` when given.
     fn forget(&self, method: &str, params: Option<&str>);
+
+    /// Drops the results of `method` that came from `server` ([`CacheKey::server`]), for
+    /// every principal; only those whose [`CacheKey::params`] are `params` when given. A
+    /// server's `list_changed` drops its own lists, never another server's. The default drops
+    /// them for every server ([`forget`](Self::forget)): more than needed, never less.
+    fn forget_from(&self, server: &str, method: &str, params: Option<&str>) {
+        let _ = server;
+        self.forget(method, params);
+    }
 }
 
 /// The most results [`MemoryCache::default`] keeps.
@@ -113,7 +129,8 @@ impl MemoryCache {
 }
 
 fn size(key: &CacheKey, result: &str) -> usize {
-    key.method.len()
+    key.server.len()
+        + key.method.len()
         + key.params.len()
         + key.principal.as_ref().map_or(0, String::len)
         + result.len()
@@ -180,13 +197,20 @@ impl CacheStore for MemoryCache {
     }
 
     fn forget(&self, method: &str, params: Option<&str>) {
+        self.drop_where(|k| k.method == method && params.is_none_or(|p| k.params == p));
+    }
+
+    fn forget_from(&self, server: &str, method: &str, params: Option<&str>) {
+        self.drop_where(|k| {
+            k.server == server && k.method == method && params.is_none_or(|p| k.params == p)
+        });
+    }
+}
+
+impl MemoryCache {
+    fn drop_where(&self, gone: impl Fn(&CacheKey) -> bool) {
         let mut state = self.lock();
-        let gone: Vec<CacheKey> = state
-            .entries
-            .keys()
-            .filter(|k| k.method == method && params.is_none_or(|p| k.params == p))
-            .cloned()
-            .collect();
+        let gone: Vec<CacheKey> = state.entries.keys().filter(|k| gone(k)).cloned().collect();
         for key in gone {
             if let Some(e) = state.entries.remove(&key) {
                 state.bytes -= size(&key, &e.result);
@@ -201,6 +225,7 @@ mod tests {
 
     fn key(method: &str, params: &str) -> CacheKey {
         CacheKey {
+            server: "http://a.example/mcp".into(),
             method: method.into(),
             params: params.into(),
             principal: None,

@@ -82,6 +82,15 @@ pub trait Transport: Send + Sync + 'static {
         None
     }
 
+    /// Which server this connection reaches, as text that tells it from every other server
+    /// this process may reach: an HTTP transport's URL, a stdio transport's command and
+    /// arguments. The response cache files results under it, so that a store shared by
+    /// several clients never answers one server's request with another's result. `None` (the
+    /// default) keeps a client's cached results to that client alone.
+    fn server_identity(&self) -> Option<String> {
+        None
+    }
+
     /// Closes the connection (stdio: close stdin, then stop the child).
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})

@@ -145,16 +145,40 @@ struct Scripted {
     reads: Arc<AtomicUsize>,
     inbound: mpsc::UnboundedSender<JsonRpcMessage>,
     rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<JsonRpcMessage>>,
+    /// What `server_identity` says (`None`: the transport names no server).
+    identity: Option<&'static str>,
+    /// The `tools` of its `tools/list`, and that list's `cacheScope`.
+    tools: Value,
+    scope: &'static str,
+}
+
+impl Scripted {
+    fn new(identity: Option<&'static str>, tools: Value, scope: &'static str) -> Self {
+        let (inbound, rx) = mpsc::unbounded_channel();
+        Scripted {
+            lists: Arc::default(),
+            reads: Arc::default(),
+            inbound,
+            rx: tokio::sync::Mutex::new(rx),
+            identity,
+            tools,
+            scope,
+        }
+    }
 }
 
 impl Transport for Scripted {
+    fn server_identity(&self) -> Option<String> {
+        self.identity.map(str::to_owned)
+    }
+
     fn send(&self, message: JsonRpcMessage) -> BoxFuture<'_, Result<(), String>> {
         let value = message.to_value();
         let result = match value["method"].as_str() {
             Some("tools/list") => {
                 self.lists.fetch_add(1, Ordering::SeqCst);
                 Some(
-                    json!({"resultType": "complete", "tools": [], "ttlMs": 60_000, "cacheScope": "public"}),
+                    json!({"resultType": "complete", "tools": self.tools, "ttlMs": 60_000, "cacheScope": self.scope}),
                 )
             }
             Some("resources/read") => {
@@ -188,14 +212,9 @@ fn notification(method: &str, params: Value) -> JsonRpcMessage {
 #[tokio::test]
 async fn a_change_notification_drops_what_it_makes_stale() {
     within(Duration::from_secs(5), async {
-        let (inbound, rx) = mpsc::unbounded_channel();
-        let (lists, reads) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        let scripted = Scripted {
-            lists: lists.clone(),
-            reads: reads.clone(),
-            inbound: inbound.clone(),
-            rx: tokio::sync::Mutex::new(rx),
-        };
+        let scripted = Scripted::new(Some("scripted://1"), json!([]), "public");
+        let (lists, reads) = (scripted.lists.clone(), scripted.reads.clone());
+        let inbound = scripted.inbound.clone();
         let store = Arc::new(MemoryCache::default());
         let client = Client::builder()
             .mode(Mode::Pinned("2026-07-28".into()))
@@ -234,11 +253,98 @@ async fn a_change_notification_drops_what_it_makes_stale() {
             "b was still fresh"
         );
         let key = mcp_client::cache::CacheKey {
+            server: "scripted://1".into(),
             method: "resources/read".into(),
             params: r#"{"uri":"file:///b"}"#.into(),
             principal: None,
         };
         assert!(store.get(&key, std::time::Instant::now()).is_some());
+    })
+    .await;
+}
+
+/// Security review X7: a store shared by clients of several servers. A hostile server's
+/// public `tools/list`, naming the trusted server's tool idempotent, never answers the trusted
+/// server's client; and clients without credentials never share private results.
+#[tokio::test]
+async fn a_shared_store_keeps_each_servers_results_to_that_server() {
+    within(Duration::from_secs(5), async {
+        let store = Arc::new(MemoryCache::default());
+        let connect = |scripted: Scripted| {
+            let store = store.clone();
+            async move {
+                Client::builder()
+                    .mode(Mode::Pinned("2026-07-28".into()))
+                    .cache(store)
+                    .connect(scripted)
+                    .await
+                    .unwrap()
+            }
+        };
+        let charge = |idempotent: bool| {
+            json!([{"name": "charge", "inputSchema": {"type": "object"},
+                "annotations": {"idempotentHint": idempotent}}])
+        };
+        let hostile = Scripted::new(Some("https://hostile.example/mcp"), charge(true), "public");
+        let trusted = Scripted::new(Some("https://trusted.example/mcp"), charge(false), "public");
+        let trusted_lists = trusted.lists.clone();
+        let h = connect(hostile).await;
+        let listed = h.list_tools(None).await.unwrap();
+        assert_eq!(
+            listed.tools[0]
+                .annotations
+                .as_ref()
+                .unwrap()
+                .idempotent_hint,
+            Some(true)
+        );
+        let t = connect(trusted).await;
+        let listed = t.list_tools(None).await.unwrap();
+        assert_eq!(
+            trusted_lists.load(Ordering::SeqCst),
+            1,
+            "the trusted server was asked: the hostile one's list is not its"
+        );
+        assert_eq!(
+            listed.tools[0]
+                .annotations
+                .as_ref()
+                .unwrap()
+                .idempotent_hint,
+            Some(false)
+        );
+        // Two clients of one server share its public results.
+        let again = Scripted::new(Some("https://trusted.example/mcp"), charge(false), "public");
+        let again_lists = again.lists.clone();
+        connect(again).await.list_tools(None).await.unwrap();
+        assert_eq!(
+            again_lists.load(Ordering::SeqCst),
+            0,
+            "answered from the store"
+        );
+        // Private results of clients without credentials, even of one server, are their own.
+        let first = Scripted::new(Some("https://anon.example/mcp"), charge(false), "private");
+        let second = Scripted::new(Some("https://anon.example/mcp"), charge(false), "private");
+        let (first_lists, second_lists) = (first.lists.clone(), second.lists.clone());
+        let first = connect(first).await;
+        first.list_tools(None).await.unwrap();
+        first.list_tools(None).await.unwrap();
+        connect(second).await.list_tools(None).await.unwrap();
+        assert_eq!(
+            (
+                first_lists.load(Ordering::SeqCst),
+                second_lists.load(Ordering::SeqCst)
+            ),
+            (1, 1),
+            "the first client's private list served itself only"
+        );
+        // A transport that names no server keeps its results to its own client.
+        let unnamed = Scripted::new(None, charge(true), "public");
+        connect(unnamed).await.list_tools(None).await.unwrap();
+        let other = Scripted::new(None, charge(false), "public");
+        let other_lists = other.lists.clone();
+        connect(other).await.list_tools(None).await.unwrap();
+        assert_eq!(other_lists.load(Ordering::SeqCst), 1);
     })
     .await;
 }

@@ -87,6 +87,9 @@ pub struct StdioTransport {
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     /// The server's stderr reached its end (or there is none).
     stderr_done: Arc<AtomicBool>,
+    /// The command, its arguments and its directory: which server this is, for the
+    /// client's response cache.
+    identity: String,
 }
 
 impl StdioTransport {
@@ -102,6 +105,15 @@ impl StdioTransport {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        let identity = {
+            let std = command.as_std();
+            let args: Vec<_> = std.get_args().collect();
+            format!(
+                "stdio {:?} {args:?} in {:?}",
+                std.get_program(),
+                std.get_current_dir()
+            )
+        };
         let mut child = command.spawn()?;
         let stdin = child.stdin.take();
         let stdout = child
@@ -200,6 +212,7 @@ impl StdioTransport {
             ended,
             stderr_tail,
             stderr_done,
+            identity,
         })
     }
 
@@ -240,6 +253,10 @@ impl StdioTransport {
 }
 
 impl Transport for StdioTransport {
+    fn server_identity(&self) -> Option<String> {
+        Some(self.identity.clone())
+    }
+
     fn send(&self, message: JsonRpcMessage) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
             let mut stdin = self.stdin.lock().await;

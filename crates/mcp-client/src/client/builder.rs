@@ -308,6 +308,7 @@ impl ClientBuilder {
         if self.tasks {
             capabilities = capabilities.with_extension(mcp_types::ext::tasks::EXTENSION_ID);
         }
+        let cache_scope = super::caching::CacheScope::of(&transport);
         let inner = Arc::new(Inner {
             transport: Arc::new(transport),
             pending: Mutex::new(HashMap::new()),
@@ -323,6 +324,7 @@ impl ClientBuilder {
             next_progress: AtomicI64::new(0),
             repeatable_tools: Mutex::new(HashMap::new()),
             cache: self.cache,
+            cache_scope,
             in_flight: Arc::new(tokio::sync::Semaphore::new(self.max_in_flight)),
             max_rounds: self.max_rounds,
             log_level: self.log_level,

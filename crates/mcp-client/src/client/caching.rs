@@ -88,9 +88,10 @@ impl Client {
     pub(crate) fn cached(&self, method: &str, params: &str) -> Option<Box<RawValue>> {
         let cache = self.cache_for(true)?;
         let now = Instant::now();
-        let principal = self.inner.transport.principal().unwrap_or_default();
+        let principal = self.inner.cache_scope.principal(&*self.inner.transport);
         let hit = [None, Some(principal)].into_iter().find_map(|principal| {
             let key = CacheKey {
+                server: self.inner.cache_scope.server.clone(),
                 method: method.to_owned(),
                 params: params.to_owned(),
                 principal,
@@ -128,9 +129,10 @@ impl Client {
         // Anything but "public" is private: the safe reading of a missing or unknown scope.
         let principal = match hints.cache_scope.as_deref() {
             Some("public") => None,
-            _ => Some(self.inner.transport.principal().unwrap_or_default()),
+            _ => Some(self.inner.cache_scope.principal(&*self.inner.transport)),
         };
         let key = CacheKey {
+            server: self.inner.cache_scope.server.clone(),
             method: method.to_owned(),
             params: params.to_owned(),
             principal,
@@ -141,24 +143,78 @@ impl Client {
     /// Drops every page of `method`'s list (an invalid cursor makes them all suspect).
     pub(crate) fn forget_list(&self, method: &str) {
         if let Some(cache) = &self.inner.cache {
-            cache.forget(method, None);
+            cache.forget_from(&self.inner.cache_scope.server, method, None);
         }
     }
+}
+
+/// Whose results a client's cache entries are (security review X7): the server's identity,
+/// and, for a connection without credentials, a key of this client alone.
+pub(crate) struct CacheScope {
+    pub(crate) server: String,
+    own: String,
+}
+
+impl CacheScope {
+    pub(crate) fn of(transport: &dyn crate::Transport) -> Self {
+        let own = unique_key();
+        CacheScope {
+            server: transport
+                .server_identity()
+                .unwrap_or_else(|| format!("this client only: {own}")),
+            own,
+        }
+    }
+
+    /// What a `private` result is filed under: the connection's authorization, else this
+    /// client alone (connections without credentials never share private results).
+    fn principal(&self, transport: &dyn crate::Transport) -> String {
+        transport
+            .principal()
+            .unwrap_or_else(|| format!("no credential: {}", self.own))
+    }
+}
+
+/// A key no other client has, in this process or another sharing a store: the process, the
+/// time, a counter, and the process's random hash seed.
+fn unique_key() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(nanos);
+    hasher.write_u64(n);
+    format!(
+        "{}-{n}-{nanos:x}-{:016x}",
+        std::process::id(),
+        hasher.finish()
+    )
 }
 
 impl Inner {
     /// Drops what `notification` makes stale.
     pub(crate) fn invalidate(&self, notification: &ServerNotification) {
         let Some(cache) = &self.cache else { return };
+        // Only this server's results: another server's stay (security review X7).
+        let server = self.cache_scope.server.as_str();
         match notification {
-            ServerNotification::ToolListChanged(_) => cache.forget(methods::TOOLS_LIST, None),
-            ServerNotification::PromptListChanged(_) => cache.forget(methods::PROMPTS_LIST, None),
+            ServerNotification::ToolListChanged(_) => {
+                cache.forget_from(server, methods::TOOLS_LIST, None);
+            }
+            ServerNotification::PromptListChanged(_) => {
+                cache.forget_from(server, methods::PROMPTS_LIST, None);
+            }
             ServerNotification::ResourceListChanged(_) => {
-                cache.forget(methods::RESOURCES_LIST, None);
-                cache.forget(methods::RESOURCES_TEMPLATES_LIST, None);
+                cache.forget_from(server, methods::RESOURCES_LIST, None);
+                cache.forget_from(server, methods::RESOURCES_TEMPLATES_LIST, None);
             }
             ServerNotification::ResourceUpdated(updated) => {
-                cache.forget(methods::RESOURCES_READ, Some(&read_params(&updated.uri)));
+                let read = read_params(&updated.uri);
+                cache.forget_from(server, methods::RESOURCES_READ, Some(&read));
             }
             _ => {}
         }

@@ -50,6 +50,8 @@ pub(crate) struct Inner {
     pub(crate) in_flight: Arc<tokio::sync::Semaphore>,
     /// Where cacheable results are kept; `None` when caching is off.
     pub(crate) cache: Option<Arc<dyn crate::cache::CacheStore>>,
+    /// Whose results this client's cache entries are.
+    pub(crate) cache_scope: super::caching::CacheScope,
     pub(crate) max_rounds: u32,
     pub(crate) log_level: Option<LoggingLevel>,
     pub(crate) max_server_requests: usize,

@@ -194,6 +194,10 @@ impl Transport for HttpTransport {
         failures.remove(at).map(|(_, why)| why)
     }
 
+    fn server_identity(&self) -> Option<String> {
+        Some(self.link.url.to_string())
+    }
+
     fn principal(&self) -> Option<String> {
         // The credential this transport presents: the OAuth token, else an Authorization
         // header it was given. Only its digest leaves here.
