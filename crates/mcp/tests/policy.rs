@@ -480,6 +480,86 @@ async fn declared_scopes_refuse_a_token_without_them_and_can_hide_the_tool() {
     }
 }
 
+/// Security review X11: a scoped prompt's completions and a scoped resource's subscription
+/// need the prompt's and the resource's scopes; without them the caller gets -32003, as for
+/// the prompt and the read themselves.
+#[tokio::test]
+async fn completions_and_subscriptions_need_the_scopes_of_what_they_name() {
+    let accounts = mcp::PromptDef::new("accounts")
+        .argument("account", None, true)
+        .scopes(["bank.read"])
+        .complete("account", |typed| {
+            ["acct-001-alice", "acct-002-bob"]
+                .iter()
+                .filter(|a| a.starts_with(typed))
+                .map(|a| (*a).to_owned())
+                .collect()
+        })
+        .handler(|_ctx, _args, _resolved| async { "the accounts".to_owned() });
+    let ledger = mcp::ResourceDef::new("bank://ledger", "ledger")
+        .scopes(["bank.read"])
+        .handler(|_ctx| async { "the ledger".to_owned() });
+    let service = McpServer::new("bank")
+        .prompt(accounts)
+        .resource(ledger)
+        .into_service()
+        .unwrap();
+    assert_eq!(
+        service.required_scopes("completion/complete", Some("accounts")),
+        ["bank.read"]
+    );
+    let complete = json!({"ref": {"type": "ref/prompt", "name": "accounts"},
+                          "argument": {"name": "account", "value": "acct"}});
+    for era in [Era::Modern, Era::Legacy] {
+        let mut without = connect(&service, era, user("mallory", Some(&[]))).await;
+        let refused = ask(
+            &mut without,
+            1,
+            "completion/complete",
+            params(era, complete.clone()),
+        )
+        .await;
+        assert_eq!(refused["error"]["code"], -32003, "{era:?}: {refused}");
+        assert_eq!(
+            refused["error"]["message"],
+            "'completion/complete' needs the scope bank.read, which the request's access token does not grant",
+            "{era:?}"
+        );
+        let mut with = connect(&service, era, user("alice", Some(&["bank.read"]))).await;
+        let completed = ask(
+            &mut with,
+            2,
+            "completion/complete",
+            params(era, complete.clone()),
+        )
+        .await;
+        assert_eq!(
+            completed["result"]["completion"]["values"],
+            json!(["acct-001-alice", "acct-002-bob"]),
+            "{era:?}: {completed}"
+        );
+    }
+    let subscribe = json!({"uri": "bank://ledger"});
+    let mut without = connect(&service, Era::Legacy, user("mallory", Some(&[]))).await;
+    let refused = ask(
+        &mut without,
+        3,
+        "resources/subscribe",
+        params(Era::Legacy, subscribe.clone()),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], -32003, "{refused}");
+    let mut with = connect(&service, Era::Legacy, user("alice", Some(&["bank.read"]))).await;
+    let subscribed = ask(
+        &mut with,
+        4,
+        "resources/subscribe",
+        params(Era::Legacy, subscribe),
+    )
+    .await;
+    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+}
+
 #[test]
 fn a_layer_on_a_tool_the_server_lacks_is_a_build_error() {
     let error = McpServer::new("shop")

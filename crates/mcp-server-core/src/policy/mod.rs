@@ -183,13 +183,19 @@ impl fmt::Debug for Call<'_> {
 }
 
 /// The name a request targets: `params.name` of `tools/call` and `prompts/get`,
-/// `params.uri` of `resources/read`, `resources/subscribe` and `resources/unsubscribe`.
+/// `params.uri` of `resources/read`, `resources/subscribe` and `resources/unsubscribe`, and
+/// the prompt name or template URI a `completion/complete` completes an argument of (so that
+/// a scoped prompt's completions are as scoped as the prompt: security review X11).
 pub(crate) fn target_of(typed: &ClientRequest) -> Option<&str> {
     match typed {
         ClientRequest::CallTool(p) => Some(&p.name),
         ClientRequest::GetPrompt(p) => Some(&p.name),
         ClientRequest::ReadResource(p) => Some(&p.uri),
         ClientRequest::Subscribe(p) | ClientRequest::Unsubscribe(p) => Some(&p.uri),
+        ClientRequest::Complete(p) => match &p.reference {
+            mcp_types::completion::CompletionReference::Prompt { name, .. } => Some(name),
+            mcp_types::completion::CompletionReference::Resource { uri, .. } => Some(uri),
+        },
         _ => None,
     }
 }

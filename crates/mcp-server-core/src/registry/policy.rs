@@ -82,20 +82,20 @@ impl McpServer {
     /// target, then the layers added.
     pub(super) fn take_policy(&mut self) -> Policy {
         let mut policy = std::mem::take(&mut self.policy);
+        // A scoped prompt's completions, and a scoped resource's subscription, need the
+        // same scopes as the prompt and the read (security review X11).
         let declared = self
             .tools
             .iter()
             .map(|t| (methods::TOOLS_CALL, &t.tool.name, &t.scopes))
-            .chain(
-                self.prompts
-                    .iter()
-                    .map(|p| (methods::PROMPTS_GET, &p.prompt.name, &p.scopes)),
-            )
-            .chain(
-                self.resources
-                    .iter()
-                    .map(|r| (methods::RESOURCES_READ, &r.resource.uri, &r.scopes)),
-            );
+            .chain(self.prompts.iter().flat_map(|p| {
+                [methods::PROMPTS_GET, methods::COMPLETION_COMPLETE]
+                    .map(|method| (method, &p.prompt.name, &p.scopes))
+            }))
+            .chain(self.resources.iter().flat_map(|r| {
+                [methods::RESOURCES_READ, methods::RESOURCES_SUBSCRIBE]
+                    .map(|method| (method, &r.resource.uri, &r.scopes))
+            }));
         for (method, target, scopes) in declared {
             if !scopes.is_empty() {
                 policy.add_target_first(

@@ -57,16 +57,24 @@ pub(super) fn discover(inner: &Inner, ctx: &RequestContext) -> Result<Box<RawVal
     to_raw(&result)
 }
 
+/// Who listens: a resource's updates reach a listener only when it may read the resource
+/// (its update filter, and the scopes the resource declares: security review X11).
+pub(super) struct Listener<'a> {
+    pub(super) principal: Option<&'a Principal>,
+    pub(super) scopes: Option<&'a [String]>,
+}
+
 /// `subscriptions/listen`: acknowledge, then deliver the opted-in changes tagged with the
 /// listen id until the client cancels or the server shuts down (then send the result).
 pub(super) async fn listen(
     inner: &Arc<Inner>,
     id: &RequestId,
     params: SubscriptionsListenRequestParams,
-    principal: Option<&Principal>,
+    caller: Listener<'_>,
     sink: &Sink,
     cancel: &CancellationToken,
 ) -> Served {
+    let Listener { principal, scopes } = caller;
     let wanted = params.notifications;
     let server = &inner.server;
     let honoured = SubscriptionFilter {
@@ -128,7 +136,8 @@ pub(super) async fn listen(
                     .resource_subscriptions
                     .as_ref()
                     .is_some_and(|s| s.iter().any(|s| covers(s, &uri)))
-                    && may_hear(server, principal, &uri) =>
+                    && may_hear(server, principal, &uri)
+                    && server.policy.permits(methods::RESOURCES_READ, &uri, scopes) =>
             {
                 ServerNotification::ResourceUpdated(ResourceUriParams {
                     uri,

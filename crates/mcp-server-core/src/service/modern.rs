@@ -85,8 +85,11 @@ pub(super) async fn serve_modern(
     match typed {
         ClientRequest::Discover(_) => Some(discover(inner, &ctx)),
         ClientRequest::SubscriptionsListen(params) => {
-            let principal = transport.principal.as_ref();
-            Box::pin(listen(inner, &request.id, params, principal, sink, cancel)).await
+            let caller = super::dispatch::Listener {
+                principal: transport.principal.as_ref(),
+                scopes: transport.scopes.as_deref(),
+            };
+            Box::pin(listen(inner, &request.id, params, caller, sink, cancel)).await
         }
         other => Some(execute(inner, other, ctx, transport).await),
     }
