@@ -423,3 +423,50 @@ async fn a_rerun_asking_another_question_is_not_answered_with_the_lost_runs_cons
         "{done}"
     );
 }
+
+/// Security review X1: a task's replay keeps what its re-run needs and nothing a client pads
+/// its call with: the arguments the tool declares (not a 1 MiB unknown one), the capabilities
+/// as a re-run reads them (not a padded `experimental`), and it is gone once the task ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_keeps_only_what_a_rerun_needs_and_goes_with_its_task() {
+    let store: Arc<dyn TaskStore> = Arc::new(InMemoryTaskStore::new());
+    let (service, _) = instance(store.clone(), Arc::new(AtomicUsize::new(0)), "only");
+    let mut client = TestClient::new(&service);
+    let padded = json!({
+        "elicitation": {},
+        "extensions": {TASKS: {"padding": "y".repeat(6 * 1024)}},
+        "experimental": {"padding": {"y": "y".repeat(6 * 1024)}},
+    });
+    let created = client
+        .modern(
+            "tools/call",
+            json!({"name": "reindex", "arguments": {"pad": "x".repeat(1 << 20)}}),
+            padded,
+        )
+        .await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let kept = store
+        .replay(&id)
+        .await
+        .unwrap()
+        .expect("an idempotent task keeps a replay");
+    assert!(kept.len() < 1024, "{} bytes kept", kept.len());
+    let replay: Value = serde_json::from_slice(&kept).unwrap();
+    assert_eq!(replay["arguments"], json!({}), "{replay}");
+    assert_eq!(
+        replay["capabilities"],
+        json!({"elicitation": {}, "extensions": {TASKS: {}}}),
+        "{replay}"
+    );
+    poll_until(&mut client, &id, |v| asked(v) == ["q1"]).await;
+    answer(&mut client, &id, "q1", "a").await;
+    poll_until(&mut client, &id, |v| asked(v) == ["q2"]).await;
+    answer(&mut client, &id, "q2", "b").await;
+    poll_until(&mut client, &id, |v| v["result"]["status"] == "completed").await;
+    assert_eq!(
+        store.replay(&id).await.unwrap(),
+        None,
+        "the finished task's replay is gone"
+    );
+}

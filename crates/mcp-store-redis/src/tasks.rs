@@ -49,7 +49,9 @@ return 1
 /// when the task ends with this write, ARGV[6] what happens to the lease (`keep`, `clear`,
 /// `set`), ARGV[7] the new lease (`set`), ARGV[8] its deadline (`set`), ARGV[9] a time (ms):
 /// when not empty, write only if the lease lapsed by then (the sweep's condition, which a
-/// renewal, not bumping the version, could have changed). Answers 1 written, 0 not.
+/// renewal, not bumping the version, could have changed). KEYS[3] the task's replay, deleted
+/// when the task ends (a finished task never runs again: security review X1). Answers 1
+/// written, 0 not.
 const CAS: &str = r"
 if redis.call('HGET', KEYS[1], 'v') ~= ARGV[1] then return 0 end
 if ARGV[9] ~= '' then
@@ -57,7 +59,10 @@ if ARGV[9] ~= '' then
   if not lease or tonumber(string.match(lease, '^%d+')) > tonumber(ARGV[9]) then return 0 end
 end
 redis.call('HSET', KEYS[1], 'rec', ARGV[2], 'v', tonumber(ARGV[1]) + 1)
-if ARGV[5] == '1' then redis.call('HSET', KEYS[1], 'end', '1') end
+if ARGV[5] == '1' then
+  redis.call('HSET', KEYS[1], 'end', '1')
+  redis.call('DEL', KEYS[3])
+end
 if ARGV[6] == 'clear' then
   redis.call('HDEL', KEYS[1], 'lease')
   redis.call('ZREM', KEYS[2], ARGV[4])
@@ -403,6 +408,7 @@ impl RedisTaskStore {
             let mut invocation = self.cas.key(self.task_key(id));
             invocation
                 .key(self.shared.key(&["task-leases"]))
+                .key(self.replay_key(id))
                 .arg(&version)
                 .arg(to_text(&record)?)
                 .arg(self.expires_at(&record))

@@ -1372,4 +1372,8 @@ async fn a_task_with_a_replay_survives_the_sweep_until_an_engine_takes_it() {
     // An engine takes the lapsed lease: it is no longer lapsed.
     assert!(store.claim("rerun", "w2", now + 60_000).await.unwrap());
     assert!(store.lapsed(now).await.unwrap().is_empty());
+    // Once the task ends, its replay is gone with it (security review X1), not kept for the
+    // task's TTL.
+    assert!(store.finish("rerun", Terminal::Cancelled).await.unwrap());
+    assert_eq!(store.replay("rerun").await.unwrap(), None);
 }

@@ -11,7 +11,48 @@ use super::resolve::{Step, prepare};
 use super::{BuiltTool, Context, Registry};
 use crate::server::Server;
 
+/// The client's capabilities as a re-run reads them (what it may ask, which extensions it
+/// declared), without what a client may pad them with: `experimental`, unknown members, the
+/// extensions' settings (security review X1).
+fn needed_capabilities(
+    declared: &mcp_types::capabilities::ClientCapabilities,
+) -> mcp_types::capabilities::ClientCapabilities {
+    mcp_types::capabilities::ClientCapabilities {
+        roots: declared.roots.clone(),
+        sampling: declared.sampling.clone(),
+        elicitation: declared.elicitation.clone(),
+        tasks: declared.tasks.as_ref().map(|_| JsonObject::new()),
+        extensions: declared
+            .extensions
+            .as_ref()
+            .map(|e| e.keys().map(|id| (id.clone(), JsonObject::new())).collect()),
+        ..Default::default()
+    }
+}
+
 impl BuiltTool {
+    /// The arguments a re-run needs: those the tool's input schema declares (none when it
+    /// declares none), unless the schema takes any (`additionalProperties` other than false:
+    /// a `JsonObject` tool), and then every argument. A client's extra keys are not kept for
+    /// the task's life (security review X1); the replay's byte cap bounds the rest.
+    fn declared_arguments(&self, arguments: &JsonObject) -> JsonObject {
+        let schema = &self.def.tool.input_schema;
+        let open = schema
+            .get("additionalProperties")
+            .is_some_and(|a| a != &serde_json::Value::Bool(false));
+        if open {
+            return arguments.clone();
+        }
+        let declared = schema
+            .get("properties")
+            .and_then(serde_json::Value::as_object);
+        arguments
+            .iter()
+            .filter(|(name, _)| declared.is_some_and(|d| d.contains_key(*name)))
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect()
+    }
+
     /// Whether the tool says it is safe to run again (`idempotentHint`).
     fn reruns(&self) -> bool {
         self.def
@@ -58,9 +99,9 @@ impl Registry {
         (ctx.may_run_as_task() && tool.graph.order.is_empty() && tool.reruns()).then(|| {
             crate::tasks::Replay {
                 tool: tool.def.tool.name.clone(),
-                arguments: arguments.clone(),
+                arguments: tool.declared_arguments(arguments),
                 protocol_version: ctx.protocol_version.clone(),
-                capabilities: (*ctx.client_capabilities).clone(),
+                capabilities: needed_capabilities(&ctx.client_capabilities),
                 principal: ctx
                     .principal
                     .as_ref()

@@ -87,9 +87,11 @@ impl RequestContext {
             }
             other => store_error(other),
         })?;
-        // A replay the store cannot keep leaves a task that fails "worker lost" as any other.
+        // A replay the store cannot keep, or past its cap (security review X1), leaves a task
+        // that fails "worker lost" as any other.
+        let replay = replay.and_then(|r| r.encode_bounded().map(|encoded| (r, encoded)));
         let replay = match replay {
-            Some(replay) => match store.set_replay(&id, replay.encode()).await {
+            Some((replay, encoded)) => match store.set_replay(&id, encoded).await {
                 Ok(true) => Some(replay),
                 Ok(false) => None,
                 Err(e) => {

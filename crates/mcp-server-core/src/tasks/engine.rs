@@ -537,8 +537,19 @@ impl TaskLink {
         };
         let encoded = match kept.replay.lock() {
             Ok(mut replay) => {
-                change(&mut replay);
-                replay.encode()
+                let mut changed = replay.clone();
+                change(&mut changed);
+                // Bounded (security review X1): past the cap the change is not kept, and a
+                // re-run asks again what it would have said.
+                let Some(encoded) = changed.encode_bounded() else {
+                    tracing::debug!(
+                        max = super::replay::MAX_REPLAY_BYTES,
+                        "a question or its answer would take the task's replay past its cap; not kept"
+                    );
+                    return;
+                };
+                *replay = changed;
+                encoded
             }
             Err(_) => return,
         };

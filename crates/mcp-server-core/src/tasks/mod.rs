@@ -32,8 +32,8 @@ pub use config::{
 };
 pub(crate) use engine::{TaskCaller, TaskCtx, TaskEngine};
 pub use engine::{detailed, iso8601, owner_key};
-pub use replay::MAX_TASK_RUNS;
 pub(crate) use replay::Replay;
+pub use replay::{MAX_REPLAY_BYTES, MAX_TASK_RUNS};
 pub use store::{
     BoxFuture, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_OWNER, InMemoryTaskStore, Lease,
     StoreError, TaskRecord, TaskStore, Terminal, system_now_ms,

@@ -38,7 +38,20 @@ pub(crate) struct Replay {
     pub(crate) runs: u32,
 }
 
+/// The most bytes a task's replay may take, encoded (64 KiB). A call whose replay would be
+/// larger (its declared arguments, the client's capabilities as the re-run needs them) keeps
+/// none: its task fails "worker lost" if its worker dies, as any task that cannot run again.
+/// An answer that would take a kept replay past it is not kept: a re-run asks it again
+/// (security review X1).
+pub const MAX_REPLAY_BYTES: usize = 64 * 1024;
+
 impl Replay {
+    /// The replay encoded, or `None` past [`MAX_REPLAY_BYTES`].
+    pub(crate) fn encode_bounded(&self) -> Option<Vec<u8>> {
+        let encoded = self.encode();
+        (encoded.len() <= MAX_REPLAY_BYTES).then_some(encoded)
+    }
+
     pub(crate) fn encode(&self) -> Vec<u8> {
         serde_json::to_vec(self).unwrap_or_default()
     }
@@ -55,4 +68,37 @@ impl Replay {
 #[derive(Debug)]
 pub(crate) struct Kept {
     pub(crate) replay: Mutex<Replay>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn replay(arguments: JsonObject) -> Replay {
+        Replay {
+            tool: "t".into(),
+            arguments,
+            protocol_version: "2026-07-28".into(),
+            capabilities: ClientCapabilities::default(),
+            principal: None,
+            answered: BTreeMap::new(),
+            asked: BTreeMap::new(),
+            runs: 1,
+        }
+    }
+
+    #[test]
+    fn a_replay_past_its_cap_is_not_encoded() {
+        let mut arguments = JsonObject::new();
+        arguments.insert(
+            "a".into(),
+            Value::String("x".repeat(MAX_REPLAY_BYTES - 200)),
+        );
+        let fits = replay(arguments.clone())
+            .encode_bounded()
+            .expect("under the cap");
+        assert!(fits.len() <= MAX_REPLAY_BYTES);
+        arguments.insert("b".into(), Value::String("x".repeat(400)));
+        assert_eq!(replay(arguments).encode_bounded(), None);
+    }
 }

@@ -680,7 +680,7 @@ impl TaskStore for InMemoryTaskStore {
         id: &'a str,
         terminal: Terminal,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        ready(self.with(id, |r, _| {
+        let ended = self.with(id, |r, _| {
             if r.terminal.is_some() {
                 return Ok((false, false));
             }
@@ -689,7 +689,14 @@ impl TaskStore for InMemoryTaskStore {
             r.answers.clear();
             r.lease = None;
             Ok((true, true))
-        }))
+        });
+        // A finished task never runs again: its replay goes (security review X1).
+        if matches!(ended, Ok(true))
+            && let Ok(mut state) = self.state.lock()
+        {
+            state.replays.remove(id);
+        }
+        ready(ended)
     }
 
     fn claim<'a>(
