@@ -103,6 +103,21 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
 
     /// Forgets session `id`; `true` when it existed.
     fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, FleetError>>;
+
+    /// Ends session `id`: stores its `tombstone` (a record that says it ended) for `keep`,
+    /// and from then on, for as long as the tombstone lasts, a [`put`](Self::put) of `id`
+    /// changes nothing, so that a record write in flight on another instance (a subscribe, a
+    /// `setLevel`) cannot bring a deleted session back (security review X13). The default
+    /// is a plain `put`, which such a write can overwrite; the memory and Redis stores refuse
+    /// it.
+    fn end<'a>(
+        &'a self,
+        id: &'a str,
+        tombstone: &'a [u8],
+        keep: Duration,
+    ) -> BoxFuture<'a, Result<(), FleetError>> {
+        self.put(id, tombstone, keep)
+    }
 }
 
 /// Messages between the instances of a fleet. Delivery is at most once, to the instances
@@ -323,7 +338,8 @@ impl SessionRecord {
 }
 
 /// A record and when it expires.
-type Stored = (Vec<u8>, tokio::time::Instant);
+/// A record, when it expires, and whether it is a tombstone ([`SessionStore::end`]).
+type Stored = (Vec<u8>, tokio::time::Instant, bool);
 
 /// Session records in this process's memory, for several endpoints of one process. Records
 /// expire after their idle time; the store holds at most `max` (oldest-expiring evicted).
@@ -376,18 +392,38 @@ impl SessionStore for MemorySessionStore {
             let now = tokio::time::Instant::now();
             let mut records = self.records()?;
             if !records.contains_key(id) && records.len() >= self.max {
-                records.retain(|_, (_, until)| *until > now);
+                records.retain(|_, (_, until, _)| *until > now);
                 if records.len() >= self.max {
                     let first = records
                         .iter()
-                        .min_by_key(|(_, (_, until))| *until)
+                        .min_by_key(|(_, (_, until, _))| *until)
                         .map(|(k, _)| k.clone());
                     if let Some(first) = first {
                         records.remove(&first);
                     }
                 }
             }
-            records.insert(id.to_owned(), (record.to_vec(), now + idle));
+            if let Some((_, until, true)) = records.get(id)
+                && *until > now
+            {
+                // Ended: a late write does not revive it.
+                return Ok(());
+            }
+            records.insert(id.to_owned(), (record.to_vec(), now + idle, false));
+            Ok(())
+        })
+    }
+
+    fn end<'a>(
+        &'a self,
+        id: &'a str,
+        tombstone: &'a [u8],
+        keep: Duration,
+    ) -> BoxFuture<'a, Result<(), FleetError>> {
+        Box::pin(async move {
+            let now = tokio::time::Instant::now();
+            let mut records = self.records()?;
+            records.insert(id.to_owned(), (tombstone.to_vec(), now + keep, true));
             Ok(())
         })
     }
@@ -401,7 +437,7 @@ impl SessionStore for MemorySessionStore {
             let now = tokio::time::Instant::now();
             let mut records = self.records()?;
             match records.get_mut(id) {
-                Some((record, until)) if *until > now => {
+                Some((record, until, _)) if *until > now => {
                     *until = now + idle;
                     Ok(Some(record.clone()))
                 }
@@ -528,6 +564,17 @@ mod tests {
     #[should_panic(expected = "a fleet instance name")]
     fn an_instance_name_with_a_colon_is_refused() {
         let _ = Fleet::new("i:1", MemorySessionStore::new(), MemoryBus::new());
+    }
+
+    /// Security review X13: a write after `end` does not bring the session back.
+    #[tokio::test]
+    async fn a_late_write_does_not_revive_an_ended_session() {
+        let store = MemorySessionStore::new();
+        let idle = Duration::from_secs(60);
+        store.put("s", b"live", idle).await.unwrap();
+        store.end("s", b"ended", idle).await.unwrap();
+        store.put("s", b"revived", idle).await.unwrap();
+        assert_eq!(store.get("s", idle).await.unwrap(), Some(b"ended".to_vec()));
     }
 
     #[test]

@@ -41,7 +41,28 @@ impl RedisSessionStore {
     fn key(&self, id: &str) -> String {
         self.shared.key(&["session", id])
     }
+
+    /// The marker [`SessionStore::end`] leaves beside an ended session's tombstone.
+    fn ended_key(&self, id: &str) -> String {
+        self.shared.key(&["session-ended", id])
+    }
 }
+
+/// Stores a record (KEYS[1], ARGV[1], PX ARGV[2]) unless the session ended (KEYS[2] exists):
+/// a write in flight when another instance deleted the session does not revive it.
+const PUT_LIVE: &str = r"
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+";
+
+/// Ends a session: its tombstone (KEYS[1], ARGV[1]) and the marker (KEYS[2]) that keeps
+/// [`PUT_LIVE`] from overwriting it, both for ARGV[2] ms.
+const END: &str = r"
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[2])
+return 1
+";
 
 /// A TTL in whole milliseconds, at least one (Redis refuses `PX 0`).
 fn millis(idle: Duration) -> u64 {
@@ -56,14 +77,37 @@ impl SessionStore for RedisSessionStore {
         idle: Duration,
     ) -> BoxFuture<'a, Result<(), FleetError>> {
         Box::pin(async move {
-            let mut cmd = redis::cmd("SET");
-            cmd.arg(self.key(id))
+            let script = redis::Script::new(PUT_LIVE);
+            let mut invocation = script.key(self.key(id));
+            invocation
+                .key(self.ended_key(id))
                 .arg(record)
-                .arg("PX")
                 .arg(millis(idle));
             self.shared
-                .run::<()>("SET of a session", &cmd)
+                .script::<i64>("SET of a session", &invocation)
                 .await
+                .map(drop)
+                .map_err(FleetError)
+        })
+    }
+
+    fn end<'a>(
+        &'a self,
+        id: &'a str,
+        tombstone: &'a [u8],
+        keep: Duration,
+    ) -> BoxFuture<'a, Result<(), FleetError>> {
+        Box::pin(async move {
+            let script = redis::Script::new(END);
+            let mut invocation = script.key(self.key(id));
+            invocation
+                .key(self.ended_key(id))
+                .arg(tombstone)
+                .arg(millis(keep));
+            self.shared
+                .script::<i64>("SET of a session's tombstone", &invocation)
+                .await
+                .map(drop)
                 .map_err(FleetError)
         })
     }

@@ -1231,6 +1231,32 @@ async fn a_rate_limit_on_redis_is_shared_by_two_instances() {
     );
 }
 
+/// Security review X13: a record write that lands after a session ended (a subscribe being
+/// stored on another instance while this one handled the DELETE) does not revive it.
+#[tokio::test]
+async fn a_late_record_write_does_not_revive_an_ended_session() {
+    use mcp_server_core::fleet::SessionStore;
+    let redis = Redis::start();
+    let store = stores(&redis, "ended").await.session_store();
+    let idle = Duration::from_secs(60);
+    store.put("s1", b"{\"live\":1}", idle).await.unwrap();
+    store
+        .end("s1", b"{\"ended\":true}", Duration::from_secs(60))
+        .await
+        .unwrap();
+    store.put("s1", b"{\"live\":2}", idle).await.unwrap();
+    assert_eq!(
+        store.get("s1", idle).await.unwrap(),
+        Some(b"{\"ended\":true}".to_vec())
+    );
+    // Other sessions are written as before.
+    store.put("s2", b"{\"live\":1}", idle).await.unwrap();
+    assert_eq!(
+        store.get("s2", idle).await.unwrap(),
+        Some(b"{\"live\":1}".to_vec())
+    );
+}
+
 #[tokio::test]
 async fn the_session_store_keeps_a_record_for_its_idle_time_and_every_read_extends_it() {
     use mcp_server_core::fleet::SessionStore;

@@ -389,7 +389,7 @@ impl Sessions {
         };
         fleet
             .sessions()
-            .put(id, &tombstone.encode(), TOMBSTONE)
+            .end(id, &tombstone.encode(), TOMBSTONE)
             .await
             .map_err(unavailable)?;
         Ok(true)
