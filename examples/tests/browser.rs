@@ -180,12 +180,12 @@ async fn the_booking_app_books_a_table_through_a_host_in_chromium() {
     eprintln!("screenshot: {}", screenshot.display());
 }
 
-/// A loopback listener that counts every connection and keeps the first line of every request
-/// (answered `204 No Content`).
+/// A loopback listener that keeps, for every connection, the first line of the request it
+/// carried, or `""` when the connection carried nothing; it answers `204 No Content`.
 struct Canary {
     port: u16,
     connections: Arc<AtomicUsize>,
-    requests: Arc<Mutex<Vec<String>>>,
+    heard: Arc<Mutex<Vec<String>>>,
 }
 
 impl Canary {
@@ -195,26 +195,22 @@ impl Canary {
             .expect("a loopback port");
         let port = listener.local_addr().expect("the bound address").port();
         let connections = Arc::new(AtomicUsize::new(0));
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let (counted, kept) = (connections.clone(), requests.clone());
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let (counted, kept) = (connections.clone(), heard.clone());
         tokio::spawn(async move {
             while let Ok((mut stream, _)) = listener.accept().await {
-                counted.fetch_add(1, Ordering::SeqCst); eprintln!("ACCEPT {}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis());
+                counted.fetch_add(1, Ordering::SeqCst);
                 let kept = kept.clone();
                 tokio::spawn(async move {
                     let mut buffer = vec![0; 4096];
                     let read =
-                        tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buffer))
+                        tokio::time::timeout(Duration::from_secs(3), stream.read(&mut buffer))
                             .await
                             .ok()
                             .and_then(Result::ok)
                             .unwrap_or(0);
                     let text = String::from_utf8_lossy(&buffer[..read]);
-                    let line = text
-                        .lines()
-                        .next()
-                        .unwrap_or("(no request line)")
-                        .to_owned();
+                    let line = text.lines().next().unwrap_or_default().to_owned();
                     kept.lock().expect("the canary's list").push(line);
                     let _ = stream
                         .write_all(b"HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n")
@@ -225,16 +221,20 @@ impl Canary {
         Canary {
             port,
             connections,
-            requests,
+            heard,
         }
     }
 
-    fn connections(&self) -> usize {
-        self.connections.load(Ordering::SeqCst)
-    }
-
-    fn requests(&self) -> Vec<String> {
-        self.requests.lock().expect("the canary's list").clone()
+    /// What every connection carried, once each has been read (or given up on).
+    async fn heard(&self) -> Vec<String> {
+        for _ in 0..40 {
+            let heard = self.heard.lock().expect("the canary's list").clone();
+            if heard.len() == self.connections.load(Ordering::SeqCst) {
+                return heard;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("a connection to the canary was never read");
     }
 }
 
@@ -260,8 +260,8 @@ fn reach(case: &str, canary: u16) -> String {
     )
 }
 
-/// A form that posts `secret` to the canary, and the script that submits it once the app said
-/// it ran (after `first`, a script expression yielding a promise, settled).
+/// A form that sends `secret=42` to the canary, and a script that, once `first` (an expression
+/// yielding a promise) has settled, says the app ran and submits the form.
 fn submit(case: &str, canary: u16, first: &str) -> String {
     format!(
         "<form id=\"leak\" method=\"get\" action=\"http://127.0.0.1:{canary}/{case}/submit\">\
@@ -275,77 +275,96 @@ fn submit(case: &str, canary: u16, first: &str) -> String {
 async fn no_markup_in_an_app_escapes_the_sandbox_policy_in_chromium() {
     let chromium = chromium();
     ensure_playwright().await;
-    let canary = Canary::start().await;
-    let declared = Canary::start().await;
-    let c = canary.port;
     let app = |html: String| AppDef::new(PROBE_APP, "probe").title("Probe").html(html);
+    // One canary per case, and the origin the last one declares.
+    let mut canaries = Vec::new();
+    for _ in 0..6 {
+        canaries.push(Canary::start().await);
+    }
+    let declared = Canary::start().await;
+    let port = |case: usize| canaries[case].port;
+    // (name, whether it submits a form, the app)
     let cases = [
         // Well-formed: the old sandbox found this head and held.
         (
             "control",
+            false,
             app(format!(
                 "<!doctype html><html><head><title>control</title></head><body>{}</body></html>",
-                reach("control", c)
+                reach("control", port(0))
             )),
         ),
         // The old sandbox put its policy inside the comment.
         (
             "comment",
-            app(format!("<!--<head>-->{}<p>after</p>", reach("comment", c))),
+            false,
+            app(format!(
+                "<!--<head>-->{}<p>after</p>",
+                reach("comment", port(1))
+            )),
         ),
         // The old sandbox put its policy after the script had run, and in the body.
         (
             "early-script",
+            false,
             app(format!(
                 "{}<html><head><title>early</title></head><body></body></html>",
-                reach("early-script", c)
+                reach("early-script", port(2))
             )),
         ),
         // The old sandbox took `<header>` for the head.
         (
             "header",
+            false,
             app(format!(
                 "<body>{}<header>header</header></body>",
-                reach("header", c)
+                reach("header", port(3))
             )),
         ),
         // The old policy had no form-action.
         (
             "form",
+            true,
             app(format!(
                 "<!doctype html><html><head><title>form</title></head><body>{}</body></html>",
-                submit("form", c, "Promise.resolve()")
+                submit("form", port(4), "Promise.resolve()")
             )),
         ),
-        // Declared origins: one it may fetch, and entries that would widen the policy (a bare
-        // `*`, a second directive that, coming first, would win over the sandbox's own).
+        // Declared origins: one it may fetch, and entries that would widen the policy: a bare
+        // `*`, a second directive that, coming before the sandbox's own, would win, a keyword.
         (
             "declared",
+            true,
             app(format!(
                 "<!doctype html><html><head><title>declared</title></head><body>\
                  <img src=\"http://127.0.0.1:{c}/declared/img\" alt=\"\">{}</body></html>",
                 submit(
                     "declared",
-                    c,
+                    port(5),
                     &format!(
                         "Promise.all([fetch('http://127.0.0.1:{}/declared/fetch'), \
-                         fetch('http://127.0.0.1:{c}/declared/fetch').catch(function () {{}})])",
-                        declared.port
+                         fetch('http://127.0.0.1:{}/declared/fetch').catch(function () {{}})])",
+                        declared.port,
+                        port(5)
                     )
-                )
+                ),
+                c = port(5),
             ))
             .connect_domain(format!("http://127.0.0.1:{}", declared.port))
             .connect_domain("*")
             .connect_domain(format!(
-                "https://cdn.invalid; form-action http://127.0.0.1:{c}"
+                "https://cdn.invalid; form-action http://127.0.0.1:{}",
+                port(5)
             ))
-            .resource_domain(format!("'unsafe-eval' http://127.0.0.1:{c}")),
+            .resource_domain(format!("'unsafe-eval' http://127.0.0.1:{}", port(5))),
         ),
     ];
     let mut urls = Vec::new();
-    for (name, app) in cases {
+    let mut kinds = Vec::new();
+    for (name, form, app) in cases {
         let port = serve(probe_server(app)).await;
         urls.push(json!({"name": name, "url": format!("http://127.0.0.1:{port}/host.html")}));
+        kinds.push((name, form));
     }
 
     let output = tokio::time::timeout(
@@ -377,20 +396,28 @@ async fn no_markup_in_an_app_escapes_the_sandbox_policy_in_chromium() {
     let runs = runs.as_array().expect("one run per case");
     assert_eq!(runs.len(), 6, "{runs:#?}");
 
-    // Every app ran its script (so each had its chance), yet the canary heard nothing: no
-    // fetch, no image, no form, not even a connection.
+    // Every app ran its script, so each had its chance.
     for run in runs {
         assert_eq!(run["ran"], true, "{run:#}");
         assert_eq!(run["errors"], json!([]), "{run:#}");
     }
-    assert_eq!(
-        (canary.connections(), canary.requests()),
-        (0, Vec::<String>::new()),
-        "requests reached the canary:\n{runs:#?}"
+    // Yet no canary got a request: no fetch, no image, no form. Without a form, not even a
+    // connection. Chromium does open one (resolving the name first) to the origin of a form it
+    // refuses to submit, and sends nothing on it.
+    let mut heard = Vec::new();
+    for ((name, form), canary) in kinds.iter().zip(&canaries) {
+        let lines = canary.heard().await;
+        let leaked = lines.iter().any(|line| !line.is_empty()) || (!form && !lines.is_empty());
+        heard.push(json!({"case": name, "heard": lines, "leaked": leaked}));
+    }
+    eprintln!("the canaries heard: {}", Value::Array(heard.clone()));
+    assert!(
+        heard.iter().all(|h| h["leaked"] == false),
+        "the canaries heard: {heard:#?}\nthe runs: {runs:#?}"
     );
     // The origin the app declared stays reachable; the malformed entries were dropped.
     assert_eq!(
-        declared.requests(),
+        declared.heard().await,
         ["GET /declared/fetch HTTP/1.1"],
         "{runs:#?}"
     );
@@ -410,7 +437,7 @@ const browser = await chromium.launch({
 const runs = [];
 try {
   for (const { name, url } of JSON.parse(process.env.PROBE_CASES)) {
-    const t0 = Date.now(); const page = await browser.newPage();
+    const page = await browser.newPage();
     const lines = [];
     page.on("console", (m) => lines.push(`${m.type()}: ${m.text()}`));
     page.on("pageerror", (e) => lines.push(`pageerror: ${e.message}`));
@@ -422,7 +449,7 @@ try {
     ).then(() => true, () => false);
     await page.waitForTimeout(2_000);
     const state = await page.evaluate(() => window.hostState);
-    runs.push({ t0, t1: Date.now(), name, ran: ran && state.initialized, errors: state.errors, console: lines });
+    runs.push({ name, ran: ran && state.initialized, errors: state.errors, console: lines });
     await page.close();
   }
 } finally {
