@@ -209,12 +209,11 @@ impl SealingBoundary {
         let (Some(store), Some(jti)) = (self.replay.as_ref(), verified.jti.as_deref()) else {
             return Err(refused(RejectReason::Replayed));
         };
-        if !store.first_use(jti, verified.exp).await {
+        // Spent at once, in one step: a handle is a value handed over, not a request in
+        // progress that another instance could have to take over (security review X12).
+        if !store.spend(jti, verified.exp).await {
             return Err(refused(RejectReason::Replayed));
         }
-        // Spent at once: a handle is a value handed over, not a request in progress that
-        // another instance could have to take over.
-        store.finished(jti, verified.exp).await;
         Ok(verified.state)
     }
 }

@@ -51,6 +51,28 @@ pub trait SeenStore: Send + Sync {
         let _ = (jti, expires_at);
         Box::pin(async {})
     }
+
+    /// Uses `jti` once and for all, with no claim phase: `true` when it was never seen (it is
+    /// now done), `false` otherwise or when the store cannot answer. For a single-use
+    /// [`Handle`](crate::handle) a claim is wrong: a handle is a value handed over, not a
+    /// request another instance may have to take over, and a claim whose done mark failed to
+    /// be written could be taken over after its owner died and the handle opened twice
+    /// (security review X12). A store shared by a fleet should make this one atomic write
+    /// (Redis: `SET key d NX PXAT`); the default is [`first_use`](Self::first_use) then
+    /// [`finished`](Self::finished), right for a store whose claims never outlive their owner.
+    fn spend<'a>(
+        &'a self,
+        jti: &'a str,
+        expires_at: f64,
+    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
+        Box::pin(async move {
+            if !self.first_use(jti, expires_at).await {
+                return false;
+            }
+            self.finished(jti, expires_at).await;
+            true
+        })
+    }
 }
 
 /// This process's claim on one state, from

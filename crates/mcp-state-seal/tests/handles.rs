@@ -176,6 +176,56 @@ async fn a_single_use_handle_opens_once() {
     );
 }
 
+/// A fleet's seen-store at its worst moment: every claim belongs to an instance that died (so
+/// `first_use` hands it over), and no done mark can be written (Redis timed out). Its `spend`
+/// is the one atomic write a fleet store makes for handles.
+#[derive(Default)]
+struct OwnerDied {
+    done: std::sync::Mutex<std::collections::HashSet<String>>,
+}
+
+impl mcp_state_seal::SeenStore for OwnerDied {
+    fn first_use<'a>(
+        &'a self,
+        jti: &'a str,
+        _expires_at: f64,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>> {
+        let done = self.done.lock().unwrap().contains(jti);
+        Box::pin(async move { !done })
+    }
+
+    fn spend<'a>(
+        &'a self,
+        jti: &'a str,
+        _expires_at: f64,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>> {
+        let fresh = self.done.lock().unwrap().insert(jti.to_owned());
+        Box::pin(async move { fresh })
+    }
+}
+
+/// Security review X12: a single-use handle is spent in one step, never claimed then marked
+/// done, so a done mark that failed and a claim taken over after its owner died cannot open
+/// it twice.
+#[tokio::test]
+async fn a_single_use_handle_is_spent_at_once_and_never_taken_over() {
+    let b = RequestStateSecurity::keys([KEY])
+        .unwrap()
+        .replay_guard(OwnerDied::default())
+        .bind(Some("shop"))
+        .unwrap();
+    let voucher = HandleSpec::new("voucher").single_use();
+    let handle = b.seal_handle(&voucher, "10% off", None).unwrap();
+    assert_eq!(
+        b.open_handle(&voucher, &handle, None).await.unwrap(),
+        "10% off"
+    );
+    assert_refused(
+        b.open_handle(&voucher, &handle, None).await,
+        RejectReason::Replayed,
+    );
+}
+
 #[test]
 fn a_single_use_handle_needs_the_replay_guard() {
     let err = shop("shop")

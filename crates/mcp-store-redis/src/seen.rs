@@ -284,6 +284,31 @@ impl SeenStore for RedisSeenStore {
         })
     }
 
+    fn spend<'a>(&'a self, jti: &'a str, expires_at: f64) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            // Done in one write, never a claim: no instance can take it over later, whatever
+            // becomes of this one (security review X12).
+            let mut cmd = redis::cmd("SET");
+            cmd.arg(self.inner.shared.key(&["seen", jti]))
+                .arg("d")
+                .arg("NX")
+                .arg("PXAT")
+                .arg(expiry_ms(expires_at));
+            match self
+                .inner
+                .shared
+                .run::<Option<String>>("SET NX (single-use handle)", &cmd)
+                .await
+            {
+                Ok(set) => set.is_some(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "a single-use handle is refused: Redis did not answer");
+                    false
+                }
+            }
+        })
+    }
+
     fn finished<'a>(&'a self, jti: &'a str, expires_at: f64) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             // Only an existing claim is marked; it keeps its expiry.

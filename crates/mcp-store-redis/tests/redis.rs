@@ -251,6 +251,28 @@ async fn a_state_whose_owner_died_unfinished_is_taken_over_once() {
     assert!(!c.first_use("jti-crash", expires).await);
 }
 
+/// Security review X12: a single-use handle is spent in one write (done at once, with the
+/// state's expiry), which no other instance can take over, even once this one is gone.
+#[tokio::test]
+async fn a_spent_handle_is_done_at_once_for_every_instance() {
+    let redis = Redis::start();
+    let a = stores(&redis, "fleet").await.seen_store();
+    let b = stores(&redis, "fleet").await.seen_store();
+    let expires = (now_ms() / 1000 + 600) as f64;
+    assert!(a.spend("jti-handle", expires).await);
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let stored: String = redis::cmd("GET")
+        .arg("fleet:seen:jti-handle")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(stored, "d", "done, not a claim");
+    drop(a);
+    assert!(!b.spend("jti-handle", expires).await);
+    assert!(!b.first_use("jti-handle", expires).await);
+}
+
 #[tokio::test]
 async fn seen_keys_and_liveness_keys_expire() {
     let redis = Redis::start();
