@@ -49,6 +49,14 @@ fn instance_on(
     store: Arc<dyn SessionStore>,
     bus: &MemoryBus,
 ) -> (McpHttpService, ChangeNotifier) {
+    instance_with(name, store, Arc::new(bus.clone()))
+}
+
+fn instance_with(
+    name: &str,
+    store: Arc<dyn SessionStore>,
+    bus: Arc<dyn mcp_server_core::fleet::Bus>,
+) -> (McpHttpService, ChangeNotifier) {
     let server = Server::new("fleet")
         .change_notifications(true)
         .request_timeout(Duration::from_secs(10))
@@ -75,7 +83,7 @@ fn instance_on(
                 &p.uri,
             ))
         })
-        .fleet(Fleet::shared(name, store, Arc::new(bus.clone())));
+        .fleet(Fleet::shared(name, store, bus));
     let service = server.into_service();
     let notifier = service.notifier();
     (McpHttpService::new(service), notifier)
@@ -498,4 +506,104 @@ async fn a_session_outlives_the_instance_that_opened_it() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert!(body.contains(r#""text":"ok""#), "{body}");
     second.shutdown().await;
+}
+
+/// A bus that counts the bytes published on it (what Redis would carry to every instance).
+#[derive(Debug)]
+struct Counting {
+    inner: MemoryBus,
+    bytes: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl mcp_server_core::fleet::Bus for Counting {
+    fn publish<'a>(
+        &'a self,
+        channel: &'a str,
+        payload: &'a [u8],
+    ) -> mcp_server_core::BoxFuture<'a, Result<usize, FleetError>> {
+        self.bytes.fetch_add(payload.len(), Ordering::SeqCst);
+        self.inner.publish(channel, payload)
+    }
+
+    fn listen(&self, channel: &str) -> tokio::sync::mpsc::Receiver<Vec<u8>> {
+        self.inner.listen(channel)
+    }
+}
+
+/// Security review X2: what a client sends does not go on the bus. A 1 MiB cancellation
+/// publishes which request it cancels; a 2 KB subscribe on a session holding 50 long URIs
+/// (a 100 KB record) publishes that the record changed, not the record; an unchanged level
+/// publishes nothing. (That the other instance still honours a subscription made here, now
+/// that it reads the record again, is `a_subscription_made_on_one_instance_is_delivered_once…`.)
+#[tokio::test]
+async fn the_bus_carries_what_changed_never_what_the_client_sent() {
+    let (store, bus) = (MemorySessionStore::new(), MemoryBus::new());
+    let bytes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counting: Arc<dyn mcp_server_core::fleet::Bus> = Arc::new(Counting {
+        inner: bus,
+        bytes: bytes.clone(),
+    });
+    let (a, _) = instance_with("a", Arc::new(store.clone()), counting.clone());
+    let (b, _) = instance_with("b", Arc::new(store.clone()), counting);
+    let (a, b) = (start(a).await, start(b).await);
+    let session = open_session(&a.url).await;
+    let post = |url: String, body: Value| {
+        let session = session.clone();
+        async move { text(send(hyper::Method::POST, &url, Some(&session), Some(body)).await).await }
+    };
+    // b holds the session too.
+    let (status, _) = post(
+        b.url.clone(),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let long = |i: usize| format!("file:///{i}/{}", "x".repeat(2000));
+    for i in 0..50 {
+        let subscribe = json!({"jsonrpc": "2.0", "id": 10 + i, "method": "resources/subscribe", "params": {"uri": long(i)}});
+        let (status, body) = post(a.url.clone(), subscribe).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    // What one more request puts on the bus, once its writes settled.
+    let settled = || async {
+        let mut last = usize::MAX;
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let now = bytes.load(Ordering::SeqCst);
+            if now == last {
+                return now;
+            }
+            last = now;
+        }
+    };
+    let mut before = settled().await;
+    let subscribe = json!({"jsonrpc": "2.0", "id": 99, "method": "resources/subscribe", "params": {"uri": long(99)}});
+    assert_eq!(post(a.url.clone(), subscribe).await.0, StatusCode::OK);
+    let one_subscribe = settled().await - before;
+    assert!(
+        (1..=1024).contains(&one_subscribe),
+        "a 2 KB subscribe put {one_subscribe} bytes on the bus"
+    );
+    before = settled().await;
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": "w1", "reason": "x".repeat(1 << 20)}});
+    assert_eq!(post(b.url.clone(), cancel).await.0, StatusCode::ACCEPTED);
+    let one_cancel = settled().await - before;
+    assert!(
+        (1..=1024).contains(&one_cancel),
+        "a 1 MiB cancellation put {one_cancel} bytes on the bus"
+    );
+    before = settled().await;
+    let level = json!({"jsonrpc": "2.0", "id": 100, "method": "logging/setLevel", "params": {"level": "info"}});
+    assert_eq!(post(a.url.clone(), level.clone()).await.0, StatusCode::OK);
+    settled().await;
+    before = settled().await.max(before);
+    assert_eq!(post(a.url.clone(), level).await.0, StatusCode::OK);
+    assert_eq!(
+        settled().await - before,
+        0,
+        "an unchanged level is announced"
+    );
+    a.shutdown().await;
+    b.shutdown().await;
 }

@@ -184,8 +184,13 @@ pub(super) async fn serve_legacy(
     Some(match typed {
         ClientRequest::Ping(_) => empty(),
         ClientRequest::SetLevel(params) => {
-            session.with_legacy(|l| l.log_level = Some(params.level));
-            session.record_changed();
+            // An unchanged level changes no record (nothing to store or announce).
+            let changed = session
+                .with_legacy(|l| l.log_level.replace(params.level) != Some(params.level))
+                .unwrap_or(false);
+            if changed {
+                session.record_changed();
+            }
             empty()
         }
         ClientRequest::Subscribe(params) => Box::pin(subscribe(inner, session, ctx, params)).await,

@@ -92,6 +92,35 @@ struct SessionMessage {
     record: Option<SessionRecord>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     closed: bool,
+    /// The session's record changed in the store: an instance holding the session reads it
+    /// again. The record itself never goes on the bus (up to ~2 MiB, once per instance, for
+    /// each 2 KB subscribe: security review X2).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    changed: bool,
+}
+
+/// The longest request id a cancellation names on the bus, as JSON: a longer one is no id
+/// this server issued a question or ran a request under worth a fleet-wide message.
+const MAX_CANCELLED_ID: usize = 1024;
+
+/// A `notifications/cancelled` reduced to what the other instances act on: the request's id.
+/// `None` when it names none, or an id past [`MAX_CANCELLED_ID`].
+fn cancellation_of(n: &mcp_types::JsonRpcNotification) -> Option<Box<RawValue>> {
+    #[derive(serde::Deserialize)]
+    struct Cancelled<'a> {
+        #[serde(rename = "requestId", borrow)]
+        request_id: &'a RawValue,
+    }
+    let params = n.params.as_deref()?;
+    let cancelled: Cancelled<'_> = serde_json::from_str(params.get()).ok()?;
+    let id = cancelled.request_id.get();
+    if id.len() > MAX_CANCELLED_ID {
+        return None;
+    }
+    RawValue::from_string(format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#
+    ))
+    .ok()
 }
 
 impl SessionMessage {
@@ -102,6 +131,7 @@ impl SessionMessage {
             message: None,
             record: None,
             closed: false,
+            changed: false,
         }
     }
 
@@ -194,7 +224,27 @@ impl Sessions {
             return;
         }
         if let Some(record) = &message.record {
+            // From an instance of an earlier version, which sent the whole record.
             local.session.restore(record);
+        }
+        if message.changed {
+            let (store, id, idle) = (fleet.sessions().clone(), message.session, self.idle);
+            tokio::spawn(async move {
+                match store.get(&id, idle).await {
+                    Ok(Some(bytes)) => match SessionRecord::decode(&bytes) {
+                        Ok(record) if !record.ended => local.session.restore(&record),
+                        Ok(_) => {}
+                        Err(e) => {
+                            tracing::debug!(error = %e, "a changed session record is unreadable")
+                        }
+                    },
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::warn!(error = %e, "a changed session record could not be read")
+                    }
+                }
+            });
+            return;
         }
         if let Some(raw) = &message.message {
             match JsonRpcMessage::from_slice(raw.get().as_bytes()) {
@@ -248,7 +298,8 @@ impl Sessions {
                         tracing::warn!(error = %e, "a session's change was not stored");
                         return;
                     }
-                    message.record = Some(record);
+                    drop(record);
+                    message.changed = true;
                     if let Err(e) = bus.publish(fleet::SESSIONS, &message.encode()).await {
                         tracing::warn!(error = %e, "a session's change was not announced");
                     }
@@ -536,10 +587,14 @@ impl Sessions {
             if let JsonRpcMessage::Notification(n) = &message
                 && n.method == mcp_types::methods::NOTIFICATION_CANCELLED
             {
-                // The request may run on any instance: every one that holds it stops.
-                let mut cancel = SessionMessage::new(fleet, id);
-                cancel.message = serde_json::value::to_raw_value(&message).ok();
-                self.announce(fleet::SESSIONS.to_owned(), cancel);
+                // The request may run on any instance: every one that holds it stops. Only
+                // which request goes on the bus, not what the client sent with it (a 4 MiB
+                // reason was a 4 MiB message to every instance: security review X2).
+                if let Some(cancelled) = cancellation_of(n) {
+                    let mut cancel = SessionMessage::new(fleet, id);
+                    cancel.message = Some(cancelled);
+                    self.announce(fleet::SESSIONS.to_owned(), cancel);
+                }
             }
         }
         // Only requests run handlers: notifications and the client's answers to the server's
