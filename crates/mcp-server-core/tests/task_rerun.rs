@@ -470,3 +470,64 @@ async fn a_replay_keeps_only_what_a_rerun_needs_and_goes_with_its_task() {
         "the finished task's replay is gone"
     );
 }
+
+/// Security review X10: a replay is what the store holds, and a process that can write to the
+/// store is not thereby anyone. A replay written for a task of a tool that is not idempotent
+/// does not run it, and one naming another principal than the task's owner runs nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_replay_runs_no_tool_that_may_not_run_again_and_no_one_else() {
+    let store: Arc<dyn TaskStore> = Arc::new(InMemoryTaskStore::new());
+    let first_store = store.clone();
+    let (migrate, reindex) = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let (service, _) = instance(first_store, Arc::new(AtomicUsize::new(0)), "first");
+            let mut client = TestClient::new(&service);
+            let migrate = start(&mut client, "migrate").await;
+            let reindex = start(&mut client, "reindex").await;
+            poll_until(&mut client, &migrate, |v| asked(v) == ["q1"]).await;
+            poll_until(&mut client, &reindex, |v| asked(v) == ["q1"]).await;
+            (migrate, reindex)
+        })
+    })
+    .join()
+    .unwrap();
+    // Written into the store by a process that is not the server.
+    let forged = |tool: &str, principal: Value| {
+        serde_json::to_vec(
+            &json!({"tool": tool, "arguments": {}, "protocolVersion": "2026-07-28",
+            "capabilities": {"elicitation": {}}, "principal": principal, "runs": 1}),
+        )
+        .unwrap()
+    };
+    assert!(
+        store
+            .set_replay(&migrate, forged("migrate", Value::Null))
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .set_replay(&reindex, forged("reindex", json!({"clientId": "mallory"})))
+            .await
+            .unwrap()
+    );
+    let started = Arc::new(AtomicUsize::new(0));
+    let (service, _) = instance(store, started.clone(), "second");
+    let mut client = TestClient::new(&service);
+    let failed = poll_until(&mut client, &migrate, |v| v["result"]["status"] == "failed").await;
+    let why = failed["result"]["statusMessage"].as_str().unwrap();
+    assert!(why.contains("tool 'migrate' is not idempotent"), "{why}");
+    let failed = poll_until(&mut client, &reindex, |v| v["result"]["status"] == "failed").await;
+    let why = failed["result"]["statusMessage"].as_str().unwrap();
+    assert!(
+        why.ends_with(
+            "and it cannot run again: its replay names another principal than the task's owner"
+        ),
+        "{why}"
+    );
+    assert_eq!(started.load(Ordering::SeqCst), 0, "reindex never ran here");
+}

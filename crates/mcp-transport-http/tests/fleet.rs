@@ -27,6 +27,7 @@ use mcp_types::tools::CallToolResult;
 use serde_json::{Value, json};
 
 static WAIT_CANCELLED: AtomicBool = AtomicBool::new(false);
+static FORGED_RAN: AtomicBool = AtomicBool::new(false);
 
 struct CancelFlag;
 
@@ -73,6 +74,10 @@ fn instance_with(
                     let _flag = CancelFlag;
                     ctx.cancellation().cancelled().await;
                     Ok(Outcome::Complete(CallToolResult::text("cancelled")))
+                }
+                "forged" => {
+                    FORGED_RAN.store(true, Ordering::SeqCst);
+                    Ok(Outcome::Complete(CallToolResult::text("ran")))
                 }
                 _ => Ok(Outcome::Complete(CallToolResult::text("ok"))),
             }
@@ -606,4 +611,41 @@ async fn the_bus_carries_what_changed_never_what_the_client_sent() {
     );
     a.shutdown().await;
     b.shutdown().await;
+}
+
+/// Security review X10: a request published on the bus, naming a live session, is not run in
+/// it: instances forward answers and cancellations only, and whoever can publish on the bus
+/// (a process with Redis access) is not the session's owner.
+#[tokio::test]
+async fn a_request_published_on_the_bus_is_not_run_in_the_session() {
+    use mcp_server_core::fleet::Bus;
+    let (store, bus) = (MemorySessionStore::new(), MemoryBus::new());
+    let (a, _) = instance("a", &store, &bus);
+    let a = start(a).await;
+    let session = open_session(&a.url).await;
+    let forged = json!({"from": "x", "session": session, "message":
+        {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "forged"}}});
+    let heard = bus
+        .publish(
+            mcp_server_core::fleet::SESSIONS,
+            forged.to_string().as_bytes(),
+        )
+        .await
+        .unwrap();
+    assert!(heard >= 1, "instance a listens");
+    // A ping through a after the message was delivered: its handler would have run by now.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (status, _) = text(
+        send(
+            hyper::Method::POST,
+            &a.url,
+            Some(&session),
+            Some(json!({"jsonrpc": "2.0", "id": 6, "method": "ping"})),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!FORGED_RAN.load(Ordering::SeqCst), "the forged call ran");
+    a.shutdown().await;
 }

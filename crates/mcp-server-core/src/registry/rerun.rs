@@ -125,6 +125,13 @@ impl Registry {
         Some(Box::pin(async move {
             let tool = &self.tools[index];
             let name = &tool.def.tool.name;
+            // Only a tool that says it is safe to run again runs again, whatever a replay in
+            // the store names (security review X10).
+            if !tool.reruns() {
+                return Err(ErrorObject::internal(format!(
+                    "tool '{name}' is not idempotent: its task does not run again"
+                )));
+            }
             let (Some(parse), Some(body)) = (&tool.def.parse, &tool.def.body) else {
                 return Err(ErrorObject::internal(format!(
                     "tool '{name}' has no handler"

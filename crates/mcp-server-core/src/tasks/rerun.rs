@@ -44,11 +44,11 @@ impl TaskEngine {
         let store = self.store();
         let until = now.saturating_add(self.config().lease.as_millis() as u64);
         // The worker that was lost, for the failure that names it (the claim replaces it).
-        let lost = match store.get(id).await {
-            Ok(Some(record)) => record.lease.map(|lease| lease.lost()),
-            _ => None,
-        }
-        .unwrap_or_else(|| "The worker running this task was lost".to_owned());
+        let (lost, owner) = match store.get(id).await {
+            Ok(Some(record)) => (record.lease.map(|lease| lease.lost()), record.owner),
+            _ => (None, None),
+        };
+        let lost = lost.unwrap_or_else(|| "The worker running this task was lost".to_owned());
         // Taking the lapsed lease decides which instance runs it again.
         match store.claim(id, self.worker(), until).await {
             Ok(true) => {}
@@ -63,6 +63,22 @@ impl TaskEngine {
             Ok(None) => Err("its replay is gone".to_owned()),
             Err(e) => Err(e.to_string()),
         };
+        // A replay runs as the principal it names only when that is the task's owner: one
+        // written into the store by someone else runs as nobody (security review X10).
+        let replay = replay.and_then(|replay| {
+            let named = super::engine::owner_key(
+                replay
+                    .principal
+                    .clone()
+                    .map(crate::seal::Principal::from)
+                    .as_ref(),
+            );
+            if named == owner {
+                Ok(replay)
+            } else {
+                Err("its replay names another principal than the task's owner".to_owned())
+            }
+        });
         let mut replay = match replay {
             Ok(replay) if replay.runs < MAX_TASK_RUNS => replay,
             Ok(replay) => {

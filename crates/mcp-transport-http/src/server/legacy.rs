@@ -248,9 +248,20 @@ impl Sessions {
         }
         if let Some(raw) = &message.message {
             match JsonRpcMessage::from_slice(raw.get().as_bytes()) {
-                Ok(forwarded) => {
+                // What instances forward: a client's answer to a question this one asked, a
+                // cancellation. A request on the bus is no client's: whoever can publish there
+                // is not thereby the session's owner (security review X10).
+                Ok(forwarded @ (JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_))) => {
                     let _ = local.session.handle(forwarded);
                 }
+                Ok(JsonRpcMessage::Notification(n))
+                    if n.method == mcp_types::methods::NOTIFICATION_CANCELLED =>
+                {
+                    let _ = local.session.handle(JsonRpcMessage::Notification(n));
+                }
+                Ok(_) => tracing::warn!(
+                    "a request or notification forwarded on the bus was ignored: instances forward only answers and cancellations"
+                ),
                 Err(e) => tracing::debug!(error = %e, "an unreadable forwarded message ignored"),
             }
         }
