@@ -649,3 +649,68 @@ async fn a_request_published_on_the_bus_is_not_run_in_the_session() {
     assert!(!FORGED_RAN.load(Ordering::SeqCst), "the forged call ran");
     a.shutdown().await;
 }
+
+/// A bus whose publishes of session messages hang until `open` (a stalled Redis), counting
+/// how many are in flight at once.
+#[derive(Debug)]
+struct Stalled {
+    inner: MemoryBus,
+    open: tokio::sync::watch::Receiver<bool>,
+    in_flight: Arc<std::sync::atomic::AtomicUsize>,
+    most: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl mcp_server_core::fleet::Bus for Stalled {
+    fn publish<'a>(
+        &'a self,
+        channel: &'a str,
+        payload: &'a [u8],
+    ) -> mcp_server_core::BoxFuture<'a, Result<usize, FleetError>> {
+        Box::pin(async move {
+            if channel == mcp_server_core::fleet::SESSIONS {
+                let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                self.most.fetch_max(now, Ordering::SeqCst);
+                let mut open = self.open.clone();
+                let _ = open.wait_for(|o| *o).await;
+                self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            }
+            self.inner.publish(channel, payload).await
+        })
+    }
+
+    fn listen(&self, channel: &str) -> tokio::sync::mpsc::Receiver<Vec<u8>> {
+        self.inner.listen(channel)
+    }
+}
+
+/// Security review X2: while the bus is stalled, a client's cancellations wait in one bounded
+/// queue, published one at a time; they are not a task each, all waiting on the bus at once.
+#[tokio::test]
+async fn cancellations_wait_in_one_bounded_queue_while_the_bus_is_stalled() {
+    let (gate, open) = tokio::sync::watch::channel(false);
+    let most = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let bus = Arc::new(Stalled {
+        inner: MemoryBus::new(),
+        open,
+        in_flight: Arc::default(),
+        most: most.clone(),
+    });
+    let (a, _) = instance_with("a", Arc::new(MemorySessionStore::new()), bus);
+    let a = start(a).await;
+    let session = open_session(&a.url).await;
+    for n in 0..50 {
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                            "params": {"requestId": format!("r{n}")}});
+        let (status, _) =
+            text(send(hyper::Method::POST, &a.url, Some(&session), Some(cancel)).await).await;
+        assert_eq!(status, StatusCode::ACCEPTED);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        most.load(Ordering::SeqCst),
+        1,
+        "publishes waiting on the bus at once"
+    );
+    gate.send_replace(true);
+    a.shutdown().await;
+}

@@ -77,7 +77,15 @@ pub(crate) struct Sessions {
     fleet: Option<Fleet>,
     /// Whether this endpoint listens to the fleet's bus.
     listening: AtomicBool,
+    /// The queue of best-effort bus messages ([`announce`](Self::announce)), published one at
+    /// a time by one task; made with the first message.
+    announcements: std::sync::OnceLock<tokio::sync::mpsc::Sender<(String, Vec<u8>)>>,
 }
+
+/// The most best-effort bus messages waiting to be published. Past it a message is dropped
+/// (logged): a client sending cancellations faster than the bus takes them cannot make this
+/// instance hold them, nor a task per message (security review X2).
+const ANNOUNCE_QUEUE: usize = 1024;
 
 /// A message about one session on the fleet's bus: a client's answer handed to the instance
 /// that asked, a cancellation for whichever instance runs the request, the session's record
@@ -153,6 +161,7 @@ impl Sessions {
             service: service.clone(),
             fleet: service.fleet().cloned(),
             listening: AtomicBool::new(false),
+            announcements: std::sync::OnceLock::new(),
         }
     }
 
@@ -273,12 +282,24 @@ impl Sessions {
         let Some(fleet) = &self.fleet else {
             return;
         };
-        let bus = fleet.bus().clone();
-        tokio::spawn(async move {
-            if let Err(e) = bus.publish(&channel, &message.encode()).await {
-                tracing::warn!(error = %e, "a session message did not reach the other instances");
-            }
+        let queue = self.announcements.get_or_init(|| {
+            let (tx, mut rx) = tokio::sync::mpsc::channel::<(String, Vec<u8>)>(ANNOUNCE_QUEUE);
+            let bus = fleet.bus().clone();
+            tokio::spawn(async move {
+                while let Some((channel, payload)) = rx.recv().await {
+                    if let Err(e) = bus.publish(&channel, &payload).await {
+                        tracing::warn!(error = %e, "a session message did not reach the other instances");
+                    }
+                }
+            });
+            tx
         });
+        if queue.try_send((channel, message.encode())).is_err() {
+            tracing::warn!(
+                max = ANNOUNCE_QUEUE,
+                "the fleet's bus is behind: a session message was dropped"
+            );
+        }
     }
 
     /// Makes a [`LegacySession`] of a connection that completed (or restored) its
