@@ -164,6 +164,16 @@ impl RedisBus {
     }
 }
 
+/// Publishes ARGV[1] on channel KEYS[1] and answers how many listen on that channel itself
+/// (`PUBSUB NUMSUB`). `PUBLISH`'s own count includes pattern subscribers: with a monitoring
+/// `PSUBSCRIBE prefix:bus:*` a dead member's channel would look alive, its answers would get
+/// 202 and vanish, and resumptions would follow it instead of getting 410 (security review
+/// X2).
+const PUBLISH_HEARD: &str = r"
+redis.call('PUBLISH', KEYS[1], ARGV[1])
+return redis.call('PUBSUB', 'NUMSUB', KEYS[1])[2]
+";
+
 impl Bus for RedisBus {
     fn publish<'a>(
         &'a self,
@@ -171,10 +181,11 @@ impl Bus for RedisBus {
         payload: &'a [u8],
     ) -> BoxFuture<'a, Result<usize, FleetError>> {
         Box::pin(async move {
-            let mut cmd = redis::cmd("PUBLISH");
-            cmd.arg(self.channel(channel)).arg(payload);
+            let script = redis::Script::new(PUBLISH_HEARD);
+            let mut invocation = script.key(self.channel(channel));
+            invocation.arg(payload);
             self.shared
-                .run::<usize>("PUBLISH", &cmd)
+                .script::<usize>("PUBLISH", &invocation)
                 .await
                 .map_err(FleetError)
         })

@@ -1322,6 +1322,12 @@ async fn the_bus_counts_listeners_and_a_listener_hears_again_after_redis_restart
     let redis = Redis::start();
     let bus = stores(&redis, "bus").await.bus();
     assert_eq!(bus.publish("c", b"nobody").await.unwrap(), 0);
+    // A pattern subscriber (monitoring, a probe) is no listener of the channel: a member
+    // whose channel only it hears is gone (security review X2).
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut watcher = client.get_async_pubsub().await.unwrap();
+    watcher.psubscribe("bus:bus:*").await.unwrap();
+    assert_eq!(bus.publish("c", b"only a pattern hears").await.unwrap(), 0);
     let mut rx = bus.listen("c");
     let mut waited = 0;
     while bus.publish("c", b"hello").await.unwrap() == 0 {
