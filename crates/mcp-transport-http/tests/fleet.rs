@@ -714,3 +714,36 @@ async fn cancellations_wait_in_one_bounded_queue_while_the_bus_is_stalled() {
     gate.send_replace(true);
     a.shutdown().await;
 }
+
+/// Security review X2: a client's answer to a question another instance asked crosses the bus
+/// only up to 1 MiB; a larger one, to any member the client names, is refused with 413 and
+/// never published.
+#[tokio::test]
+async fn an_answer_for_another_instance_past_its_bound_is_refused_not_forwarded() {
+    let (store, bus) = (MemorySessionStore::new(), MemoryBus::new());
+    let bytes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counting: Arc<dyn mcp_server_core::fleet::Bus> = Arc::new(Counting {
+        inner: bus,
+        bytes: bytes.clone(),
+    });
+    let (a, _) = instance_with("a", Arc::new(store), counting);
+    let a = start(a).await;
+    let session = open_session(&a.url).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let before = bytes.load(Ordering::SeqCst);
+    let answer = json!({"jsonrpc": "2.0", "id": "i9~00000000:5",
+                        "result": {"roots": [{"uri": format!("file:///{}", "x".repeat(2 << 20))}]}});
+    let (status, body) =
+        text(send(hyper::Method::POST, &a.url, Some(&session), Some(answer)).await).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    assert_eq!(
+        body,
+        "An answer to a question another instance of the fleet asked is at most 1024 KiB; this one is 2049 KiB"
+    );
+    assert_eq!(
+        bytes.load(Ordering::SeqCst),
+        before,
+        "nothing was published"
+    );
+    a.shutdown().await;
+}

@@ -87,6 +87,11 @@ pub(crate) struct Sessions {
 /// instance hold them, nor a task per message (security review X2).
 const ANNOUNCE_QUEUE: usize = 1024;
 
+/// The largest client answer (a JSON-RPC response or error) one instance of a fleet hands to
+/// another over the bus: 1 MiB, room for an elicitation, a list of roots or a sampled message
+/// with an image.
+pub(crate) const MAX_FORWARDED_ANSWER: usize = 1024 * 1024;
+
 /// A message about one session on the fleet's bus: a client's answer handed to the instance
 /// that asked, a cancellation for whichever instance runs the request, the session's record
 /// after a change, or its end.
@@ -489,6 +494,20 @@ impl Sessions {
     ) -> Response<McpBody> {
         let mut forwarded = SessionMessage::new(fleet, session);
         forwarded.message = serde_json::value::to_raw_value(message).ok();
+        // An answer crosses the bus to one instance only, but it waits in that instance's
+        // queue of the bus: bounded, so that answers to any member a client names cannot fill
+        // it with the body limit's megabytes each (security review X2).
+        let size = forwarded.message.as_ref().map_or(0, |m| m.get().len());
+        if size > MAX_FORWARDED_ANSWER {
+            return plain_owned(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "An answer to a question another instance of the fleet asked is at most {} KiB; this one is {} KiB",
+                    MAX_FORWARDED_ANSWER / 1024,
+                    size.div_ceil(1024)
+                ),
+            );
+        }
         let channel = fleet::answers_channel(asker);
         // Nobody listening may be a live asker reconnecting to the bus (Redis restarted): it
         // is looked for a moment before it is called gone.
