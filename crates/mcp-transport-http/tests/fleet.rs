@@ -100,6 +100,17 @@ async fn send(
     session: Option<&str>,
     body: Option<Value>,
 ) -> Response<Incoming> {
+    send_with(method, url, session, body, &[]).await
+}
+
+/// [`send`] with `headers` added.
+async fn send_with(
+    method: hyper::Method,
+    url: &str,
+    session: Option<&str>,
+    body: Option<Value>,
+    headers: &[(&str, &str)],
+) -> Response<Incoming> {
     let client = HyperClient::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
     let mut builder = Request::builder()
         .method(method)
@@ -109,6 +120,9 @@ async fn send(
         .header("mcp-protocol-version", "2025-11-25");
     if let Some(session) = session {
         builder = builder.header("mcp-session-id", session);
+    }
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
     }
     let body = body.map(|b| b.to_string()).unwrap_or_default();
     client
@@ -746,4 +760,56 @@ async fn an_answer_for_another_instance_past_its_bound_is_refused_not_forwarded(
         "nothing was published"
     );
     a.shutdown().await;
+}
+
+/// Security review X3: a session restored on another instance counts against the share of the
+/// client that opened it (its record keeps the address). Client X opens its 2 sessions on a,
+/// uses both through b, then opens a third on b: b closes X's least recently used one, as a
+/// would have. Before, restored sessions counted against nobody, and X could hold any number.
+#[tokio::test]
+async fn a_restored_session_counts_against_the_share_of_the_client_that_opened_it() {
+    let (store, bus) = (MemorySessionStore::new(), MemoryBus::new());
+    let proxy: mcp_transport_http::ProxyRange = "127.0.0.1".parse().unwrap();
+    let shared = |name: &str| {
+        instance(name, &store, &bus)
+            .0
+            .sessions_per_client(2)
+            .trusted_proxies([proxy])
+    };
+    let (a, b) = (start(shared("a")).await, start(shared("b")).await);
+    let x = [("x-forwarded-for", "198.51.100.1")];
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let open = |url: String| {
+        let initialize = initialize.clone();
+        async move {
+            let response = send_with(hyper::Method::POST, &url, None, Some(initialize), &x).await;
+            assert_eq!(response.status(), StatusCode::OK);
+            response.headers()["mcp-session-id"]
+                .to_str()
+                .unwrap()
+                .to_owned()
+        }
+    };
+    let ping = |url: String, session: String| async move {
+        let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+        send_with(hyper::Method::POST, &url, Some(&session), Some(ping), &x)
+            .await
+            .status()
+    };
+    let first = open(a.url.clone()).await;
+    let second = open(a.url.clone()).await;
+    assert_eq!(ping(b.url.clone(), first.clone()).await, StatusCode::OK);
+    assert_eq!(ping(b.url.clone(), second.clone()).await, StatusCode::OK);
+    let third = open(b.url.clone()).await;
+    assert_eq!(ping(b.url.clone(), third).await, StatusCode::OK);
+    assert_eq!(
+        ping(b.url.clone(), first).await,
+        StatusCode::NOT_FOUND,
+        "X's least recently used session was closed to make room"
+    );
+    assert_eq!(ping(b.url.clone(), second).await, StatusCode::OK);
+    a.shutdown().await;
+    b.shutdown().await;
 }
