@@ -22,6 +22,22 @@ use serde_json::{Value, json};
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 
+/// The state keys every instance of these tests shares (as a fleet's `MCP_STATE_KEYS`): a
+/// replay is sealed with them, and only an instance holding them opens it.
+const KEY: &str = "0123456789abcdef0123456789abcdef";
+
+/// The kind and lifetime replays are sealed as (as the engine seals them).
+const REPLAY: mcp_state_seal::HandleSpec<'static> =
+    mcp_state_seal::HandleSpec::new("mcp/task-replay").ttl(Duration::from_secs(7 * 24 * 3600));
+
+/// The fleet's keys as these tests' servers (`rerun-test`) bind them.
+fn keys() -> mcp_state_seal::SealingBoundary {
+    mcp_state_seal::RequestStateSecurity::keys([KEY])
+        .unwrap()
+        .bind(Some("rerun-test"))
+        .unwrap()
+}
+
 fn declaring() -> Value {
     json!({"elicitation": {}, "extensions": {TASKS: {}}})
 }
@@ -108,6 +124,7 @@ fn instance_counting(
     let fleet = Fleet::new(name, MemorySessionStore::new(), MemoryBus::new());
     let member = fleet.member().to_owned();
     let service = McpServer::new("rerun-test")
+        .request_state_security(mcp_state_seal::RequestStateSecurity::keys([KEY]).unwrap())
         .fleet(fleet)
         .tool(reindex)
         .tool(migrate)
@@ -344,7 +361,13 @@ async fn a_rerun_asks_again_what_the_lost_run_took_without_keeping_it() {
         "capabilities": declaring(), "answered": {}, "runs": 1});
     assert!(
         store
-            .set_replay("t1", replay.to_string().into_bytes())
+            .set_replay(
+                "t1",
+                keys()
+                    .seal_handle(&REPLAY, &replay.to_string(), None)
+                    .unwrap()
+                    .into_bytes()
+            )
             .await
             .unwrap()
     );
@@ -452,7 +475,12 @@ async fn a_replay_keeps_only_what_a_rerun_needs_and_goes_with_its_task() {
         .unwrap()
         .expect("an idempotent task keeps a replay");
     assert!(kept.len() < 1024, "{} bytes kept", kept.len());
-    let replay: Value = serde_json::from_slice(&kept).unwrap();
+    // Sealed with the fleet's keys: opened here with them.
+    let opened = keys()
+        .open_handle(&REPLAY, std::str::from_utf8(&kept).unwrap(), None)
+        .await
+        .expect("the replay is sealed with the fleet's keys");
+    let replay: Value = serde_json::from_str(&opened).unwrap();
     assert_eq!(replay["arguments"], json!({}), "{replay}");
     assert_eq!(
         replay["capabilities"],
@@ -471,14 +499,15 @@ async fn a_replay_keeps_only_what_a_rerun_needs_and_goes_with_its_task() {
     );
 }
 
-/// Security review X10: a replay is what the store holds, and a process that can write to the
-/// store is not thereby anyone. A replay written for a task of a tool that is not idempotent
-/// does not run it, and one naming another principal than the task's owner runs nothing.
+/// Security review X10: a process that can write to the task store but does not hold the
+/// fleet's keys cannot make an instance run anything: a replay it writes is not sealed with
+/// them and runs nothing. And a replay sealed with the keys still runs only a tool that
+/// declares itself idempotent, as the task's owner.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forged_replay_runs_no_tool_that_may_not_run_again_and_no_one_else() {
     let store: Arc<dyn TaskStore> = Arc::new(InMemoryTaskStore::new());
     let first_store = store.clone();
-    let (migrate, reindex) = std::thread::spawn(move || {
+    let ids = std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -486,48 +515,72 @@ async fn a_forged_replay_runs_no_tool_that_may_not_run_again_and_no_one_else() {
         runtime.block_on(async move {
             let (service, _) = instance(first_store, Arc::new(AtomicUsize::new(0)), "first");
             let mut client = TestClient::new(&service);
-            let migrate = start(&mut client, "migrate").await;
-            let reindex = start(&mut client, "reindex").await;
-            poll_until(&mut client, &migrate, |v| asked(v) == ["q1"]).await;
-            poll_until(&mut client, &reindex, |v| asked(v) == ["q1"]).await;
-            (migrate, reindex)
+            let mut ids = Vec::new();
+            for tool in ["reindex", "migrate", "reindex"] {
+                let id = start(&mut client, tool).await;
+                poll_until(&mut client, &id, |v| asked(v) == ["q1"]).await;
+                ids.push(id);
+            }
+            ids
         })
     })
     .join()
     .unwrap();
-    // Written into the store by a process that is not the server.
-    let forged = |tool: &str, principal: Value| {
-        serde_json::to_vec(
-            &json!({"tool": tool, "arguments": {}, "protocolVersion": "2026-07-28",
-            "capabilities": {"elicitation": {}}, "principal": principal, "runs": 1}),
-        )
-        .unwrap()
+    let [unsealed, migrate, other] = <[String; 3]>::try_from(ids).unwrap();
+    let replay = |tool: &str, principal: Value| {
+        json!({"tool": tool, "arguments": {}, "protocolVersion": "2026-07-28",
+            "capabilities": {"elicitation": {}}, "principal": principal, "runs": 1})
+        .to_string()
     };
+    let sealed = |text: String| {
+        keys()
+            .seal_handle(&REPLAY, &text, None)
+            .unwrap()
+            .into_bytes()
+    };
+    // Without the keys: plain JSON naming the task's own tool and owner.
     assert!(
         store
-            .set_replay(&migrate, forged("migrate", Value::Null))
+            .set_replay(&unsealed, replay("reindex", Value::Null).into_bytes())
+            .await
+            .unwrap()
+    );
+    // With the keys (a bug, an insider): another tool, another principal.
+    assert!(
+        store
+            .set_replay(&migrate, sealed(replay("migrate", Value::Null)))
             .await
             .unwrap()
     );
     assert!(
         store
-            .set_replay(&reindex, forged("reindex", json!({"clientId": "mallory"})))
+            .set_replay(
+                &other,
+                sealed(replay("reindex", json!({"clientId": "mallory"})))
+            )
             .await
             .unwrap()
     );
     let started = Arc::new(AtomicUsize::new(0));
     let (service, _) = instance(store, started.clone(), "second");
     let mut client = TestClient::new(&service);
-    let failed = poll_until(&mut client, &migrate, |v| v["result"]["status"] == "failed").await;
-    let why = failed["result"]["statusMessage"].as_str().unwrap();
-    assert!(why.contains("tool 'migrate' is not idempotent"), "{why}");
-    let failed = poll_until(&mut client, &reindex, |v| v["result"]["status"] == "failed").await;
-    let why = failed["result"]["statusMessage"].as_str().unwrap();
-    assert!(
-        why.ends_with(
-            "and it cannot run again: its replay names another principal than the task's owner"
+    for (id, ending) in [
+        (
+            &unsealed,
+            "and it cannot run again: its replay is not sealed with this server's keys",
         ),
-        "{why}"
-    );
+        (
+            &migrate,
+            "tool 'migrate' is not idempotent: its task does not run again",
+        ),
+        (
+            &other,
+            "and it cannot run again: its replay names another principal than the task's owner",
+        ),
+    ] {
+        let failed = poll_until(&mut client, id, |v| v["result"]["status"] == "failed").await;
+        let why = failed["result"]["statusMessage"].as_str().unwrap();
+        assert!(why.ends_with(ending), "{why}");
+    }
     assert_eq!(started.load(Ordering::SeqCst), 0, "reindex never ran here");
 }

@@ -150,6 +150,9 @@ impl Service {
         ) else {
             return;
         };
+        if let Some(boundary) = &self.inner.server.boundary {
+            engine.seal_replays_with(boundary.clone());
+        }
         let weak = Arc::downgrade(&self.inner);
         engine.set_rerunner(Arc::new(move |replay, task, token| {
             let inner = weak.upgrade()?;

@@ -62,6 +62,10 @@ pub(super) struct EngineInner {
     pub(super) sweeper: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// How re-run bodies are built (set by the service; see `rerun.rs`).
     pub(super) rerunner: std::sync::OnceLock<Rerunner>,
+    /// What seals the replays this engine keeps (the server's state keys), when it has them:
+    /// a replay in a shared store is then one that only the fleet could have written
+    /// (security review X10).
+    pub(super) replay_sealer: std::sync::OnceLock<Arc<mcp_state_seal::SealingBoundary>>,
 }
 
 impl Drop for EngineInner {
@@ -205,6 +209,7 @@ impl TaskEngine {
                 running: Arc::default(),
                 sweeper: Mutex::new(None),
                 rerunner: std::sync::OnceLock::new(),
+                replay_sealer: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -541,7 +546,7 @@ impl TaskLink {
                 change(&mut changed);
                 // Bounded (security review X1): past the cap the change is not kept, and a
                 // re-run asks again what it would have said.
-                let Some(encoded) = changed.encode_bounded() else {
+                let Some(encoded) = self.engine.seal_replay(&changed) else {
                     tracing::debug!(
                         max = super::replay::MAX_REPLAY_BYTES,
                         "a question or its answer would take the task's replay past its cap; not kept"

@@ -16,10 +16,60 @@ use super::engine::{Rerunner, Running, TaskCtx, TaskEngine, TaskLink};
 use super::replay::{MAX_TASK_RUNS, Replay};
 use super::store::{StoreError, Terminal};
 
+/// The kind replays are sealed as: a handle no request can present (its kind is not one a
+/// tool declares), bound to no principal (the replay names its own, inside the seal).
+const REPLAY_HANDLE: mcp_state_seal::HandleSpec<'static> =
+    mcp_state_seal::HandleSpec::new("mcp/task-replay")
+        .ttl(std::time::Duration::from_secs(7 * 24 * 3600));
+
 impl TaskEngine {
     /// Sets how this engine builds re-run bodies (once; the service does it).
     pub(crate) fn set_rerunner(&self, rerunner: Rerunner) {
         let _ = self.inner.rerunner.set(rerunner);
+    }
+
+    /// Seals this engine's replays with `boundary` (the server's state keys; once, by the
+    /// service). Without it replays are kept as plain JSON, and whoever can write to the
+    /// task store can write one.
+    pub(crate) fn seal_replays_with(&self, boundary: Arc<mcp_state_seal::SealingBoundary>) {
+        let _ = self.inner.replay_sealer.set(boundary);
+    }
+
+    /// `replay` as the store keeps it: its JSON, at most `MAX_REPLAY_BYTES`, sealed when the
+    /// engine has keys; `None` past the cap or when sealing fails.
+    pub(super) fn seal_replay(&self, replay: &Replay) -> Option<Vec<u8>> {
+        let encoded = replay.encode_bounded()?;
+        let Some(sealer) = self.inner.replay_sealer.get() else {
+            return Some(encoded);
+        };
+        let text = String::from_utf8(encoded).ok()?;
+        match sealer.seal_handle(&REPLAY_HANDLE, &text, None) {
+            Ok(sealed) => Some(sealed.into_bytes()),
+            Err(e) => {
+                tracing::warn!(error = %e, "a task's replay could not be sealed; it is not kept");
+                None
+            }
+        }
+    }
+
+    /// The replay the store holds, opened: refused when the engine has keys and the bytes
+    /// were not sealed with them (written into the store by someone else).
+    async fn open_replay(&self, bytes: &[u8]) -> Result<Replay, String> {
+        let Some(sealer) = self.inner.replay_sealer.get() else {
+            return Replay::decode(bytes);
+        };
+        let token =
+            std::str::from_utf8(bytes).map_err(|_| "an unreadable task replay".to_owned())?;
+        match sealer.open_handle(&REPLAY_HANDLE, token, None).await {
+            Ok(text) => Replay::decode(text.as_bytes()),
+            Err(e) => {
+                tracing::warn!(
+                    reason = e.reason().as_str(),
+                    "a task's replay is not sealed with this server's keys: it is not run"
+                );
+                Err("its replay is not sealed with this server's keys".to_owned())
+            }
+        }
     }
 
     /// Takes and runs again every task whose worker was lost and that can run again.
@@ -59,7 +109,7 @@ impl TaskEngine {
             }
         }
         let replay = match store.replay(id).await {
-            Ok(Some(bytes)) => Replay::decode(&bytes),
+            Ok(Some(bytes)) => self.open_replay(&bytes).await,
             Ok(None) => Err("its replay is gone".to_owned()),
             Err(e) => Err(e.to_string()),
         };
@@ -97,8 +147,13 @@ impl TaskEngine {
             }
         };
         replay.runs += 1;
-        if let Err(e) = store.set_replay(id, replay.encode()).await {
-            tracing::warn!(error = %e, "a re-run's count was not stored");
+        match self.seal_replay(&replay) {
+            Some(sealed) => {
+                if let Err(e) = store.set_replay(id, sealed).await {
+                    tracing::warn!(error = %e, "a re-run's count was not stored");
+                }
+            }
+            None => tracing::warn!("a re-run's count could not be sealed; not stored"),
         }
         let token = CancellationToken::new();
         let link = Arc::new(TaskLink::rerun(self.clone(), id.to_owned(), replay.clone()));
