@@ -53,9 +53,10 @@ pub trait SeenStore: Send + Sync {
     }
 
     /// Uses `jti` once and for all, with no claim phase: `true` when it was never seen (it is
-    /// now done), `false` otherwise or when the store cannot answer. For a single-use
-    /// [`Handle`](crate::handle) a claim is wrong: a handle is a value handed over, not a
-    /// request another instance may have to take over, and a claim whose done mark failed to
+    /// now done), `false` otherwise or when the store cannot answer. For a single-use handle
+    /// ([`SealingBoundary::open_handle`](crate::SealingBoundary::open_handle)) a claim is
+    /// wrong: a handle is a value handed over, not a request another instance may have to
+    /// take over, and a claim whose done mark failed to
     /// be written could be taken over after its owner died and the handle opened twice
     /// (security review X12). A store shared by a fleet should make this one atomic write
     /// (Redis: `SET key d NX PXAT`); the default is [`first_use`](Self::first_use) then

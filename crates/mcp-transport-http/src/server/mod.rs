@@ -148,8 +148,8 @@ impl McpHttpService {
     /// in `Forwarded` or `X-Forwarded-For` (read from the right: the first address that is
     /// not a trusted proxy; what the client itself wrote further left is never believed), and
     /// per-client shares ([`sessions_per_client`](Self::sessions_per_client),
-    /// [`listen_per_client`](Self::listen_per_client)) and address-keyed rate limits count
-    /// that client. Without it, those headers are ignored and every user behind a proxy is
+    /// [`listen_streams_per_client`](Self::listen_streams_per_client)) and address-keyed rate
+    /// limits count that client. Without it, those headers are ignored and every user behind a proxy is
     /// the proxy's one address: one user's `initialize` loop would close other users'
     /// sessions (security review X3). See `docs/limits.md`.
     pub fn trusted_proxies(self, proxies: impl IntoIterator<Item = ProxyRange>) -> Self {
