@@ -719,6 +719,14 @@ async fn cancellations_wait_in_one_bounded_queue_while_the_bus_is_stalled() {
             text(send(hyper::Method::POST, &a.url, Some(&session), Some(cancel)).await).await;
         assert_eq!(status, StatusCode::ACCEPTED);
     }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while most.load(Ordering::SeqCst) == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "nothing was published"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(
         most.load(Ordering::SeqCst),
@@ -804,6 +812,20 @@ async fn a_restored_session_counts_against_the_share_of_the_client_that_opened_i
     assert_eq!(ping(b.url.clone(), second.clone()).await, StatusCode::OK);
     let third = open(b.url.clone()).await;
     assert_eq!(ping(b.url.clone(), third).await, StatusCode::OK);
+    // The closed session's record leaves the store a moment after (a task of its own).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while store
+        .get(&first, Duration::from_secs(60))
+        .await
+        .unwrap()
+        .is_some()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "X's least recently used session was never closed"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert_eq!(
         ping(b.url.clone(), first).await,
         StatusCode::NOT_FOUND,
