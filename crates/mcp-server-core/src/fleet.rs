@@ -146,6 +146,9 @@ pub struct Fleet {
     pub(crate) member: Arc<str>,
     pub(crate) sessions: Arc<dyn SessionStore>,
     pub(crate) bus: Arc<dyn Bus>,
+    /// The server's state keys, set when the server that runs this fleet has them: what the
+    /// fleet stores and sends is sealed with them (see [`Fleet::seal`]).
+    pub(crate) sealer: Arc<std::sync::OnceLock<Arc<mcp_state_seal::SealingBoundary>>>,
 }
 
 // A fleet is names and handles to shared stores, whose every operation is one message to the
@@ -204,6 +207,84 @@ impl Fleet {
             instance: instance.into(),
             sessions,
             bus,
+            sealer: Arc::default(),
+        }
+    }
+
+    /// Seals what this fleet stores and sends with `boundary` (the server's state keys; the
+    /// service does it once, when the server has keys).
+    pub(crate) fn seal_with(&self, boundary: Arc<mcp_state_seal::SealingBoundary>) {
+        let _ = self.sealer.set(boundary);
+    }
+
+    /// Whether what this fleet stores and sends is sealed: `true` once a server with state
+    /// keys ([`Server::request_state_security`](crate::Server::request_state_security), which
+    /// every `McpServer` has) runs it.
+    pub fn is_sealed(&self) -> bool {
+        self.sealer.get().is_some()
+    }
+
+    /// `plain` as the shared store keeps it or the bus carries it as `item`: sealed with the
+    /// server's state keys (encrypted, authenticated, and bound to the item: a session's record
+    /// is refused as another session's, a message on one channel on another), or unchanged
+    /// when the server has no keys. Whoever can write to the store or publish on the bus but
+    /// does not hold the keys cannot write anything [`open`](Self::open) believes (security
+    /// review X10).
+    ///
+    /// # Errors
+    /// When `plain` is not UTF-8 text (records and messages are JSON) or sealing fails.
+    pub fn seal(&self, item: FleetItem<'_>, plain: &[u8]) -> Result<Vec<u8>, FleetError> {
+        let Some(sealer) = self.sealer.get() else {
+            return Ok(plain.to_vec());
+        };
+        let text = std::str::from_utf8(plain)
+            .map_err(|_| FleetError(format!("{} is not UTF-8 text", item.what())))?;
+        let kind = item.kind();
+        sealer
+            .seal_handle(&item.spec(&kind), text, None)
+            .map(String::into_bytes)
+            .map_err(|e| FleetError(format!("{} could not be sealed: {e}", item.what())))
+    }
+
+    /// What [`seal`](Self::seal) made of `item`, opened: the plain bytes, or an error when
+    /// they were not sealed as this `item` with this server's keys (written by someone without
+    /// them, copied from another item, or expired), logged at `warn` with the reason.
+    ///
+    /// # Errors
+    /// As above; the message names the item and never its content.
+    pub async fn open(&self, item: FleetItem<'_>, stored: &[u8]) -> Result<Vec<u8>, FleetError> {
+        let Some(sealer) = self.sealer.get() else {
+            return Ok(stored.to_vec());
+        };
+        let refused = || {
+            FleetError(format!(
+                "{} is not sealed with this server's keys: refused",
+                item.what()
+            ))
+        };
+        let token = std::str::from_utf8(stored).map_err(|_| refused())?;
+        let kind = item.kind();
+        match sealer.open_handle(&item.spec(&kind), token, None).await {
+            Ok(text) => Ok(text.into_bytes()),
+            Err(e) => {
+                tracing::warn!(
+                    item = item.what(),
+                    reason = e.reason().as_str(),
+                    "a fleet item not sealed with this server's keys was refused"
+                );
+                Err(refused())
+            }
+        }
+    }
+
+    /// Whether `stored` (as [`seal`](Self::seal) made it) was sealed with the key the server
+    /// seals with now: `false` for one of an older key still accepted during a key rotation,
+    /// which should be sealed again before that key is dropped. `true` without keys.
+    pub fn sealed_with_current_key(&self, stored: &[u8]) -> bool {
+        match (self.sealer.get(), std::str::from_utf8(stored)) {
+            (None, _) => true,
+            (Some(sealer), Ok(token)) => sealer.sealed_with_current_key(token),
+            (Some(_), Err(_)) => false,
         }
     }
 
@@ -245,6 +326,51 @@ impl Fleet {
             }
             mcp_types::RequestId::Number(_) => None,
         }
+    }
+}
+
+/// What a fleet seals ([`Fleet::seal`]): each is bound to what it is, so that one is never
+/// accepted as another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FleetItem<'a> {
+    /// The record of 2025-11-25 session `id` in the [`SessionStore`].
+    SessionRecord(&'a str),
+    /// A message on bus channel `channel`.
+    BusMessage(&'a str),
+}
+
+/// How long a sealed session record is believed: longer than any session stays idle (the
+/// store's expiry ends a record first); a record is sealed again whenever it changes, and when
+/// it is read under a key about to be rotated out.
+const SESSION_RECORD_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// How long a sealed bus message is believed: a message is heard within moments of its
+/// publication or never; the margin covers a bus that is behind and clocks a little apart.
+const BUS_MESSAGE_TTL: Duration = Duration::from_secs(300);
+
+impl FleetItem<'_> {
+    fn what(&self) -> &'static str {
+        match self {
+            FleetItem::SessionRecord(_) => "a session record",
+            FleetItem::BusMessage(_) => "a bus message",
+        }
+    }
+
+    /// The handle kind the item is sealed as: no request presents one (no tool declares a
+    /// kind under `mcp/fleet/`), and it names the item.
+    fn kind(&self) -> String {
+        match self {
+            FleetItem::SessionRecord(id) => format!("mcp/fleet/session-record/{id}"),
+            FleetItem::BusMessage(channel) => format!("mcp/fleet/bus/{channel}"),
+        }
+    }
+
+    fn spec<'k>(&self, kind: &'k str) -> mcp_state_seal::HandleSpec<'k> {
+        let ttl = match self {
+            FleetItem::SessionRecord(_) => SESSION_RECORD_TTL,
+            FleetItem::BusMessage(_) => BUS_MESSAGE_TTL,
+        };
+        mcp_state_seal::HandleSpec::new(kind).ttl(ttl)
     }
 }
 

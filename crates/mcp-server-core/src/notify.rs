@@ -100,8 +100,16 @@ fn publish(fleet: &crate::fleet::Fleet, event: &ChangeEvent) {
         from: fleet.member().to_owned(),
         event: change,
     };
-    let Ok(payload) = serde_json::to_vec(&message) else {
+    let Ok(plain) = serde_json::to_vec(&message) else {
         return;
+    };
+    let item = crate::fleet::FleetItem::BusMessage(crate::fleet::CHANGES);
+    let payload = match fleet.seal(item, &plain) {
+        Ok(payload) => payload,
+        Err(e) => {
+            tracing::warn!(error = %e, "a change notification was not sent to the other instances");
+            return;
+        }
     };
     let bus = fleet.bus().clone();
     runtime.spawn(async move {

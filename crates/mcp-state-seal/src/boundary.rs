@@ -91,6 +91,37 @@ impl SealingBoundary {
         self.audience.as_deref()
     }
 
+    /// Whether `token` was sealed with the key this boundary seals with now: `false` for a
+    /// token of an older key still accepted during a rotation, so that state a server keeps
+    /// for longer than a rotation (a fleet's session records) can be sealed again before the
+    /// older key goes. Reads the token's clear key id only and verifies nothing; `true` for
+    /// every token of a [custom codec](crate::RequestStateSecurity::codec), which this
+    /// boundary cannot look into.
+    ///
+    /// ```
+    /// use mcp_state_seal::{HandleSpec, RequestStateSecurity};
+    ///
+    /// let old = RequestStateSecurity::keys(["0123456789abcdef0123456789abcdef"])?.bind(None)?;
+    /// let rotating = RequestStateSecurity::keys([
+    ///     "fedcba9876543210fedcba9876543210",
+    ///     "0123456789abcdef0123456789abcdef",
+    /// ])?
+    /// .bind(None)?;
+    /// let record = HandleSpec::new("record");
+    /// let token = old.seal_handle(&record, "{}", None)?;
+    /// assert!(old.sealed_with_current_key(&token));
+    /// assert!(!rotating.sealed_with_current_key(&token));
+    /// let again = rotating.seal_handle(&record, "{}", None)?;
+    /// assert!(rotating.sealed_with_current_key(&again));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sealed_with_current_key(&self, token: &str) -> bool {
+        match &self.backend {
+            Backend::Ring(ring) => ring.sealed_with_first(token),
+            Backend::Custom(_) => true,
+        }
+    }
+
     /// How long a sealed state stays valid.
     pub fn ttl(&self) -> Duration {
         self.ttl

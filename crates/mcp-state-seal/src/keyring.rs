@@ -134,6 +134,21 @@ impl KeyRing {
         self.slots.iter().map(|s| s.kid)
     }
 
+    /// Whether `token` names the key that seals now (the ring's first) in its header: `false`
+    /// for a token of another key of the ring, of no key of it, or not a token at all. Reads
+    /// the clear header only; nothing is verified.
+    pub(crate) fn sealed_with_first(&self, token: &str) -> bool {
+        // The header's first 6 bytes are the first 8 characters: the kid and 2 nonce bytes.
+        let Some(head) = token
+            .strip_prefix(TOKEN_PREFIX)
+            .and_then(|body| body.get(..8))
+            .and_then(b64url::decode_canonical_small::<6>)
+        else {
+            return false;
+        };
+        head[..KID_LEN] == self.slots[0].kid
+    }
+
     /// Seals a plaintext that `write` appends to the buffer it is given: the
     /// buffer already holds the token header, and is encrypted in place.
     pub(crate) fn seal_with(
@@ -275,6 +290,32 @@ mod tests {
 
     fn hex(bytes: &[u8]) -> String {
         bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn only_a_token_of_the_first_key_is_sealed_with_it() {
+        let (a, b) = (
+            "0123456789abcdef0123456789abcdef",
+            "fedcba9876543210fedcba9876543210",
+        );
+        let old = KeyRing::new([a]).unwrap();
+        let rotating = KeyRing::new([b, a]).unwrap();
+        let token = old.seal(b"x").unwrap();
+        assert!(old.sealed_with_first(&token));
+        assert!(!rotating.sealed_with_first(&token));
+        assert!(rotating.sealed_with_first(&rotating.seal(b"x").unwrap()));
+        // Nothing that is not a token of the first key counts as one, whatever its length.
+        for text in [
+            "",
+            "v1.",
+            "v1.abc",
+            "v2.AAAAAAAAAAAA",
+            "v1.\u{e9}\u{e9}\u{e9}\u{e9}",
+            "v1.\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}",
+        ] {
+            assert!(!old.sealed_with_first(text), "{text:?}");
+        }
+        assert!(!old.sealed_with_first(&token[..10]));
     }
 
     /// The AES key itself is private, so this is the one place it can be compared with the

@@ -58,7 +58,23 @@ fn instance_with(
     store: Arc<dyn SessionStore>,
     bus: Arc<dyn mcp_server_core::fleet::Bus>,
 ) -> (McpHttpService, ChangeNotifier) {
-    let server = Server::new("fleet")
+    instance_keyed(name, store, bus, &[])
+}
+
+/// An instance whose server seals with `keys` (the first seals; none: no keys), as every
+/// instance of a fleet of `McpServer`s does with the fleet's shared keys.
+fn instance_keyed(
+    name: &str,
+    store: Arc<dyn SessionStore>,
+    bus: Arc<dyn mcp_server_core::fleet::Bus>,
+    keys: &[&str],
+) -> (McpHttpService, ChangeNotifier) {
+    let mut server = Server::new("fleet");
+    if !keys.is_empty() {
+        let security = mcp_state_seal::RequestStateSecurity::keys(keys.iter().copied()).unwrap();
+        server = server.request_state_security(security).unwrap();
+    }
+    let server = server
         .change_notifications(true)
         .request_timeout(Duration::from_secs(10))
         .on_call_tool(|ctx, params| async move {
@@ -834,4 +850,134 @@ async fn a_restored_session_counts_against_the_share_of_the_client_that_opened_i
     assert_eq!(ping(b.url.clone(), second).await, StatusCode::OK);
     a.shutdown().await;
     b.shutdown().await;
+}
+
+const OLD_KEY: &str = "0123456789abcdef0123456789abcdef";
+const NEW_KEY: &str = "fedcba9876543210fedcba9876543210";
+
+/// Two instances sealing with the fleet's key, on `store` and `bus`.
+async fn keyed_pair(store: &MemorySessionStore, bus: &MemoryBus) -> (Running, Running) {
+    let keyed = |name| {
+        instance_keyed(
+            name,
+            Arc::new(store.clone()),
+            Arc::new(bus.clone()),
+            &[OLD_KEY],
+        )
+        .0
+    };
+    (start(keyed("a")).await, start(keyed("b")).await)
+}
+
+async fn ping(url: &str, session: &str) -> StatusCode {
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+    send(hyper::Method::POST, url, Some(session), Some(ping))
+        .await
+        .status()
+}
+
+/// Security review X10: with the fleet's keys, a session record is sealed in the store, bound
+/// to its session. One that a process with store access but without the keys writes is not
+/// believed, nor is a sealed record moved under another session's id (the principal a record
+/// names is who may use the session: a writer who moved its own record under a victim's id
+/// would take the victim's session over).
+#[tokio::test]
+async fn a_session_record_written_without_the_fleets_keys_is_not_believed() {
+    let (store, bus) = (MemorySessionStore::new(), MemoryBus::new());
+    let (a, b) = keyed_pair(&store, &bus).await;
+    let honest = open_session(&a.url).await;
+    assert_eq!(ping(&b.url, &honest).await, StatusCode::OK);
+    let idle = Duration::from_secs(60);
+    let stored = store.get(&honest, idle).await.unwrap().unwrap();
+    assert!(
+        String::from_utf8(stored.clone())
+            .unwrap()
+            .starts_with("v1."),
+        "the record is sealed, not JSON"
+    );
+    // A record written as plain JSON, as an instance without keys writes one.
+    let victim = open_session(&a.url).await;
+    let forged = json!({"protocolVersion": "2025-11-25", "capabilities": {}});
+    store
+        .put(&victim, forged.to_string().as_bytes(), idle)
+        .await
+        .unwrap();
+    assert_eq!(ping(&b.url, &victim).await, StatusCode::NOT_FOUND);
+    assert_eq!(ping(&a.url, &victim).await, StatusCode::NOT_FOUND);
+    // The honest session's sealed record, moved under another session's id.
+    let other = open_session(&a.url).await;
+    store.put(&other, &stored, idle).await.unwrap();
+    assert_eq!(ping(&b.url, &other).await, StatusCode::NOT_FOUND);
+    assert_eq!(ping(&a.url, &honest).await, StatusCode::OK);
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+/// Security review X10: an answer published on the bus by a process without the fleet's keys
+/// does not answer the question an instance asked; the client's own answer, forwarded by
+/// another instance, does.
+#[tokio::test]
+async fn an_answer_published_without_the_fleets_keys_answers_nothing() {
+    use mcp_server_core::fleet::Bus;
+    let (store, bus) = (MemorySessionStore::new(), MemoryBus::new());
+    let (a, b) = keyed_pair(&store, &bus).await;
+    let session = open_session(&a.url).await;
+    let call =
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "roots"}});
+    let call = send(hyper::Method::POST, &a.url, Some(&session), Some(call)).await;
+    let mut body = call.into_body();
+    let mut buffer = String::new();
+    let question = next_message(&mut body, &mut buffer).await;
+    let asked = question["id"].as_str().unwrap().to_owned();
+    let asker = asked.rsplit_once(':').unwrap().0;
+    let forged = json!({"from": "b~00000000", "session": session, "message":
+        {"jsonrpc": "2.0", "id": asked, "result": {"roots": [{"uri": "file:///forged"}]}}});
+    let channel = mcp_server_core::fleet::answers_channel(asker);
+    let heard = bus
+        .publish(&channel, forged.to_string().as_bytes())
+        .await
+        .unwrap();
+    assert_eq!(heard, 1, "instance a listens on its answers channel");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let answer = json!({"jsonrpc": "2.0", "id": asked, "result": {"roots": [
+        {"uri": "file:///x", "name": "x"}, {"uri": "file:///y", "name": "y"}]}});
+    let response = send(hyper::Method::POST, &b.url, Some(&session), Some(answer)).await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let result = next_message(&mut body, &mut buffer).await;
+    assert_eq!(result["result"]["content"][0]["text"], "2 root(s)");
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+/// A key rotation (`[OLD]`, then `[NEW, OLD]`, then `[NEW]`, one instance at a time) keeps a
+/// session that is used during it: a record read under the outgoing key is sealed again under
+/// the new one, so the instances that know only the new key still find it.
+#[tokio::test]
+async fn a_session_used_during_a_key_rotation_outlives_the_old_key() {
+    let (store, bus) = (MemorySessionStore::new(), MemoryBus::new());
+    let phase = |name, keys: &'static [&'static str]| {
+        instance_keyed(name, Arc::new(store.clone()), Arc::new(bus.clone()), keys).0
+    };
+    let first = start(phase("a", &[OLD_KEY])).await;
+    let session = open_session(&first.url).await;
+    first.shutdown().await;
+    let second = start(phase("b", &[NEW_KEY, OLD_KEY])).await;
+    assert_eq!(ping(&second.url, &session).await, StatusCode::OK);
+    let stored = store
+        .get(&session, Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    let new_only = mcp_state_seal::RequestStateSecurity::keys([NEW_KEY])
+        .unwrap()
+        .bind(Some("fleet"))
+        .unwrap();
+    assert!(
+        new_only.sealed_with_current_key(std::str::from_utf8(&stored).unwrap()),
+        "the record read under the old key is sealed again under the new one"
+    );
+    second.shutdown().await;
+    let third = start(phase("c", &[NEW_KEY])).await;
+    assert_eq!(ping(&third.url, &session).await, StatusCode::OK);
+    third.shutdown().await;
 }

@@ -72,6 +72,11 @@ impl Server {
 impl Service {
     pub(crate) fn new(server: Server) -> Self {
         let capabilities = server.capabilities();
+        if let (Some(fleet), Some(boundary)) = (&server.fleet, &server.boundary) {
+            // Session records and bus messages under the keys `requestState` is sealed with
+            // (security review X10).
+            fleet.seal_with(boundary.clone());
+        }
         // 2025-11-25 has no `extensions` capability and its own core tasks: only the
         // extensions that serve both eras are advertised there.
         let legacy_extensions = server.extensions.advertised(true);
@@ -207,15 +212,19 @@ impl Service {
             return;
         }
         let mut changes = fleet.bus().listen(crate::fleet::CHANGES);
-        let me = fleet.member().to_owned();
+        let (fleet, me) = (fleet.clone(), fleet.member().to_owned());
         let weak = Arc::downgrade(&self.inner);
         tokio::spawn(async move {
+            let item = crate::fleet::FleetItem::BusMessage(crate::fleet::CHANGES);
             while let Some(payload) = changes.recv().await {
                 let Some(inner) = weak.upgrade() else {
                     return;
                 };
-                let text = std::str::from_utf8(&payload).unwrap_or_default();
-                match serde_json::from_str::<crate::notify::ChangeMessage>(text) {
+                // One not sealed with the fleet's keys is refused (and logged) by `open`.
+                let Ok(plain) = fleet.open(item, &payload).await else {
+                    continue;
+                };
+                match serde_json::from_slice::<crate::notify::ChangeMessage>(&plain) {
                     Ok(message) if message.from != me => {
                         inner.notifier.raise_here(message.event.event());
                     }

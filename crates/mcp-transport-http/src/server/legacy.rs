@@ -10,15 +10,16 @@ use std::time::Duration;
 use hyper::header::HeaderValue;
 use hyper::{Response, StatusCode};
 use mcp_server_core::events::{EventStore, EventStoreError};
-use mcp_server_core::fleet::{self, Fleet, SessionRecord};
+use mcp_server_core::fleet::{self, Fleet, FleetItem, SessionRecord};
 use mcp_server_core::seal::Principal;
 use mcp_server_core::{ResponseStream, Service, Session, TransportContext};
 use mcp_types::{ErrorObject, JsonRpcMessage};
-use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 use tokio::sync::Semaphore;
 
 use super::body::{McpBody, StreamSlot};
+use super::bus::{
+    MAX_FORWARDED_ANSWER, SessionMessage, cancellation_of, sealed_record, stored_record,
+};
 use super::config::Config;
 use super::live::{Live, Member};
 use super::quota::{Held, client_key};
@@ -87,72 +88,6 @@ pub(crate) struct Sessions {
 /// instance hold them, nor a task per message (security review X2).
 const ANNOUNCE_QUEUE: usize = 1024;
 
-/// The largest client answer (a JSON-RPC response or error) one instance of a fleet hands to
-/// another over the bus: 1 MiB, room for an elicitation, a list of roots or a sampled message
-/// with an image.
-pub(crate) const MAX_FORWARDED_ANSWER: usize = 1024 * 1024;
-
-/// A message about one session on the fleet's bus: a client's answer handed to the instance
-/// that asked, a cancellation for whichever instance runs the request, the session's record
-/// after a change, or its end.
-#[derive(Serialize, Deserialize)]
-struct SessionMessage {
-    from: String,
-    session: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    message: Option<Box<RawValue>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    record: Option<SessionRecord>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    closed: bool,
-    /// The session's record changed in the store: an instance holding the session reads it
-    /// again. The record itself never goes on the bus (up to ~2 MiB, once per instance, for
-    /// each 2 KB subscribe: security review X2).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    changed: bool,
-}
-
-/// The longest request id a cancellation names on the bus, as JSON: a longer one is no id
-/// this server issued a question or ran a request under worth a fleet-wide message.
-const MAX_CANCELLED_ID: usize = 1024;
-
-/// A `notifications/cancelled` reduced to what the other instances act on: the request's id.
-/// `None` when it names none, or an id past [`MAX_CANCELLED_ID`].
-fn cancellation_of(n: &mcp_types::JsonRpcNotification) -> Option<Box<RawValue>> {
-    #[derive(serde::Deserialize)]
-    struct Cancelled<'a> {
-        #[serde(rename = "requestId", borrow)]
-        request_id: &'a RawValue,
-    }
-    let params = n.params.as_deref()?;
-    let cancelled: Cancelled<'_> = serde_json::from_str(params.get()).ok()?;
-    let id = cancelled.request_id.get();
-    if id.len() > MAX_CANCELLED_ID {
-        return None;
-    }
-    RawValue::from_string(format!(
-        r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#
-    ))
-    .ok()
-}
-
-impl SessionMessage {
-    fn new(fleet: &Fleet, session: &str) -> Self {
-        SessionMessage {
-            from: fleet.member().to_owned(),
-            session: session.to_owned(),
-            message: None,
-            record: None,
-            closed: false,
-            changed: false,
-        }
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        serde_json::to_vec(self).unwrap_or_default()
-    }
-}
-
 impl Sessions {
     pub(crate) fn new(config: &Config, service: &Service) -> Self {
         Sessions {
@@ -184,34 +119,38 @@ impl Sessions {
             return;
         }
         self.service.join_fleet();
-        let mut answers = fleet.bus().listen(&fleet::answers_channel(fleet.member()));
+        let answers_channel = fleet::answers_channel(fleet.member());
+        let mut answers = fleet.bus().listen(&answers_channel);
         let mut sessions = fleet.bus().listen(fleet::SESSIONS);
         let weak = Arc::downgrade(self);
         tokio::spawn(async move {
             loop {
-                let payload = tokio::select! {
-                    Some(payload) = answers.recv() => payload,
-                    Some(payload) = sessions.recv() => payload,
+                let (channel, payload) = tokio::select! {
+                    Some(payload) = answers.recv() => (answers_channel.as_str(), payload),
+                    Some(payload) = sessions.recv() => (fleet::SESSIONS, payload),
                     else => return,
                 };
                 let Some(this) = weak.upgrade() else {
                     return;
                 };
-                this.heard(&payload);
+                this.heard(channel, &payload).await;
             }
         });
     }
 
-    /// A message of the bus about a session this instance may hold.
-    fn heard(&self, payload: &[u8]) {
+    /// A message of the bus about a session this instance may hold, heard on `channel`. One
+    /// not sealed with the fleet's keys is refused (logged by [`Fleet::open`]).
+    async fn heard(&self, channel: &str, payload: &[u8]) {
         let Some(fleet) = &self.fleet else {
             return;
         };
         if payload == fleet::PING {
             return;
         }
-        let text = std::str::from_utf8(payload).unwrap_or_default();
-        let message: SessionMessage = match serde_json::from_str(text) {
+        let Ok(plain) = fleet.open(FleetItem::BusMessage(channel), payload).await else {
+            return;
+        };
+        let message: SessionMessage = match serde_json::from_slice(&plain) {
             Ok(message) => message,
             Err(e) => {
                 tracing::debug!(error = %e, "an unreadable session message on the bus ignored");
@@ -242,10 +181,10 @@ impl Sessions {
             local.session.restore(record);
         }
         if message.changed {
-            let (store, id, idle) = (fleet.sessions().clone(), message.session, self.idle);
+            let (fleet, id, idle) = (fleet.clone(), message.session, self.idle);
             tokio::spawn(async move {
-                match store.get(&id, idle).await {
-                    Ok(Some(bytes)) => match SessionRecord::decode(&bytes) {
+                match stored_record(&fleet, &id, idle).await {
+                    Ok(Some(record)) => match record {
                         Ok(record) if !record.ended => local.session.restore(&record),
                         Ok(_) => {}
                         Err(e) => {
@@ -287,6 +226,9 @@ impl Sessions {
         let Some(fleet) = &self.fleet else {
             return;
         };
+        let Some(payload) = message.sealed(fleet, &channel) else {
+            return;
+        };
         let queue = self.announcements.get_or_init(|| {
             let (tx, mut rx) = tokio::sync::mpsc::channel::<(String, Vec<u8>)>(ANNOUNCE_QUEUE);
             let bus = fleet.bus().clone();
@@ -299,7 +241,7 @@ impl Sessions {
             });
             tx
         });
-        if queue.try_send((channel, message.encode())).is_err() {
+        if queue.try_send((channel, payload)).is_err() {
             tracing::warn!(
                 max = ANNOUNCE_QUEUE,
                 "the fleet's bus is behind: a session message was dropped"
@@ -324,20 +266,27 @@ impl Sessions {
         if let Some(fleet) = &self.fleet {
             let slot = Arc::downgrade(&stream);
             session.deliver_unsolicited_when(move || slot.upgrade().is_some_and(|s| s.is_open()));
-            let (store, bus, me) = (fleet.sessions().clone(), fleet.bus().clone(), fleet.clone());
+            let me = fleet.clone();
             let (sid, idle) = (id.clone(), self.idle);
             let writes = writes.clone();
             session.on_record_change(move |record| {
-                let (store, bus, sid, me) = (store.clone(), bus.clone(), sid.clone(), me.clone());
+                let (sid, me) = (sid.clone(), me.clone());
                 writes.push(record, move |record| async move {
                     let mut message = SessionMessage::new(&me, &sid);
-                    if let Err(e) = store.put(&sid, &record.encode(), idle).await {
+                    let stored = match sealed_record(&me, &sid, &record) {
+                        Ok(sealed) => me.sessions().put(&sid, &sealed, idle).await,
+                        Err(e) => Err(e),
+                    };
+                    if let Err(e) = stored {
                         tracing::warn!(error = %e, "a session's change was not stored");
                         return;
                     }
                     drop(record);
                     message.changed = true;
-                    if let Err(e) = bus.publish(fleet::SESSIONS, &message.encode()).await {
+                    let Some(payload) = message.sealed(&me, fleet::SESSIONS) else {
+                        return;
+                    };
+                    if let Err(e) = me.bus().publish(fleet::SESSIONS, &payload).await {
                         tracing::warn!(error = %e, "a session's change was not announced");
                     }
                 });
@@ -371,8 +320,8 @@ impl Sessions {
             return self.session(id, principal).ok_or_else(not_found);
         };
         let local = self.live.lock().ok().and_then(|live| live.get(id).cloned());
-        let record = match fleet.sessions().get(id, self.idle).await {
-            Ok(Some(bytes)) => match SessionRecord::decode(&bytes) {
+        let record = match stored_record(fleet, id, self.idle).await {
+            Ok(Some(record)) => match record {
                 Ok(record) if !record.ended => record,
                 Ok(_) => {
                     // Deleted (a tombstone): gone here too.
@@ -460,8 +409,8 @@ impl Sessions {
                 "The session store cannot answer ({e}); the session was not deleted; retry shortly"
             ))
         };
-        let record = match fleet.sessions().get(id, self.idle).await {
-            Ok(Some(bytes)) => SessionRecord::decode(&bytes).map_err(|_| not_found())?,
+        let record = match stored_record(fleet, id, self.idle).await {
+            Ok(Some(record)) => record.map_err(|_| not_found())?,
             Ok(None) => return Err(not_found()),
             Err(e) => return Err(unavailable(e)),
         };
@@ -475,9 +424,10 @@ impl Sessions {
             ended: true,
             ..record
         };
+        let sealed = sealed_record(fleet, id, &tombstone).map_err(unavailable)?;
         fleet
             .sessions()
-            .end(id, &tombstone.encode(), TOMBSTONE)
+            .end(id, &sealed, TOMBSTONE)
             .await
             .map_err(unavailable)?;
         Ok(true)
@@ -511,7 +461,13 @@ impl Sessions {
         let channel = fleet::answers_channel(asker);
         // Nobody listening may be a live asker reconnecting to the bus (Redis restarted): it
         // is looked for a moment before it is called gone.
-        match fleet::publish_heard(&**fleet.bus(), &channel, &forwarded.encode()).await {
+        let Some(payload) = forwarded.sealed(fleet, &channel) else {
+            return busy_owned(format!(
+                "The answer could not be handed to the server instance that asked ({asker}); \
+                 retry shortly"
+            ));
+        };
+        match fleet::publish_heard(&**fleet.bus(), &channel, &payload).await {
             Ok(0) => plain_owned(
                 StatusCode::GONE,
                 format!(
@@ -594,7 +550,11 @@ impl Sessions {
                     ErrorObject::internal("the session has no record after initialize"),
                 );
             };
-            if let Err(e) = fleet.sessions().put(&id, &record.encode(), self.idle).await {
+            let stored = match sealed_record(fleet, &id, &record) {
+                Ok(sealed) => fleet.sessions().put(&id, &sealed, self.idle).await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = stored {
                 session.close();
                 return busy_owned(format!(
                     "The session store cannot answer ({e}); no session was opened; retry shortly"

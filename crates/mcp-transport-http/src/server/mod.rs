@@ -25,6 +25,7 @@
 #![allow(clippy::result_large_err)]
 
 mod body;
+mod bus;
 mod config;
 mod endpoint;
 mod gate;
