@@ -26,9 +26,20 @@ const TASKS: &str = "io.modelcontextprotocol/tasks";
 /// replay is sealed with them, and only an instance holding them opens it.
 const KEY: &str = "0123456789abcdef0123456789abcdef";
 
-/// The kind and lifetime replays are sealed as (as the engine seals them).
-const REPLAY: mcp_state_seal::HandleSpec<'static> =
-    mcp_state_seal::HandleSpec::new("mcp/task-replay").ttl(Duration::from_secs(7 * 24 * 3600));
+/// The kind task `id`'s replay is sealed as (as the engine seals it), bound to the task.
+fn replay_kind(id: &str) -> String {
+    format!("mcp/task-replay/{id}")
+}
+
+/// Seals `replay` as task `id`'s, with the fleet's keys.
+fn seal_replay(id: &str, replay: &str) -> Vec<u8> {
+    let kind = replay_kind(id);
+    let spec = mcp_state_seal::HandleSpec::new(&kind).ttl(Duration::from_secs(7 * 24 * 3600));
+    keys()
+        .seal_handle(&spec, replay, None)
+        .unwrap()
+        .into_bytes()
+}
 
 /// The fleet's keys as these tests' servers (`rerun-test`) bind them.
 fn keys() -> mcp_state_seal::SealingBoundary {
@@ -361,13 +372,7 @@ async fn a_rerun_asks_again_what_the_lost_run_took_without_keeping_it() {
         "capabilities": declaring(), "answered": {}, "runs": 1});
     assert!(
         store
-            .set_replay(
-                "t1",
-                keys()
-                    .seal_handle(&REPLAY, &replay.to_string(), None)
-                    .unwrap()
-                    .into_bytes()
-            )
+            .set_replay("t1", seal_replay("t1", &replay.to_string()))
             .await
             .unwrap()
     );
@@ -476,8 +481,10 @@ async fn a_replay_keeps_only_what_a_rerun_needs_and_goes_with_its_task() {
         .expect("an idempotent task keeps a replay");
     assert!(kept.len() < 1024, "{} bytes kept", kept.len());
     // Sealed with the fleet's keys: opened here with them.
+    let kind = replay_kind(&id);
+    let spec = mcp_state_seal::HandleSpec::new(&kind).ttl(Duration::from_secs(7 * 24 * 3600));
     let opened = keys()
-        .open_handle(&REPLAY, std::str::from_utf8(&kept).unwrap(), None)
+        .open_handle(&spec, std::str::from_utf8(&kept).unwrap(), None)
         .await
         .expect("the replay is sealed with the fleet's keys");
     let replay: Value = serde_json::from_str(&opened).unwrap();
@@ -516,7 +523,7 @@ async fn a_forged_replay_runs_no_tool_that_may_not_run_again_and_no_one_else() {
             let (service, _) = instance(first_store, Arc::new(AtomicUsize::new(0)), "first");
             let mut client = TestClient::new(&service);
             let mut ids = Vec::new();
-            for tool in ["reindex", "migrate", "reindex"] {
+            for tool in ["reindex", "migrate", "reindex", "reindex"] {
                 let id = start(&mut client, tool).await;
                 poll_until(&mut client, &id, |v| asked(v) == ["q1"]).await;
                 ids.push(id);
@@ -526,17 +533,11 @@ async fn a_forged_replay_runs_no_tool_that_may_not_run_again_and_no_one_else() {
     })
     .join()
     .unwrap();
-    let [unsealed, migrate, other] = <[String; 3]>::try_from(ids).unwrap();
+    let [unsealed, migrate, other, moved] = <[String; 4]>::try_from(ids).unwrap();
     let replay = |tool: &str, principal: Value| {
         json!({"tool": tool, "arguments": {}, "protocolVersion": "2026-07-28",
             "capabilities": {"elicitation": {}}, "principal": principal, "runs": 1})
         .to_string()
-    };
-    let sealed = |text: String| {
-        keys()
-            .seal_handle(&REPLAY, &text, None)
-            .unwrap()
-            .into_bytes()
     };
     // Without the keys: plain JSON naming the task's own tool and owner.
     assert!(
@@ -548,7 +549,10 @@ async fn a_forged_replay_runs_no_tool_that_may_not_run_again_and_no_one_else() {
     // With the keys (a bug, an insider): another tool, another principal.
     assert!(
         store
-            .set_replay(&migrate, sealed(replay("migrate", Value::Null)))
+            .set_replay(
+                &migrate,
+                seal_replay(&migrate, &replay("migrate", Value::Null))
+            )
             .await
             .unwrap()
     );
@@ -556,8 +560,15 @@ async fn a_forged_replay_runs_no_tool_that_may_not_run_again_and_no_one_else() {
         store
             .set_replay(
                 &other,
-                sealed(replay("reindex", json!({"clientId": "mallory"})))
+                seal_replay(&other, &replay("reindex", json!({"clientId": "mallory"})))
             )
+            .await
+            .unwrap()
+    );
+    // A replay sealed with the keys for another task, moved under this one's id.
+    assert!(
+        store
+            .set_replay(&moved, seal_replay(&other, &replay("reindex", Value::Null)))
             .await
             .unwrap()
     );
@@ -567,7 +578,11 @@ async fn a_forged_replay_runs_no_tool_that_may_not_run_again_and_no_one_else() {
     for (id, ending) in [
         (
             &unsealed,
-            "and it cannot run again: its replay is not sealed with this server's keys",
+            "and it cannot run again: its replay is not sealed with this server's keys for this task",
+        ),
+        (
+            &moved,
+            "and it cannot run again: its replay is not sealed with this server's keys for this task",
         ),
         (
             &migrate,

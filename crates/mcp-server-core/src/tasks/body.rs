@@ -89,7 +89,7 @@ impl RequestContext {
         })?;
         // A replay the store cannot keep, or past its cap (security review X1), leaves a task
         // that fails "worker lost" as any other.
-        let replay = replay.and_then(|r| engine.seal_replay(&r).map(|encoded| (r, encoded)));
+        let replay = replay.and_then(|r| engine.seal_replay(&id, &r).map(|encoded| (r, encoded)));
         let replay = match replay {
             Some((replay, encoded)) => match store.set_replay(&id, encoded).await {
                 Ok(true) => Some(replay),

@@ -546,7 +546,7 @@ impl TaskLink {
                 change(&mut changed);
                 // Bounded (security review X1): past the cap the change is not kept, and a
                 // re-run asks again what it would have said.
-                let Some(encoded) = self.engine.seal_replay(&changed) else {
+                let Some(encoded) = self.engine.seal_replay(&self.id, &changed) else {
                     tracing::debug!(
                         max = super::replay::MAX_REPLAY_BYTES,
                         "a question or its answer would take the task's replay past its cap; not kept"

@@ -16,11 +16,15 @@ use super::engine::{Rerunner, Running, TaskCtx, TaskEngine, TaskLink};
 use super::replay::{MAX_TASK_RUNS, Replay};
 use super::store::{StoreError, Terminal};
 
-/// The kind replays are sealed as: a handle no request can present (its kind is not one a
-/// tool declares), bound to no principal (the replay names its own, inside the seal).
-const REPLAY_HANDLE: mcp_state_seal::HandleSpec<'static> =
-    mcp_state_seal::HandleSpec::new("mcp/task-replay")
-        .ttl(std::time::Duration::from_secs(7 * 24 * 3600));
+/// The kind task `id`'s replay is sealed as: a handle no request can present (its kind is not
+/// one a tool declares), bound to the task (a replay moved under another task's id does not
+/// open) and to no principal (the replay names its own, inside the seal).
+fn replay_kind(id: &str) -> String {
+    format!("mcp/task-replay/{id}")
+}
+
+/// How long a sealed replay is believed: past any task's TTL.
+const REPLAY_TTL: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
 
 impl TaskEngine {
     /// Sets how this engine builds re-run bodies (once; the service does it).
@@ -35,15 +39,17 @@ impl TaskEngine {
         let _ = self.inner.replay_sealer.set(boundary);
     }
 
-    /// `replay` as the store keeps it: its JSON, at most `MAX_REPLAY_BYTES`, sealed when the
-    /// engine has keys; `None` past the cap or when sealing fails.
-    pub(super) fn seal_replay(&self, replay: &Replay) -> Option<Vec<u8>> {
+    /// `replay` of task `id` as the store keeps it: its JSON, at most `MAX_REPLAY_BYTES`,
+    /// sealed when the engine has keys; `None` past the cap or when sealing fails.
+    pub(super) fn seal_replay(&self, id: &str, replay: &Replay) -> Option<Vec<u8>> {
         let encoded = replay.encode_bounded()?;
         let Some(sealer) = self.inner.replay_sealer.get() else {
             return Some(encoded);
         };
         let text = String::from_utf8(encoded).ok()?;
-        match sealer.seal_handle(&REPLAY_HANDLE, &text, None) {
+        let kind = replay_kind(id);
+        let spec = mcp_state_seal::HandleSpec::new(&kind).ttl(REPLAY_TTL);
+        match sealer.seal_handle(&spec, &text, None) {
             Ok(sealed) => Some(sealed.into_bytes()),
             Err(e) => {
                 tracing::warn!(error = %e, "a task's replay could not be sealed; it is not kept");
@@ -52,22 +58,25 @@ impl TaskEngine {
         }
     }
 
-    /// The replay the store holds, opened: refused when the engine has keys and the bytes
-    /// were not sealed with them (written into the store by someone else).
-    async fn open_replay(&self, bytes: &[u8]) -> Result<Replay, String> {
+    /// The replay the store holds for task `id`, opened: refused when the engine has keys and
+    /// the bytes were not sealed with them as this task's (written into the store by someone
+    /// else, or moved from another task).
+    async fn open_replay(&self, id: &str, bytes: &[u8]) -> Result<Replay, String> {
         let Some(sealer) = self.inner.replay_sealer.get() else {
             return Replay::decode(bytes);
         };
         let token =
             std::str::from_utf8(bytes).map_err(|_| "an unreadable task replay".to_owned())?;
-        match sealer.open_handle(&REPLAY_HANDLE, token, None).await {
+        let kind = replay_kind(id);
+        let spec = mcp_state_seal::HandleSpec::new(&kind).ttl(REPLAY_TTL);
+        match sealer.open_handle(&spec, token, None).await {
             Ok(text) => Replay::decode(text.as_bytes()),
             Err(e) => {
                 tracing::warn!(
                     reason = e.reason().as_str(),
                     "a task's replay is not sealed with this server's keys: it is not run"
                 );
-                Err("its replay is not sealed with this server's keys".to_owned())
+                Err("its replay is not sealed with this server's keys for this task".to_owned())
             }
         }
     }
@@ -109,7 +118,7 @@ impl TaskEngine {
             }
         }
         let replay = match store.replay(id).await {
-            Ok(Some(bytes)) => self.open_replay(&bytes).await,
+            Ok(Some(bytes)) => self.open_replay(id, &bytes).await,
             Ok(None) => Err("its replay is gone".to_owned()),
             Err(e) => Err(e.to_string()),
         };
@@ -147,7 +156,7 @@ impl TaskEngine {
             }
         };
         replay.runs += 1;
-        match self.seal_replay(&replay) {
+        match self.seal_replay(id, &replay) {
             Some(sealed) => {
                 if let Err(e) = store.set_replay(id, sealed).await {
                     tracing::warn!(error = %e, "a re-run's count was not stored");
