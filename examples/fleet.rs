@@ -17,7 +17,8 @@
 //! `MCP_REDIS_URL`, 2025-11-25 sessions live in Redis too: any instance serves any request.
 //! `MCP_TRUSTED_PROXIES=127.0.0.1` (addresses or prefixes, comma-separated) names the proxy in
 //! front (the fleet's nginx): the client it names in `X-Forwarded-For` is who per-client
-//! limits count.
+//! limits count. Redis with TLS and an ACL user: `MCP_REDIS_URL=rediss://fleet:PASSWORD@host:6380/`,
+//! and `MCP_REDIS_CA=/path/ca.pem` when its certificate is from a private CA.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,10 +55,14 @@ async fn main() -> Result<(), mcp::ServeError> {
         // `cargo xtask fleet` kills an instance is taken over within its clients' 30 s
         // deadline, at the price of a double run if an instance stalls 5 s mid-round (see
         // "At least once, not exactly once" in docs/scale-out.md).
-        let config = RedisConfig::new(url)
+        let mut config = RedisConfig::new(url)
             .prefix(prefix)
             .liveness_ttl(Duration::from_secs(5))
             .takeover_wait(Duration::from_secs(6));
+        if let Ok(path) = std::env::var("MCP_REDIS_CA") {
+            let pem = std::fs::read(&path).map_err(|e| format!("MCP_REDIS_CA={path}: {e}"))?;
+            config = config.tls_root_certificate(pem);
+        }
         let stores = RedisStores::connect(config)
             .await
             .map_err(|e| format!("MCP_REDIS_URL: {e}"))?;

@@ -26,6 +26,11 @@
 //!   ([`RedisConfig::reconnect_attempts`]), and beyond that each operation fails with an
 //!   error naming Redis, never hangs. The seen-store fails closed (a state is refused when
 //!   Redis cannot answer).
+//! - **Access**: a password or an ACL user in the URL (`redis://fleet:secret@host:6379/0`);
+//!   `rediss://` for TLS with feature `tls` (the platform's certificate store, or a private CA
+//!   named by [`RedisConfig::tls_root_certificate`]). Whoever can write to these keys is
+//!   inside the fleet's trust boundary for what is not sealed: `docs/scale-out.md` says what
+//!   each key holds.
 //! - **Replay guard across a crash**: a used state is *claimed* by the instance processing it
 //!   and *done* once that request answered. Each instance refreshes a liveness key
 //!   (`{prefix}:alive:{id}`, [`RedisConfig::liveness_ttl`], 30 s); a state whose claimer was
@@ -123,6 +128,8 @@ pub struct RedisConfig {
     liveness_ttl: Duration,
     heartbeat_interval: Duration,
     takeover_wait: Duration,
+    /// The CA `rediss://` trusts instead of the platform's store (PEM).
+    root_certificate: Option<Vec<u8>>,
 }
 
 impl fmt::Debug for RedisConfig {
@@ -155,7 +162,16 @@ impl RedisConfig {
             liveness_ttl: DEFAULT_LIVENESS_TTL,
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
             takeover_wait: DEFAULT_TAKEOVER_WAIT,
+            root_certificate: None,
         }
+    }
+
+    /// Trusts the certificate authority in `pem` (instead of the platform's certificate store)
+    /// for a `rediss://` URL: a Redis with a certificate from a private CA. Needs feature
+    /// `tls`; [`RedisStores::connect`] says so without it.
+    pub fn tls_root_certificate(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.root_certificate = Some(pem.into());
+        self
     }
 
     /// The prefix of every key and channel (default `mcp`): one per fleet sharing a Redis.
@@ -274,6 +290,34 @@ impl RedisConfig {
     }
 }
 
+/// The Redis client `config` names: TLS for `rediss://` (feature `tls`), with its own CA when
+/// one is configured.
+fn client(config: &RedisConfig) -> Result<redis::Client, RedisStoreError> {
+    let url_error = |e: redis::RedisError| RedisStoreError(format!("Redis URL: {e}"));
+    let tls = config.url.starts_with("rediss://") || config.root_certificate.is_some();
+    if tls && !cfg!(feature = "tls") {
+        return Err(RedisStoreError(
+            "rediss:// and a TLS root certificate need feature `tls` of keel-mcp-store-redis \
+             (keel-mcp: features `redis` and `tls`)"
+                .into(),
+        ));
+    }
+    #[cfg(feature = "tls")]
+    if let Some(pem) = &config.root_certificate {
+        if !config.url.starts_with("rediss://") {
+            return Err(RedisStoreError(
+                "a TLS root certificate is configured for a URL without TLS: use rediss://".into(),
+            ));
+        }
+        let certificates = redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(pem.clone()),
+        };
+        return redis::Client::build_with_tls(config.url.as_str(), certificates).map_err(url_error);
+    }
+    redis::Client::open(config.url.as_str()).map_err(url_error)
+}
+
 /// Why the stores could not start.
 #[derive(Debug)]
 pub struct RedisStoreError(String);
@@ -374,8 +418,7 @@ impl fmt::Debug for RedisStores {
 impl RedisStores {
     /// Connects (within the command deadline) and checks that Redis answers `PING`.
     pub async fn connect(config: RedisConfig) -> Result<Self, RedisStoreError> {
-        let client = redis::Client::open(config.url.as_str())
-            .map_err(|e| RedisStoreError(format!("Redis URL: {e}")))?;
+        let client = client(&config)?;
         let manager_config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(config.command_timeout))
             .set_response_timeout(Some(config.command_timeout))
