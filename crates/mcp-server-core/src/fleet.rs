@@ -35,6 +35,104 @@ pub const SESSIONS: &str = "sessions";
 /// dropped (a listener that far behind has lost them; it logs how many).
 pub const BUS_QUEUE: usize = 1024;
 
+/// The most bytes of bus messages waiting for one listener: past it a message is dropped, as
+/// past [`BUS_QUEUE`] messages (security review X2: a thousand forwarded answers of a megabyte
+/// each would otherwise wait in one instance's memory).
+pub const BUS_QUEUE_BYTES: usize = 32 * 1024 * 1024;
+
+/// The largest bus message a listener takes (larger ones are dropped): room for the largest
+/// client answer an instance forwards (1 MiB), sealed.
+pub const MAX_BUS_MESSAGE: usize = 4 * 1024 * 1024;
+
+/// What waits for one listener of a [`Bus`], bounded by count ([`BUS_QUEUE`]) and by bytes
+/// ([`BUS_QUEUE_BYTES`]), each message at most [`MAX_BUS_MESSAGE`]. A bus's
+/// [`listen`](Bus::listen) makes one, returns its receiver, and [`offer`](Self::offer)s it
+/// every message it hears; the listener reads the receiver as any channel.
+#[derive(Debug)]
+pub struct ListenerQueue {
+    tx: mpsc::Sender<Vec<u8>>,
+    /// The sizes of the messages handed over and maybe not yet read, oldest first.
+    sizes: std::collections::VecDeque<usize>,
+    bytes: usize,
+    max_bytes: usize,
+    dropped: u64,
+}
+
+/// What became of a message [`ListenerQueue::offer`] was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offered {
+    /// It waits for the listener.
+    Queued,
+    /// Dropped (logged): the listener is that far behind, or the message is past
+    /// [`MAX_BUS_MESSAGE`].
+    Dropped,
+    /// The listener is gone: stop listening.
+    Closed,
+}
+
+impl ListenerQueue {
+    /// A queue of the default bounds, and the receiver its listener reads.
+    pub fn new() -> (Self, mpsc::Receiver<Vec<u8>>) {
+        Self::with_bounds(BUS_QUEUE, BUS_QUEUE_BYTES)
+    }
+
+    /// A queue of at most `messages` messages and `bytes` bytes.
+    pub fn with_bounds(messages: usize, bytes: usize) -> (Self, mpsc::Receiver<Vec<u8>>) {
+        let (tx, rx) = mpsc::channel(messages.max(1));
+        let queue = ListenerQueue {
+            tx,
+            sizes: std::collections::VecDeque::new(),
+            bytes: 0,
+            max_bytes: bytes,
+            dropped: 0,
+        };
+        (queue, rx)
+    }
+
+    /// Hands `payload` to the listener unless that takes the queue past a bound.
+    pub fn offer(&mut self, channel: &str, payload: Vec<u8>) -> Offered {
+        if self.tx.is_closed() {
+            return Offered::Closed;
+        }
+        // The channel is first in, first out: what it no longer holds, the listener read.
+        let waiting = self.tx.max_capacity() - self.tx.capacity();
+        while self.sizes.len() > waiting {
+            self.bytes -= self.sizes.pop_front().unwrap_or(0);
+        }
+        let size = payload.len();
+        let why = if size > MAX_BUS_MESSAGE {
+            Some("a bus message past the size a listener takes was dropped")
+        } else if self.bytes + size > self.max_bytes {
+            Some("a bus listener is behind by its bytes; a message was dropped")
+        } else {
+            match self.tx.try_send(payload) {
+                Ok(()) => {
+                    self.sizes.push_back(size);
+                    self.bytes += size;
+                    None
+                }
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    Some("a bus listener is behind; a message was dropped")
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => return Offered::Closed,
+            }
+        };
+        match why {
+            None => Offered::Queued,
+            Some(why) => {
+                self.dropped += 1;
+                tracing::warn!(%channel, size, dropped = self.dropped, "{why}");
+                Offered::Dropped
+            }
+        }
+    }
+
+    /// Resolves once the listener is gone.
+    pub async fn closed(&self) {
+        self.tx.closed().await;
+    }
+}
+
 /// The channel on which fleet member `member` ([`Fleet::member`]) hears the answers to the
 /// questions it asked; a publish on it with no listener says the member is gone.
 pub fn answers_channel(member: &str) -> String {
@@ -131,9 +229,10 @@ pub trait Bus: Send + Sync + fmt::Debug {
         payload: &'a [u8],
     ) -> BoxFuture<'a, Result<usize, FleetError>>;
 
-    /// What is published on `channel` from now on. A listener that falls [`BUS_QUEUE`]
-    /// messages behind loses the oldest; one whose connection drops is reconnected by the
-    /// bus. Call it from within a Tokio runtime.
+    /// What is published on `channel` from now on, through a [`ListenerQueue`]: a listener
+    /// that falls [`BUS_QUEUE`] messages or [`BUS_QUEUE_BYTES`] bytes behind loses what comes
+    /// until it catches up, and no message past [`MAX_BUS_MESSAGE`] reaches it; one whose
+    /// connection drops is reconnected by the bus. Call it from within a Tokio runtime.
     fn listen(&self, channel: &str) -> mpsc::Receiver<Vec<u8>>;
 }
 
@@ -625,7 +724,7 @@ impl Bus for MemoryBus {
     }
 
     fn listen(&self, channel: &str) -> mpsc::Receiver<Vec<u8>> {
-        let (tx, rx) = mpsc::channel(BUS_QUEUE);
+        let (mut queue, rx) = ListenerQueue::new();
         let Some(sender) = self.sender(channel) else {
             return rx;
         };
@@ -633,9 +732,13 @@ impl Bus for MemoryBus {
         let channel = channel.to_owned();
         tokio::spawn(async move {
             loop {
-                match messages.recv().await {
+                let message = tokio::select! {
+                    () = queue.closed() => return,
+                    message = messages.recv() => message,
+                };
+                match message {
                     Ok(message) => {
-                        if tx.send(message.to_vec()).await.is_err() {
+                        if queue.offer(&channel, message.to_vec()) == Offered::Closed {
                             return;
                         }
                     }
@@ -653,6 +756,57 @@ impl Bus for MemoryBus {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_listener_queue_holds_so_many_messages_and_so_many_bytes() {
+        let (mut queue, mut rx) = ListenerQueue::with_bounds(8, 4096);
+        let kib = || vec![b'x'; 1024];
+        for _ in 0..4 {
+            assert_eq!(queue.offer("c", kib()), Offered::Queued);
+        }
+        // Four KiB wait: the fifth is past the bytes, however few the messages.
+        assert_eq!(queue.offer("c", kib()), Offered::Dropped);
+        // Read two: two more fit.
+        rx.recv().await.unwrap();
+        rx.recv().await.unwrap();
+        assert_eq!(queue.offer("c", kib()), Offered::Queued);
+        assert_eq!(queue.offer("c", kib()), Offered::Queued);
+        assert_eq!(queue.offer("c", kib()), Offered::Dropped);
+        // Small ones fill the count first.
+        while rx.try_recv().is_ok() {}
+        for _ in 0..8 {
+            assert_eq!(queue.offer("c", b"{}".to_vec()), Offered::Queued);
+        }
+        assert_eq!(queue.offer("c", b"{}".to_vec()), Offered::Dropped);
+        while rx.try_recv().is_ok() {}
+        // No message past the largest one a listener takes, whatever room there is.
+        let (mut roomy, _rx) = ListenerQueue::with_bounds(8, 64 * MAX_BUS_MESSAGE);
+        assert_eq!(
+            roomy.offer("c", vec![0; MAX_BUS_MESSAGE + 1]),
+            Offered::Dropped
+        );
+        assert_eq!(roomy.offer("c", vec![0; MAX_BUS_MESSAGE]), Offered::Queued);
+        drop(rx);
+        assert_eq!(queue.offer("c", b"{}".to_vec()), Offered::Closed);
+    }
+
+    /// A listener of the memory bus that reads nothing holds at most the bytes bound.
+    #[tokio::test]
+    async fn a_memory_bus_listener_that_reads_nothing_holds_at_most_its_bytes() {
+        let bus = MemoryBus::new();
+        let mut rx = bus.listen("c");
+        tokio::task::yield_now().await;
+        let mib = vec![b'x'; 1024 * 1024];
+        for _ in 0..(2 * BUS_QUEUE_BYTES / mib.len()) {
+            assert_eq!(bus.publish("c", &mib).await.unwrap(), 1);
+            tokio::task::yield_now().await;
+        }
+        let mut held = 0;
+        while let Ok(message) = rx.try_recv() {
+            held += message.len();
+        }
+        assert_eq!(held, BUS_QUEUE_BYTES);
+    }
 
     /// The semver check of a release caught `ChangeNotifier` losing both when it began to
     /// carry a fleet: a caller's `catch_unwind` around code holding one stopped compiling.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_server_core::BoxFuture;
-use mcp_server_core::fleet::{BUS_QUEUE, Bus, FleetError, SessionStore};
+use mcp_server_core::fleet::{Bus, FleetError, ListenerQueue, Offered, SessionStore};
 use tokio::sync::mpsc;
 
 use crate::Shared;
@@ -192,12 +192,11 @@ impl Bus for RedisBus {
     }
 
     fn listen(&self, channel: &str) -> mpsc::Receiver<Vec<u8>> {
-        let (tx, rx) = mpsc::channel(BUS_QUEUE);
+        let (mut queue, rx) = ListenerQueue::new();
         let client = self.shared.client.clone();
         let channel = self.channel(channel);
         let timeout = self.shared.config.command_timeout;
         tokio::spawn(async move {
-            let mut dropped = 0u64;
             loop {
                 match crate::tasks::subscribe(&client, &channel, timeout).await {
                     Ok(pubsub) => {
@@ -206,7 +205,7 @@ impl Bus for RedisBus {
                         let mut messages = pubsub.on_message();
                         loop {
                             let message = tokio::select! {
-                                () = tx.closed() => return,
+                                () = queue.closed() => return,
                                 message = messages.next() => message,
                             };
                             let Some(message) = message else {
@@ -215,17 +214,8 @@ impl Bus for RedisBus {
                             let Ok(payload) = message.get_payload::<Vec<u8>>() else {
                                 continue;
                             };
-                            match tx.try_send(payload) {
-                                Ok(()) => {}
-                                Err(mpsc::error::TrySendError::Full(_)) => {
-                                    dropped += 1;
-                                    tracing::warn!(
-                                        %channel,
-                                        dropped,
-                                        "a bus listener is behind; a message was dropped"
-                                    );
-                                }
-                                Err(mpsc::error::TrySendError::Closed(_)) => return,
+                            if queue.offer(&channel, payload) == Offered::Closed {
+                                return;
                             }
                         }
                         tracing::warn!(%channel, "the bus lost its Redis connection; reconnecting");
@@ -233,7 +223,7 @@ impl Bus for RedisBus {
                     Err(e) => tracing::warn!(%channel, error = %e, "the bus cannot listen"),
                 }
                 tokio::select! {
-                    () = tx.closed() => return,
+                    () = queue.closed() => return,
                     () = tokio::time::sleep(RECONNECT_PAUSE) => {}
                 }
             }

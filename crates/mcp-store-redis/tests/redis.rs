@@ -1366,6 +1366,37 @@ async fn the_bus_counts_listeners_and_a_listener_hears_again_after_redis_restart
     assert_eq!(heard, Some(b"again".to_vec()));
 }
 
+/// Security review X2: a listener that reads nothing holds at most the bus's bytes bound, not
+/// every message published to it (a thousand forwarded answers of a megabyte each).
+#[tokio::test]
+async fn a_bus_listener_that_reads_nothing_holds_at_most_its_bytes() {
+    use mcp_server_core::fleet::{BUS_QUEUE_BYTES, Bus};
+    let redis = Redis::start();
+    let bus = stores(&redis, "bytes").await.bus();
+    let mut rx = bus.listen("c");
+    let mut waited = 0;
+    while bus.publish("c", b"first").await.unwrap() == 0 {
+        waited += 1;
+        assert!(waited < 200, "the listener never subscribed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mib = vec![b'x'; 1024 * 1024];
+    for _ in 0..(2 * BUS_QUEUE_BYTES / mib.len()) {
+        assert_eq!(bus.publish("c", &mib).await.unwrap(), 1);
+    }
+    // Every message delivered to the listener's task: one more, small, comes after them.
+    bus.publish("c", b"last").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut held = 0;
+    while let Ok(message) = rx.try_recv() {
+        held += message.len();
+    }
+    assert!(
+        held <= BUS_QUEUE_BYTES && held >= BUS_QUEUE_BYTES - mib.len(),
+        "{held} bytes held"
+    );
+}
+
 #[tokio::test]
 async fn the_replay_guard_tells_a_store_away_from_a_state_already_used() {
     let redis = Redis::start();

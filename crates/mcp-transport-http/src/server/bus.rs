@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use mcp_server_core::fleet::{Fleet, FleetError, FleetItem, SessionRecord};
+use mcp_server_core::fleet::{self, Fleet, FleetError, FleetItem, SessionRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -74,6 +74,14 @@ impl SessionMessage {
     pub(super) fn sealed(&self, fleet: &Fleet, channel: &str) -> Option<Vec<u8>> {
         let plain = serde_json::to_vec(self).ok()?;
         match fleet.seal(FleetItem::BusMessage(channel), &plain) {
+            // Listeners drop larger ones; an answer within `MAX_FORWARDED_ANSWER` never is.
+            Ok(sealed) if sealed.len() > fleet::MAX_BUS_MESSAGE => {
+                tracing::warn!(
+                    size = sealed.len(),
+                    "a session message too large for the bus was not sent"
+                );
+                None
+            }
             Ok(sealed) => Some(sealed),
             Err(e) => {
                 tracing::warn!(error = %e, "a session message was not sent");
