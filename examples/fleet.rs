@@ -40,6 +40,7 @@ async fn main() -> Result<(), mcp::ServeError> {
     let mut tasks: Option<Arc<dyn TaskStore>> = None;
     let mut shared = None;
     let mut events = None;
+    let mut rates: Option<Arc<dyn mcp::policy::RateStore>> = None;
     // This instance's name in the fleet: it names the questions it asks legacy clients, so
     // that an answer reaching another instance finds its way back.
     let instance = match std::env::var("MCP_INSTANCE") {
@@ -68,6 +69,8 @@ async fn main() -> Result<(), mcp::ServeError> {
             .map_err(|e| format!("MCP_REDIS_URL: {e}"))?;
         security = security.replay_guard(stores.seen_store());
         tasks = Some(Arc::new(stores.task_store()));
+        // `lookup`'s rate limit, one bucket per caller for the whole fleet.
+        rates = Some(Arc::new(stores.rate_store()));
         // 2025-11-25 sessions in Redis, and the bus between instances: nginx needs no
         // stickiness, and a session outlives the instance that opened it.
         let fleet = stores.fleet(instance.clone());
@@ -85,7 +88,7 @@ async fn main() -> Result<(), mcp::ServeError> {
         ),
         Err(_) => mcp::http::DEFAULT_DRAIN_GRACE,
     };
-    let server = fleet::server(security, tasks, shared);
+    let server = fleet::server(security, tasks, shared, rates);
     match Listen::from_env() {
         Listen::Stdio => mcp::stdio::serve(server).await,
         Listen::Http(addr) => {

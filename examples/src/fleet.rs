@@ -10,6 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp::policy::{Rate, RateLimit, RateStore};
 use mcp::tasks::{TaskConfig, TaskStore, TaskSupport};
 use mcp::{
     Accepted, Context, ElicitationResult, McpServer, Refusal, RequestStateSecurity, Resolution,
@@ -93,6 +94,20 @@ pub async fn status(
     service: String,
 ) -> String {
     format!("{service} is healthy.")
+}
+
+/// How often one caller may call `lookup`: per user, or per client address for anonymous
+/// callers (the address the trusted proxy names), across the fleet when the rate store is
+/// shared.
+pub const LOOKUP_RATE: u32 = 20;
+
+/// Answers at once, on any instance, at most [`LOOKUP_RATE`] times a minute per caller.
+#[mcp::tool(read_only)]
+pub async fn lookup(
+    /// The service whose owner to name.
+    service: String,
+) -> String {
+    format!("{service} is run by the platform team.")
 }
 
 /// The resource whose sub-resources `announce` updates (`fleet://notices/{n}`): subscribe to
@@ -190,11 +205,13 @@ pub fn security_from(keys: &str) -> Result<RequestStateSecurity, String> {
 
 /// The fleet server over the shared ring, its tasks in `tasks` (a store every instance
 /// shares, such as Redis) or, without one, in this process; one instance of `fleet` (its
-/// 2025-11-25 sessions and change notifications shared) when given.
+/// 2025-11-25 sessions and change notifications shared) when given; `lookup`'s rate limit
+/// in `rates` (shared by the fleet) or in this process.
 pub fn server(
     security: RequestStateSecurity,
     tasks: Option<Arc<dyn TaskStore>>,
     fleet: Option<mcp::fleet::Fleet>,
+    rates: Option<Arc<dyn RateStore>>,
 ) -> McpServer {
     // A short lease: a task whose instance died is failed ("worker lost") within seconds.
     let mut config = TaskConfig::new()
@@ -203,7 +220,14 @@ pub fn server(
     if let Some(store) = tasks {
         config = config.shared_store(store);
     }
+    let mut limit =
+        RateLimit::per_principal("lookup", Rate::new(LOOKUP_RATE, Duration::from_secs(60)));
+    if let Some(rates) = rates {
+        limit = limit.shared_store(rates);
+    }
     let server = McpServer::new("fleet")
+        .tool(lookup)
+        .tool_layer("lookup", limit)
         .tool(restart)
         .tool(deploy)
         .tool(status)

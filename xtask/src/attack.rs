@@ -6,9 +6,12 @@
 //! p99 latency, and what the attacker got back; it fails when the RSS passes the attack's bound
 //! or the legitimate client drops below 99 %.
 //!
-//! `--bin-dir DIR` runs against other builds of `interop-server`, `protected` and `builds` (how the
-//! "before" column was measured, against commit 6e4077d); `--record FILE` writes the results as
-//! JSON instead of checking them; `xtask/attack-before.json` holds that measurement.
+//! `--bin-dir DIR` runs against other builds of `interop-server`, `protected`, `builds` and
+//! `fleet` (how the "before" column was measured: against commit 6e4077d, and the fleet
+//! attacks of the third review, X1-X3, against a7dd3fc, where a row names its commit); `--record
+//! FILE` writes the results as JSON instead of checking them; `xtask/attack-before.json` holds
+//! that measurement. A fleet attack also fails on a bound of its own: a replay kept past 64 KiB,
+//! more than one bus byte per byte the attacker sent.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -22,6 +25,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 mod dpop;
+mod fleet;
+mod labels;
+mod logs;
 mod tasks;
 mod tls;
 
@@ -50,9 +56,15 @@ enum Kind {
     /// Three `protected` instances and a redis-server: two share their DPoP replay store
     /// through Redis, the third remembers proofs in its own memory.
     Dpop,
+    /// Two `fleet` instances on a redis-server, behind a trusted proxy (`attack/fleet.rs`).
+    Fleet,
+    /// The `shop` example, its audit log on stderr read after the attack (`attack/logs.rs`).
+    Shop,
+    /// The `files` example exporting OpenTelemetry to a receiver of the run (`attack/labels.rs`).
+    Files,
 }
 
-const ATTACKS: [Attack; 18] = [
+const ATTACKS: [Attack; 24] = [
     Attack {
         name: "slow-headers",
         bound_mib: 120,
@@ -136,6 +148,42 @@ const ATTACKS: [Attack; 18] = [
         bound_mib: 150,
         kind: Kind::BuildsAuth,
     },
+    // Review X1: anonymous tasks of an idempotent tool with a megabyte of arguments each.
+    Attack {
+        name: "replay-stuffing",
+        bound_mib: 400,
+        kind: Kind::Fleet,
+    },
+    // Review X2: subscriptions and cancellations on a session both instances hold.
+    Attack {
+        name: "bus-amplification",
+        bound_mib: 150,
+        kind: Kind::Fleet,
+    },
+    // Review X3: one address behind the proxy opens more sessions than its share.
+    Attack {
+        name: "proxy-eviction",
+        bound_mib: 250,
+        kind: Kind::Fleet,
+    },
+    // Review X4: one anonymous caller spends the fleet's rate limit for every anonymous caller.
+    Attack {
+        name: "anonymous-rate",
+        bound_mib: 150,
+        kind: Kind::Fleet,
+    },
+    // Review X5: ids that forge audit lines and carry terminal escapes, megabyte methods.
+    Attack {
+        name: "log-injection",
+        bound_mib: 150,
+        kind: Kind::Shop,
+    },
+    // Review X6: tools that do not exist, named with 64 KiB each, in the metrics and spans.
+    Attack {
+        name: "label-injection",
+        bound_mib: 150,
+        kind: Kind::Files,
+    },
     Attack {
         name: "stdio-5mb-line",
         bound_mib: 60,
@@ -181,6 +229,8 @@ struct Outcome {
     peak_mib: f64,
     legit: Option<(u64, u64, f64)>,
     refusal: String,
+    /// A bound of the attack's own that was passed (bus bytes per attacker byte, bytes kept).
+    violation: Option<String>,
 }
 
 pub(crate) fn attack(args: &[String]) -> Result<(), String> {
@@ -212,6 +262,12 @@ pub(crate) fn attack(args: &[String]) -> Result<(), String> {
                 "protected",
                 "--example",
                 "builds",
+                "--example",
+                "fleet",
+                "--example",
+                "shop",
+                "--example",
+                "files",
             ]);
             crate::run(&mut build)?;
             root.join("target").join(profile).join("examples")
@@ -231,7 +287,7 @@ pub(crate) fn attack(args: &[String]) -> Result<(), String> {
         let rows: Vec<Value> = outcomes
             .iter()
             .map(|o| {
-                json!({"name": o.name, "peak_mib": o.peak_mib, "refusal": o.refusal,
+                json!({"name": o.name, "peak_mib": o.peak_mib, "refusal": o.refusal, "violation": o.violation,
                     "legit": o.legit.map(|(ok, total, p99)| json!({"ok": ok, "total": total, "p99_ms": p99}))})
             })
             .collect();
@@ -265,9 +321,12 @@ fn report(outcomes: &[Outcome], before: &Value, scale: Scale) -> Result<(), Stri
         let attack = ATTACKS.iter().find(|a| a.name == o.name);
         let bound = attack.map_or(0, |a| a.bound_mib);
         let was = before_of(&o.name);
+        let commit = was["commit"].as_str().map_or(String::new(), |c| {
+            format!(" ({c}, {})", was["scale"].as_str().unwrap_or("?"))
+        });
         let was_rss = was["peak_mib"]
             .as_f64()
-            .map_or("-".to_owned(), |m| format!("{m:.0} MiB"));
+            .map_or("-".to_owned(), |m| format!("{m:.0} MiB{commit}"));
         let was_legit = match (was["legit"]["ok"].as_u64(), was["legit"]["total"].as_u64()) {
             (Some(ok), Some(total)) => percent(ok, total),
             _ => "-".to_owned(),
@@ -280,6 +339,9 @@ fn report(outcomes: &[Outcome], before: &Value, scale: Scale) -> Result<(), Stri
             "| {} | {bound} MiB | {was_rss} | {:.0} MiB | {was_legit} | {legit} | {p99} | {} |",
             o.name, o.peak_mib, o.refusal
         );
+        if let Some(violation) = &o.violation {
+            failures.push(format!("{}: {violation}", o.name));
+        }
         if o.peak_mib > bound as f64 {
             failures.push(format!(
                 "{}: peak RSS {:.0} MiB > {bound} MiB",
@@ -403,10 +465,20 @@ fn run_attack(attack: Attack, scale: Scale, bin_dir: &Path) -> Result<Outcome, S
             peak_mib: summary["peak_kib"].as_f64().unwrap_or(0.0) / 1024.0,
             legit: legit_of(&summary),
             refusal: summary["refusal"].as_str().unwrap_or("").to_owned(),
+            violation: None,
         });
     }
     if attack.kind == Kind::Dpop {
         return dpop::run(attack, scale, bin_dir);
+    }
+    if attack.kind == Kind::Fleet {
+        return fleet::run(attack, scale, bin_dir);
+    }
+    if attack.kind == Kind::Shop {
+        return logs::run(attack, scale, bin_dir);
+    }
+    if attack.kind == Kind::Files {
+        return labels::run(attack, scale, bin_dir);
     }
     let port = free_port()?;
     let ca = std::env::temp_dir().join(format!("mcp-attack-ca-{}.pem", std::process::id()));
@@ -497,6 +569,7 @@ fn run_attack(attack: Attack, scale: Scale, bin_dir: &Path) -> Result<Outcome, S
         },
         legit,
         refusal,
+        violation: None,
     })
 }
 

@@ -32,6 +32,10 @@ impl Redis {
         format!("redis://127.0.0.1:{}/", self.port)
     }
 
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
     pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }

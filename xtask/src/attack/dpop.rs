@@ -266,5 +266,6 @@ pub(super) fn run(attack: Attack, scale: Scale, bin_dir: &Path) -> Result<Outcom
         peak_mib: peak_kib as f64 / 1024.0,
         legit: legit_of(&last_json(&legit.stdout)?),
         refusal,
+        violation: None,
     })
 }
