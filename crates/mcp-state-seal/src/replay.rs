@@ -115,10 +115,54 @@ pub const DEFAULT_SEEN_CAPACITY: usize = 100_000;
 /// store is full of unexpired ids new states are refused (fail closed) until some expire.
 /// In one process a claim cannot outlive its owner, so a claimed id is refused like a done
 /// one, and [`finished`](SeenStore::finished) has nothing to record.
+///
+/// Single-use handles ([`spend`](SeenStore::spend)) have a pool of their own, as large: a
+/// handle lives an hour where a `requestState` lives minutes, and a client opening handles
+/// must not fill the pool that rounds need, nor rounds the handles' (security review X12).
 #[derive(Debug)]
 pub struct MemorySeenStore {
-    seen: Mutex<HashMap<String, f64>>,
+    seen: Pool,
+    spent: Pool,
+}
+
+/// One bounded set of used ids and their expiries.
+#[derive(Debug)]
+struct Pool {
+    ids: Mutex<HashMap<String, f64>>,
     capacity: usize,
+}
+
+impl Pool {
+    fn new(capacity: usize) -> Self {
+        Pool {
+            ids: Mutex::new(HashMap::new()),
+            capacity: capacity.max(1),
+        }
+    }
+
+    fn record(&self, jti: &str, expires_at: f64, now: f64) -> bool {
+        let Ok(mut ids) = self.ids.lock() else {
+            return false;
+        };
+        if ids.contains_key(jti) {
+            return false;
+        }
+        if ids.len() >= self.capacity {
+            ids.retain(|_, exp| *exp > now);
+            if ids.len() >= self.capacity {
+                return false;
+            }
+        }
+        ids.insert(jti.to_owned(), expires_at);
+        true
+    }
+}
+
+fn now_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }
 
 impl Default for MemorySeenStore {
@@ -133,29 +177,16 @@ impl MemorySeenStore {
         Self::default()
     }
 
-    /// A store of at most `capacity` unexpired ids.
+    /// A store of at most `capacity` unexpired state ids, and as many spent handles.
     pub fn with_capacity(capacity: usize) -> Self {
         MemorySeenStore {
-            seen: Mutex::new(HashMap::new()),
-            capacity: capacity.max(1),
+            seen: Pool::new(capacity),
+            spent: Pool::new(capacity),
         }
     }
 
     fn record(&self, jti: &str, expires_at: f64, now: f64) -> bool {
-        let Ok(mut seen) = self.seen.lock() else {
-            return false;
-        };
-        if seen.contains_key(jti) {
-            return false;
-        }
-        if seen.len() >= self.capacity {
-            seen.retain(|_, exp| *exp > now);
-            if seen.len() >= self.capacity {
-                return false;
-            }
-        }
-        seen.insert(jti.to_owned(), expires_at);
-        true
+        self.seen.record(jti, expires_at, now)
     }
 }
 
@@ -165,12 +196,17 @@ impl SeenStore for MemorySeenStore {
         jti: &'a str,
         expires_at: f64,
     ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0);
-        let first = self.record(jti, expires_at, now);
+        let first = self.record(jti, expires_at, now_secs());
         Box::pin(async move { first })
+    }
+
+    fn spend<'a>(
+        &'a self,
+        jti: &'a str,
+        expires_at: f64,
+    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
+        let spent = self.spent.record(jti, expires_at, now_secs());
+        Box::pin(async move { spent })
     }
 }
 
@@ -188,5 +224,20 @@ mod tests {
         // Once b expired, it makes room.
         assert!(store.record("c", 100.0, 70.0));
         assert!(!store.record("a", 100.0, 70.0));
+    }
+
+    /// Security review X12: handles spent fill a pool of their own, not the one rounds need.
+    #[tokio::test]
+    async fn spent_handles_and_used_states_fill_pools_of_their_own() {
+        let store = MemorySeenStore::with_capacity(2);
+        let later = now_secs() + 3600.0;
+        assert!(store.spend("h1", later).await);
+        assert!(!store.spend("h1", later).await, "spent once");
+        assert!(store.spend("h2", later).await);
+        assert!(!store.spend("h3", later).await, "the handles' pool is full");
+        assert!(store.first_use("s1", later).await, "rounds still pass");
+        assert!(store.first_use("s2", later).await);
+        assert!(!store.first_use("s3", later).await, "the states' pool is full");
+        assert!(!store.spend("h4", later).await);
     }
 }
