@@ -784,3 +784,56 @@ async fn the_sweep_runs_on_a_timer_and_never_on_a_task_request() {
         "{swept} sweeps in {elapsed:?}"
     );
 }
+
+fn from_address(address: &str) -> TransportContext {
+    TransportContext {
+        peer: Some(address.parse().unwrap()),
+        ..TransportContext::default()
+    }
+}
+
+/// Security review X1: anonymous callers have no owner for the store's per-owner share, so
+/// their tasks count against their address's (an IPv6 /64): at it, one more is refused, other
+/// addresses are not, and a task that ends gives its place back.
+#[tokio::test]
+async fn anonymous_tasks_count_against_their_addresss_share() {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let config = TaskConfig::new().max_anonymous_tasks_per_address(2);
+    let service = service(config, tx);
+    let mut first = TestClient::with_transport(&service, from_address("2001:db8:1:2::10"));
+    // Another host of the same /64.
+    let mut neighbour = TestClient::with_transport(&service, from_address("2001:db8:1:2::99"));
+    let mut other = TestClient::with_transport(&service, from_address("2001:db8:7:7::1"));
+    let one = task_id(&call(&mut first, "wait", declaring()).await);
+    task_id(&call(&mut neighbour, "wait", declaring()).await);
+    let refused = call(&mut first, "wait", declaring()).await;
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    assert_eq!(
+        refused["error"]["message"],
+        "this address already runs 2 tasks; wait for one to finish, or cancel one"
+    );
+    task_id(&call(&mut other, "wait", declaring()).await);
+    // One ends: its place is free again.
+    let ack = task_request(&mut first, "tasks/cancel", json!({"taskId": one})).await;
+    assert_eq!(ack["result"], acked());
+    assert_eq!(rx.recv().await, Some("the body saw its cancellation"));
+    let mut again = Value::Null;
+    for _ in 0..500 {
+        again = call(&mut first, "wait", declaring()).await;
+        if again["result"]["resultType"] == "task" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(again["result"]["resultType"], "task", "{again}");
+    // A caller with a principal counts against the store's share, not the address's.
+    let mut alice = TestClient::with_transport(
+        &service,
+        TransportContext {
+            principal: Some(Principal::new("alice")),
+            peer: Some("2001:db8:1:2::10".parse().unwrap()),
+            ..TransportContext::default()
+        },
+    );
+    task_id(&call(&mut alice, "wait", declaring()).await);
+}

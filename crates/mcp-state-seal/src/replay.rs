@@ -237,7 +237,10 @@ mod tests {
         assert!(!store.spend("h3", later).await, "the handles' pool is full");
         assert!(store.first_use("s1", later).await, "rounds still pass");
         assert!(store.first_use("s2", later).await);
-        assert!(!store.first_use("s3", later).await, "the states' pool is full");
+        assert!(
+            !store.first_use("s3", later).await,
+            "the states' pool is full"
+        );
         assert!(!store.spend("h4", later).await);
     }
 }

@@ -417,6 +417,7 @@ pub(super) async fn call_tool(
             &p.name,
             ctx.client_capabilities(),
             owner.as_ref().ok().and_then(Option::as_ref),
+            transport.peer,
         )?;
         if launch.is_some()
             && let Err(e) = owner

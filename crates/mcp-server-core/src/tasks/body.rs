@@ -56,6 +56,19 @@ impl RequestContext {
         };
         let engine = launch.engine.clone();
         let config = engine.config();
+        let share = match &launch.peer_group {
+            Some(group) => {
+                let max = config.max_anonymous_per_address;
+                let taken = super::engine::PeerShare::take(&engine.inner.anonymous, group, max);
+                if taken.is_none() {
+                    return Err(ErrorObject::internal(format!(
+                        "this address already runs {max} tasks; wait for one to finish, or cancel one"
+                    )));
+                }
+                taken
+            }
+            None => None,
+        };
         let store = engine.store();
         engine.ensure_sweeper();
         let now = store.now_ms();
@@ -116,7 +129,7 @@ impl RequestContext {
         let running = Running::start(&engine.inner.running);
         tokio::spawn(async move {
             run(engine, id, token, work, lease_until).await;
-            drop(running);
+            drop((running, share));
         });
         if let Ok(mut slot) = launch.created.lock() {
             *slot = Some(created);

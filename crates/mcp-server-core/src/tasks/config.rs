@@ -32,6 +32,9 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 pub const DEFAULT_MAX_QUESTIONS: u64 = 64;
 /// How often an instance sweeps expired tasks and lapsed leases unless configured.
 pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
+/// How many tasks anonymous callers from one address may run at once on an instance unless
+/// configured (as many as the store lets one owner hold).
+pub const DEFAULT_MAX_ANONYMOUS_TASKS_PER_ADDRESS: usize = 1_000;
 
 /// How often a worker whose store has a change feed looks at its task (and for an answer)
 /// anyway: the feed wakes it on every change, and this covers a wake-up that was lost (a
@@ -48,6 +51,7 @@ pub struct TaskConfig {
     pub(super) lease: Duration,
     pub(super) max_questions: u64,
     pub(super) sweep_interval: Duration,
+    pub(super) max_anonymous_per_address: usize,
 }
 
 impl fmt::Debug for TaskConfig {
@@ -59,6 +63,7 @@ impl fmt::Debug for TaskConfig {
             .field("lease", &self.lease)
             .field("max_questions", &self.max_questions)
             .field("sweep_interval", &self.sweep_interval)
+            .field("max_anonymous_per_address", &self.max_anonymous_per_address)
             .finish_non_exhaustive()
     }
 }
@@ -72,7 +77,7 @@ impl Default for TaskConfig {
 impl TaskConfig {
     /// The defaults: an [`InMemoryTaskStore`], [`DEFAULT_TASK_TTL`], [`DEFAULT_POLL_INTERVAL`],
     /// [`DEFAULT_CANCEL_GRACE`], [`DEFAULT_LEASE`], [`DEFAULT_MAX_QUESTIONS`],
-    /// [`DEFAULT_SWEEP_INTERVAL`].
+    /// [`DEFAULT_SWEEP_INTERVAL`], [`DEFAULT_MAX_ANONYMOUS_TASKS_PER_ADDRESS`].
     pub fn new() -> Self {
         TaskConfig {
             store: Arc::new(InMemoryTaskStore::new()),
@@ -82,7 +87,18 @@ impl TaskConfig {
             lease: DEFAULT_LEASE,
             max_questions: DEFAULT_MAX_QUESTIONS,
             sweep_interval: DEFAULT_SWEEP_INTERVAL,
+            max_anonymous_per_address: DEFAULT_MAX_ANONYMOUS_TASKS_PER_ADDRESS,
         }
+    }
+
+    /// How many tasks anonymous callers from one client address (an IPv6 /64) may run at once
+    /// on this instance; one more is refused "-32603 this address already runs N tasks; wait
+    /// for one to finish, or cancel one". The store's per-owner share counts callers with a
+    /// principal; this is the anonymous callers' (security review X1). Behind a proxy, name
+    /// it (`McpHttpService::trusted_proxies`) so that the address is the client's.
+    pub fn max_anonymous_tasks_per_address(mut self, max: usize) -> Self {
+        self.max_anonymous_per_address = max.max(1);
+        self
     }
 
     /// Where tasks live (share one store between instances to serve a task from any of them).

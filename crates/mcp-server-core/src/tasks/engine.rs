@@ -58,6 +58,8 @@ pub(super) struct EngineInner {
     worker: std::sync::OnceLock<String>,
     /// Task bodies running in this process.
     pub(super) running: Arc<std::sync::atomic::AtomicUsize>,
+    /// Task bodies of anonymous callers running in this process, by client address group.
+    pub(super) anonymous: Arc<Mutex<std::collections::HashMap<String, usize>>>,
     /// The sweep timer, started by the first task request or creation (on the runtime).
     pub(super) sweeper: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// How re-run bodies are built (set by the service; see `rerun.rs`).
@@ -91,6 +93,46 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// One running task body of an anonymous caller, counted against its address's share until
+/// the body ends.
+pub(super) struct PeerShare {
+    counts: Arc<Mutex<std::collections::HashMap<String, usize>>>,
+    group: String,
+}
+
+impl PeerShare {
+    /// A place in `group`'s share of at most `max` bodies, or `None` when it holds them all.
+    pub(super) fn take(
+        counts: &Arc<Mutex<std::collections::HashMap<String, usize>>>,
+        group: &str,
+        max: usize,
+    ) -> Option<Self> {
+        let mut map = counts.lock().ok()?;
+        let held = map.entry(group.to_owned()).or_default();
+        if *held >= max {
+            return None;
+        }
+        *held += 1;
+        Some(PeerShare {
+            counts: counts.clone(),
+            group: group.to_owned(),
+        })
+    }
+}
+
+impl Drop for PeerShare {
+    fn drop(&mut self) {
+        if let Ok(mut map) = self.counts.lock()
+            && let Some(held) = map.get_mut(&self.group)
+        {
+            *held = held.saturating_sub(1);
+            if *held == 0 {
+                map.remove(&self.group);
+            }
+        }
     }
 }
 
@@ -207,6 +249,7 @@ impl TaskEngine {
                 config,
                 worker: std::sync::OnceLock::new(),
                 running: Arc::default(),
+                anonymous: Arc::default(),
                 sweeper: Mutex::new(None),
                 rerunner: std::sync::OnceLock::new(),
                 replay_sealer: std::sync::OnceLock::new(),
@@ -291,13 +334,14 @@ impl TaskEngine {
     }
 
     /// Decides, for a `tools/call` on 2026-07-28, whether the call may become a task, owned by
-    /// `owner` (the caller as the server identifies it).
+    /// `owner` (the caller as the server identifies it), from client address `peer`.
     pub(crate) fn admit(
         engine: Option<&TaskEngine>,
         support: TaskSupport,
         tool: &str,
         caps: &ClientCapabilities,
         owner: Option<&Principal>,
+        peer: Option<std::net::IpAddr>,
     ) -> Result<Option<Arc<Launch>>, ErrorObject> {
         let declared = caps.supports_extension(wire::EXTENSION_ID);
         match (support, engine) {
@@ -306,11 +350,21 @@ impl TaskEngine {
                 Err(missing_extension(&format!("tool '{tool}'")))
             }
             (_, Some(_)) if !declared => Ok(None),
-            (_, Some(engine)) => Ok(Some(Arc::new(Launch {
-                engine: engine.clone(),
-                owner: owner_key(owner),
-                created: Mutex::new(None),
-            }))),
+            (_, Some(engine)) => {
+                let owner = owner_key(owner);
+                // An anonymous caller's tasks count against its address's share (security
+                // review X1): the store's per-owner share counts owners only.
+                let peer_group = match (&owner, peer) {
+                    (None, Some(peer)) => Some(crate::client_group(peer)),
+                    _ => None,
+                };
+                Ok(Some(Arc::new(Launch {
+                    engine: engine.clone(),
+                    owner,
+                    peer_group,
+                    created: Mutex::new(None),
+                })))
+            }
         }
     }
 
@@ -438,6 +492,8 @@ fn answer_of(request: &InputRequest, value: Value) -> Result<ClientResult, Strin
 pub(crate) struct Launch {
     pub(super) engine: TaskEngine,
     pub(super) owner: Option<String>,
+    /// The client address group of an anonymous caller (no owner), when the transport knows it.
+    pub(super) peer_group: Option<String>,
     pub(super) created: Mutex<Option<CreateTaskResult>>,
 }
 

@@ -27,8 +27,9 @@ mod rerun;
 mod store;
 
 pub use config::{
-    DEFAULT_CANCEL_GRACE, DEFAULT_LEASE, DEFAULT_MAX_QUESTIONS, DEFAULT_POLL_INTERVAL,
-    DEFAULT_SWEEP_INTERVAL, DEFAULT_TASK_TTL, TaskConfig, TaskSupport,
+    DEFAULT_CANCEL_GRACE, DEFAULT_LEASE, DEFAULT_MAX_ANONYMOUS_TASKS_PER_ADDRESS,
+    DEFAULT_MAX_QUESTIONS, DEFAULT_POLL_INTERVAL, DEFAULT_SWEEP_INTERVAL, DEFAULT_TASK_TTL,
+    TaskConfig, TaskSupport,
 };
 pub(crate) use engine::{TaskCaller, TaskCtx, TaskEngine};
 pub use engine::{detailed, iso8601, owner_key};
