@@ -427,16 +427,28 @@ fn free_port() -> Result<u16, String> {
 }
 
 fn start_http(bin: &Path, port: u16, extra: &[&str]) -> Result<Server, String> {
+    spawn_http(bin, port, extra, &[], Stdio::null())
+}
+
+/// [`start_http`] with environment variables `env`, its stderr to `stderr`.
+fn spawn_http(
+    bin: &Path,
+    port: u16,
+    extra: &[&str],
+    env: &[(&str, &str)],
+    stderr: Stdio,
+) -> Result<Server, String> {
     let child = Command::new(bin)
         .args(["--http", &format!("127.0.0.1:{port}")])
         .args(extra)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .map_err(|e| format!("{}: {e}", bin.display()))?;
     let server = Server { child };
-    for _ in 0..200 {
+    for _ in 0..400 {
         if TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return Ok(server);
         }

@@ -16,7 +16,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::{
-    Attack, Outcome, Scale, Tally, connect, free_port, kib, legit_summary, on_threads, post,
-    read_response, watchdog,
+    Attack, Outcome, Scale, Server, Tally, connect, free_port, kib, legit_summary, on_threads,
+    post, read_response, spawn_http, watchdog,
 };
 
 /// The address the legitimate client comes from, as the proxy names it.
@@ -36,40 +36,22 @@ const ATTACKER_ADDRESS: &str = "198.51.100.9";
 /// The fleet's Redis key prefix (the example's default).
 const PREFIX: &str = "fleet";
 
-/// A `fleet` instance, killed on drop.
+/// A `fleet` instance (killed on drop) and its port.
 struct Instance {
-    child: Child,
+    server: Server,
     port: u16,
-}
-
-impl Drop for Instance {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn start_instance(bin: &Path, name: &str, redis: &str) -> Result<Instance, String> {
     let port = free_port()?;
-    let child = Command::new(bin)
-        .args(["--http", &format!("127.0.0.1:{port}")])
-        .env("MCP_STATE_KEYS", "attack-fleet-state-key-0123456789abcdef")
-        .env("MCP_REDIS_URL", redis)
-        .env("MCP_INSTANCE", name)
-        .env("MCP_TRUSTED_PROXIES", "127.0.0.1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("{}: {e}", bin.display()))?;
-    let instance = Instance { child, port };
-    for _ in 0..400 {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Ok(instance);
-        }
-        thread::sleep(Duration::from_millis(25));
-    }
-    Err(format!("{} did not listen on {port}", bin.display()))
+    let env = [
+        ("MCP_STATE_KEYS", "attack-fleet-state-key-0123456789abcdef"),
+        ("MCP_REDIS_URL", redis),
+        ("MCP_INSTANCE", name),
+        ("MCP_TRUSTED_PROXIES", "127.0.0.1"),
+    ];
+    let server = spawn_http(bin, port, &[], &env, Stdio::null())?;
+    Ok(Instance { server, port })
 }
 
 /// One command to Redis on `port` (RESP), its reply read whole: a simple string, an integer
@@ -257,7 +239,7 @@ pub(super) fn run(attack: Attack, scale: Scale, bin_dir: &Path) -> Result<Outcom
     let b = start_instance(&bin, "b", &redis.url())?;
     let ports = [a.port, b.port];
     let stop = Arc::new(AtomicBool::new(false));
-    let dog = watchdog(a.child.id(), stop.clone());
+    let dog = watchdog(a.server.child.id(), stop.clone());
     let legit_stop = Arc::new(AtomicBool::new(false));
     let legit = legit(ports, legit_stop.clone())?;
     thread::sleep(Duration::from_millis(300));
@@ -271,7 +253,7 @@ pub(super) fn run(attack: Attack, scale: Scale, bin_dir: &Path) -> Result<Outcom
     thread::sleep(Duration::from_millis(300));
     legit_stop.store(true, Ordering::SeqCst);
     let legit = legit.join().map_err(|_| "the legitimate client panicked")?;
-    let last = kib(a.child.id(), "VmHWM:").unwrap_or(0);
+    let last = kib(a.server.child.id(), "VmHWM:").unwrap_or(0);
     stop.store(true, Ordering::SeqCst);
     let (_, seen) = dog.join().unwrap_or((false, 0));
     drop((a, b, redis));

@@ -6,15 +6,15 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
 use super::{
-    Attack, Outcome, Scale, Server, connect, free_port, keepalive_client, kib, on_threads, post,
-    tools_list, watchdog,
+    Attack, Outcome, Scale, connect, free_port, keepalive_client, kib, on_threads, post,
+    spawn_http, tools_list, watchdog,
 };
 
 /// What the receiver got: `(path, body bytes)` of each export, in order.
@@ -89,31 +89,13 @@ pub(super) fn run(attack: Attack, scale: Scale, bin_dir: &Path) -> Result<Outcom
     let (otlp, exports) = receiver()?;
     let port = free_port()?;
     let bin = bin_dir.join("files");
-    let child = Command::new(&bin)
-        .args(["--http", &format!("127.0.0.1:{port}")])
-        .env(
-            "OTEL_EXPORTER_OTLP_ENDPOINT",
-            format!("http://127.0.0.1:{otlp}"),
-        )
-        .env("OTEL_METRIC_EXPORT_INTERVAL", "500")
-        .env("OTEL_BSP_SCHEDULE_DELAY", "200")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("{}: {e}", bin.display()))?;
-    let server = Server { child };
-    let mut listening = false;
-    for _ in 0..400 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            listening = true;
-            break;
-        }
-        thread::sleep(Duration::from_millis(25));
-    }
-    if !listening {
-        return Err(format!("{} did not listen on {port}", bin.display()));
-    }
+    let endpoint = format!("http://127.0.0.1:{otlp}");
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+        ("OTEL_METRIC_EXPORT_INTERVAL", "500"),
+        ("OTEL_BSP_SCHEDULE_DELAY", "200"),
+    ];
+    let server = spawn_http(&bin, port, &[], &env, Stdio::null())?;
     let pid = server.child.id();
     let stop = Arc::new(AtomicBool::new(false));
     let dog = watchdog(pid, stop.clone());

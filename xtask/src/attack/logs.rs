@@ -5,7 +5,7 @@
 //! line, no escape byte, no line past a few kilobytes.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
@@ -14,8 +14,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::{
-    Attack, Outcome, Scale, Server, connect, free_port, keepalive_client, kib, on_threads, post,
-    watchdog,
+    Attack, Outcome, Scale, connect, free_port, keepalive_client, kib, on_threads, post,
+    spawn_http, watchdog,
 };
 
 /// The audit line the attacker tries to forge, attributed to bob.
@@ -47,26 +47,8 @@ pub(super) fn run(attack: Attack, scale: Scale, bin_dir: &Path) -> Result<Outcom
     let log =
         std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
     let bin = bin_dir.join("shop");
-    let child = Command::new(&bin)
-        .args(["--http", &format!("127.0.0.1:{port}")])
-        .env("RUST_LOG", "warn,mcp::audit=info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(log))
-        .spawn()
-        .map_err(|e| format!("{}: {e}", bin.display()))?;
-    let server = Server { child };
-    let mut listening = false;
-    for _ in 0..400 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            listening = true;
-            break;
-        }
-        thread::sleep(Duration::from_millis(25));
-    }
-    if !listening {
-        return Err(format!("{} did not listen on {port}", bin.display()));
-    }
+    let env = [("RUST_LOG", "warn,mcp::audit=info")];
+    let server = spawn_http(&bin, port, &[], &env, Stdio::from(log))?;
     let pid = server.child.id();
     let stop = Arc::new(AtomicBool::new(false));
     let dog = watchdog(pid, stop.clone());
