@@ -26,6 +26,8 @@ const LAYERS: &[(&str, Option<&[&str]>)] = &[
             "tokio",
             "tracing",
             "futures-util",
+            // Feature `tls` (rediss://): the crypto provider rustls needs, ring as elsewhere.
+            "rustls",
         ]),
     ),
     ("mcp", None),
