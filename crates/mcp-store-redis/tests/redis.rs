@@ -615,12 +615,18 @@ fn instance(store: Arc<dyn TaskStore>) -> Service {
                 Err(e) => Err(e.message),
             }
         });
+    // The instances of a fleet share their state keys: an answer one takes is sealed with
+    // them, and the other opens it.
     McpServer::new("fleet")
         .tool(ask)
         .tasks(
             TaskConfig::new()
                 .shared_store(store)
                 .poll_interval(Duration::from_millis(50)),
+        )
+        .request_state_security(
+            mcp_state_seal::RequestStateSecurity::keys(["0123456789abcdef0123456789abcdef"])
+                .unwrap(),
         )
         .into_service()
         .unwrap()

@@ -1,7 +1,8 @@
 //! Security review X10, against a real `redis-server` (Debian package `redis-server`; `.ci/run`
 //! installs it): a process that can read and write the fleet's Redis but does not hold the
-//! fleet's state keys forges a session record, a bus answer and a task replay. An instance of
-//! the fleet believes none of them, and says so in its log at `warn`.
+//! fleet's state keys forges a session record, a bus answer, a task replay and the answer to a
+//! task's question. An instance of the fleet believes none of them, and says so in its log at
+//! `warn`.
 
 mod common;
 
@@ -19,7 +20,7 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
 use mcp_server_core::fleet::{Bus, Fleet, SessionStore};
-use mcp_server_core::registry::{McpServer, ToolDef};
+use mcp_server_core::registry::{ElicitationResult, McpServer, ToolDef};
 use mcp_server_core::tasks::{TaskConfig, TaskRecord, TaskStore, TaskSupport, Terminal};
 use mcp_store_redis::{RedisConfig, RedisStores};
 use mcp_transport_http::McpHttpService;
@@ -103,6 +104,11 @@ impl Captured {
 #[derive(Deserialize, JsonSchema)]
 struct NoArgs {}
 
+#[derive(Clone, Deserialize, JsonSchema)]
+struct Consent {
+    ok: bool,
+}
+
 /// An instance of the fleet: `roots` asks the client for its roots and says how many it got;
 /// `reindex` is an idempotent task tool, which a lost worker's successor may run again.
 async fn instance(redis: &Redis, name: &str) -> McpHttpService {
@@ -121,6 +127,16 @@ async fn instance(redis: &Redis, name: &str) -> McpHttpService {
         })
         .task(TaskSupport::Optional)
         .handler(|_ctx, _: NoArgs| async { "reindexed" });
+    let confirm = ToolDef::new("confirm")
+        .arguments::<NoArgs>()
+        .task(TaskSupport::Optional)
+        .handler(|ctx, _: NoArgs| async move {
+            match ctx.elicit::<Consent>("Proceed?").await {
+                Ok(ElicitationResult::Accepted(Consent { ok })) => Ok(format!("proceeded: {ok}")),
+                Ok(_) => Ok("declined".to_owned()),
+                Err(e) => Err(e.message),
+            }
+        });
     let fleet = Fleet::shared(
         name,
         Arc::new(stores.session_store()),
@@ -131,6 +147,7 @@ async fn instance(redis: &Redis, name: &str) -> McpHttpService {
         .fleet(fleet)
         .tool(roots)
         .tool(reindex)
+        .tool(confirm)
         .tasks(
             TaskConfig::new()
                 .shared_store(Arc::new(stores.task_store()))
@@ -193,17 +210,22 @@ async fn next_message(body: &mut Incoming, buffer: &mut String) -> Value {
 
 /// `tasks/get` of task `id`, a 2026-07-28 request without a session.
 async fn tasks_get(url: &str, id: &str) -> Value {
-    let client = HyperClient::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
     let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tasks/get", "params": {"taskId": id,
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                   "io.modelcontextprotocol/clientCapabilities":
                       {"extensions": {"io.modelcontextprotocol/tasks": {}}}}}});
+    modern_post(url, "tasks/get", id, body).await
+}
+
+/// A 2026-07-28 request `body` of `method` naming `name`, without a session: its answer.
+async fn modern_post(url: &str, method: &str, name: &str, body: Value) -> Value {
+    let client = HyperClient::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
     let request = Request::post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tasks/get")
-        .header("mcp-name", id)
+        .header("mcp-method", method)
+        .header("mcp-name", name)
         .body(Full::new(Bytes::from(body.to_string())))
         .unwrap();
     let response = client.request(request).await.unwrap();
@@ -353,12 +375,56 @@ async fn a_process_with_redis_access_but_not_the_keys_forges_nothing_the_fleet_b
         Some(true)
     );
 
+    // 4. The answer to a question a task asked: the victim's task waits for its consent, and
+    // the forger writes a "yes" into the task store.
+    let call = json!({"jsonrpc": "2.0", "id": 11, "method": "tools/call",
+        "params": {"name": "confirm", "arguments": {}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities":
+                {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}}}});
+    let created = modern_post(&a.url, "tools/call", "confirm", call).await;
+    let task = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while tasks_get(&b.url, &task).await["result"]["inputRequests"]["q1"].is_null() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the task never asked"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let yes = json!({"action": "accept", "content": {"ok": true}});
+    tasks
+        .resolve_inputs(&task, [("q1".to_owned(), yes)].into())
+        .await
+        .unwrap();
+    let ended = loop {
+        let got = tasks_get(&b.url, &task).await;
+        if got["result"]["status"] != "working" && got["result"]["status"] != "input_required" {
+            break got;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the task never ended: {got}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let text = ended.to_string();
+    assert!(
+        !text.contains("proceeded"),
+        "the forged consent was taken: {text}"
+    );
+    assert!(
+        text.contains("the answer to 'q1' in the task store is not sealed with this server's keys"),
+        "{text}"
+    );
+
     // Each refusal is in the log, at warn, naming what was refused and never its content.
     let log = logs.text();
     for line in [
         r#"item="a session record""#,
         r#"item="a bus message""#,
         "a task's replay is not sealed with this server's keys: it is not run",
+        "a task's answer that is not sealed was refused",
     ] {
         assert!(log.contains(line), "{line} is not logged:\n{log}");
     }

@@ -149,15 +149,20 @@ impl Service {
     /// Lets the task engine run again, here, a task whose worker was lost (see
     /// `tasks/rerun.rs`): the context is the one its first run had, detached.
     fn arm_task_reruns(&self) {
+        // Replays and answers are sealed with the state keys whenever the server has both
+        // (security review X10), re-runs or not.
+        if let (Some(engine), Some(boundary)) = (
+            self.inner.server.tasks.as_ref(),
+            self.inner.server.boundary.as_ref(),
+        ) {
+            engine.seal_replays_with(boundary.clone());
+        }
         let (Some(engine), Some(rerun)) = (
             self.inner.server.tasks.as_ref(),
             self.inner.server.task_rerun.clone(),
         ) else {
             return;
         };
-        if let Some(boundary) = &self.inner.server.boundary {
-            engine.seal_replays_with(boundary.clone());
-        }
         let weak = Arc::downgrade(&self.inner);
         engine.set_rerunner(Arc::new(move |replay, task, token| {
             let inner = weak.upgrade()?;

@@ -403,7 +403,11 @@ impl TaskEngine {
                     request.method()
                 )));
             }
-            answers.insert(key, value);
+            // Sealed for this task and question (security review X10).
+            let Some(sealed) = self.seal_answer(&params.task_id, &key, value) else {
+                return Err(ErrorObject::internal("the answer could not be kept"));
+            };
+            answers.insert(key, sealed);
         }
         if !answers.is_empty() {
             self.store()
@@ -704,7 +708,12 @@ impl TaskLink {
                 None => poll,
             };
             match store.take_answer(&self.id, &key).await {
-                Ok(Some(value)) => {
+                Ok(Some(stored)) => {
+                    let value = self
+                        .engine
+                        .open_answer(&self.id, &key, stored)
+                        .await
+                        .map_err(PeerError::Refused)?;
                     self.keep_answer(&key, &value).await;
                     return answer_of(&request, value).map_err(|reason| PeerError::InvalidResult {
                         method: static_method(method),

@@ -19,6 +19,7 @@
 //! creation. They are never offered on 2025-11-25 sessions, where a task-supporting tool simply
 //! runs inline.
 
+mod answers;
 mod body;
 mod config;
 mod engine;

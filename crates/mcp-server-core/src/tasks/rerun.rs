@@ -32,9 +32,9 @@ impl TaskEngine {
         let _ = self.inner.rerunner.set(rerunner);
     }
 
-    /// Seals this engine's replays with `boundary` (the server's state keys; once, by the
-    /// service). Without it replays are kept as plain JSON, and whoever can write to the
-    /// task store can write one.
+    /// Seals this engine's replays and answers with `boundary` (the server's state keys;
+    /// once, by the service). Without it both are kept as plain JSON, and whoever can write
+    /// to the task store can write one.
     pub(crate) fn seal_replays_with(&self, boundary: Arc<mcp_state_seal::SealingBoundary>) {
         let _ = self.inner.replay_sealer.set(boundary);
     }
