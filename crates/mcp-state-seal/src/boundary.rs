@@ -101,12 +101,12 @@ impl SealingBoundary {
     /// ```
     /// use mcp_state_seal::{HandleSpec, RequestStateSecurity};
     ///
-    /// let old = RequestStateSecurity::keys(["0123456789abcdef0123456789abcdef"])?.bind(None)?;
+    /// let old = RequestStateSecurity::keys(["0123456789abcdef0123456789abcdef"])?.bind(Some("a"))?;
     /// let rotating = RequestStateSecurity::keys([
     ///     "fedcba9876543210fedcba9876543210",
     ///     "0123456789abcdef0123456789abcdef",
     /// ])?
-    /// .bind(None)?;
+    /// .bind(Some("a"))?;
     /// let record = HandleSpec::new("record");
     /// let token = old.seal_handle(&record, "{}", None)?;
     /// assert!(old.sealed_with_current_key(&token));
