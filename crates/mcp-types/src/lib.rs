@@ -68,6 +68,7 @@ pub mod elicitation;
 pub mod error;
 pub mod ext;
 mod future;
+mod id;
 mod identity;
 pub mod jsonrpc;
 mod level;
@@ -86,6 +87,7 @@ pub mod roots;
 pub mod sampling;
 pub mod subscriptions;
 pub mod tasks;
+mod tool_definition;
 pub mod tools;
 pub mod version;
 

@@ -13,8 +13,8 @@ use serde::Serialize;
 
 use crate::JsonObject;
 use crate::capabilities::ClientCapabilities;
+use crate::id::RequestId;
 use crate::identity::Implementation;
-use crate::jsonrpc::RequestId;
 use crate::level::LoggingLevel;
 
 /// `progressToken`: opts a request in to `notifications/progress`.
