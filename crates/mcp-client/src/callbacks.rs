@@ -9,6 +9,7 @@ use mcp_types::capabilities::{
     ClientCapabilities, ElicitationCapability, RootsCapability, SamplingCapability,
 };
 use mcp_types::elicitation::{ElicitRequestParams, ElicitResult};
+use mcp_types::ext::tasks::DetailedTask;
 use mcp_types::logging::LoggingMessageParams;
 use mcp_types::notifications::ProgressParams;
 use mcp_types::roots::ListRootsResult;
@@ -16,6 +17,9 @@ use mcp_types::sampling::{CreateMessageRequestParams, CreateMessageResult};
 use mcp_types::{ErrorObject, JsonObject, ServerNotification};
 
 use crate::transport::BoxFuture;
+
+/// What [`crate::ClientBuilder::on_task_status`] installs: called with each status a task reports.
+pub(crate) type TaskStatusFn = Arc<dyn Fn(&DetailedTask) + Send + Sync>;
 
 /// Which question a callback is answering.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +66,7 @@ pub(crate) struct Callbacks {
     pub(crate) progress: Option<ProgressFn>,
     pub(crate) log: Option<LogFn>,
     pub(crate) notification: Option<NotificationFn>,
-    pub(crate) task_status: Option<crate::client::tasks::TaskStatusFn>,
+    pub(crate) task_status: Option<TaskStatusFn>,
     pub(crate) cache_hit: Option<CacheHitFn>,
 }
 

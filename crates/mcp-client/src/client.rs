@@ -3,6 +3,7 @@
 
 mod apps;
 mod builder;
+mod cache_key;
 mod caching;
 mod calls;
 mod connection;
@@ -16,7 +17,7 @@ pub(crate) mod tasks;
 
 pub use apps::App;
 pub use builder::ClientBuilder;
-pub(crate) use caching::cache_params;
+pub(crate) use cache_key::cache_params;
 pub use calls::{CallOutcome, HasMetaMut, Session};
 pub(crate) use calls::{decode_outcome, tool_arguments};
 pub(crate) use connection::{Inflight, Inner, read_loop};

@@ -15,7 +15,12 @@ use crate::callbacks::{Callbacks, RequestInfo};
 use crate::error::ClientError;
 use crate::transport::Transport;
 
-use super::*;
+use crate::client::{Inner, read_loop};
+use crate::{
+    Client, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_INPUT_REQUESTS, DEFAULT_MAX_ROUNDS,
+    DEFAULT_MAX_SERVER_REQUESTS, DEFAULT_MAX_TASK_WAIT, DEFAULT_MAX_TOTAL_TIMEOUT,
+    DEFAULT_REQUEST_TIMEOUT, DISCOVER_TIMEOUT, Mode,
+};
 
 /// Builds a [`Client`].
 ///
@@ -71,7 +76,7 @@ impl Default for ClientBuilder {
             max_server_requests: DEFAULT_MAX_SERVER_REQUESTS,
             max_input_requests: DEFAULT_MAX_INPUT_REQUESTS,
             tasks: false,
-            max_task_wait: tasks::DEFAULT_MAX_TASK_WAIT,
+            max_task_wait: DEFAULT_MAX_TASK_WAIT,
             cache: Some(Arc::new(crate::cache::MemoryCache::default())),
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         }
@@ -308,7 +313,7 @@ impl ClientBuilder {
         if self.tasks {
             capabilities = capabilities.with_extension(mcp_types::ext::tasks::EXTENSION_ID);
         }
-        let cache_scope = super::caching::CacheScope::of(&transport);
+        let cache_scope = super::cache_key::CacheScope::of(&transport);
         let inner = Arc::new(Inner {
             transport: Arc::new(transport),
             pending: Mutex::new(HashMap::new()),
@@ -344,5 +349,12 @@ impl ClientBuilder {
         };
         client.negotiate(self.mode, self.discover_timeout).await?;
         Ok(client)
+    }
+}
+
+impl Client {
+    /// A builder with no callbacks, `Mode::Auto`, 60 s requests and 10 rounds.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
     }
 }

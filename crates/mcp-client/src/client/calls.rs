@@ -24,9 +24,15 @@ use serde_json::value::RawValue;
 use crate::callbacks::RequestInfo;
 use crate::error::ClientError;
 
-use super::*;
+use crate::client::{Refusal, dispatch};
+use crate::{BACKOFF_CAP, BACKOFF_START, CallOptions, Client};
 
 impl Client {
+    /// The raw session: single requests, and the manual multi-round-trip loop.
+    pub fn session(&self) -> Session<'_> {
+        Session { client: self }
+    }
+
     /// One page of `tools/list`.
     pub async fn list_tools(&self, cursor: Option<String>) -> Result<ListToolsResult, ClientError> {
         let params = PaginatedRequestParams {

@@ -25,7 +25,8 @@ use tokio::sync::{Notify, oneshot};
 use crate::callbacks::{Callbacks, RequestInfo};
 use crate::transport::Transport;
 
-use super::*;
+use crate::Negotiated;
+use crate::client::dispatch;
 
 pub(crate) type Answer = Result<Box<RawValue>, ErrorObject>;
 
@@ -43,7 +44,7 @@ pub(crate) struct Inner {
     pub(crate) progress_waiters: Mutex<HashMap<RequestId, Arc<Notify>>>,
     pub(crate) next_progress: AtomicI64,
     /// Which tools `tools/list` said are safe to call twice (`readOnlyHint` or
-    /// `idempotentHint`); at most [`MAX_KNOWN_TOOLS`] are remembered.
+    /// `idempotentHint`); at most [`MAX_KNOWN_TOOLS`](super::handle::MAX_KNOWN_TOOLS) are remembered.
     pub(crate) repeatable_tools: Mutex<HashMap<String, bool>>,
     /// One permit per request on the wire ([`DEFAULT_MAX_IN_FLIGHT`]); the rest queue, in
     /// order.
@@ -51,7 +52,7 @@ pub(crate) struct Inner {
     /// Where cacheable results are kept; `None` when caching is off.
     pub(crate) cache: Option<Arc<dyn crate::cache::CacheStore>>,
     /// Whose results this client's cache entries are.
-    pub(crate) cache_scope: super::caching::CacheScope,
+    pub(crate) cache_scope: super::cache_key::CacheScope,
     pub(crate) max_rounds: u32,
     pub(crate) log_level: Option<LoggingLevel>,
     pub(crate) max_server_requests: usize,

@@ -2,6 +2,7 @@
 //! the timeout (cancelling it on the server otherwise), and retry once with a version the
 //! server names.
 
+use mcp_types::version::MODERN_VERSIONS;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -9,12 +10,14 @@ use std::time::Duration;
 use mcp_types::capabilities::ClientCapabilities;
 use mcp_types::error::ErrorCode;
 use mcp_types::meta::Meta;
+use mcp_types::methods;
+use mcp_types::tools::Tool;
 use mcp_types::version::{Era, ProtocolVersion};
 use mcp_types::{
     ClientNotification, ErrorObject, JsonObject, JsonRpcMessage, JsonRpcRequest, RequestId,
 };
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
@@ -22,7 +25,11 @@ use tokio::time::Instant;
 
 use crate::error::ClientError;
 
-use super::*;
+use crate::Negotiated;
+use crate::client::{
+    Failed, Inflight, Inner, ProgressWaiter, Wait, cache_params, progressed, resend_pause,
+    timed_out,
+};
 
 /// A connected MCP client. Cheap to clone; every clone shares the connection.
 ///
@@ -83,11 +90,6 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
-    /// A builder with no callbacks, `Mode::Auto`, 60 s requests and 10 rounds.
-    pub fn builder() -> ClientBuilder {
-        ClientBuilder::default()
-    }
-
     /// What was negotiated.
     pub fn negotiated(&self) -> Option<Negotiated> {
         self.inner.negotiated.lock().ok().and_then(|n| n.clone())
@@ -117,11 +119,6 @@ impl Client {
             inner: self.inner.clone(),
             cache_mode: mode,
         }
-    }
-
-    /// The raw session: single requests, and the manual multi-round-trip loop.
-    pub fn session(&self) -> Session<'_> {
-        Session { client: self }
     }
 
     /// Closes the connection.
@@ -441,5 +438,54 @@ impl Client {
         let answer = self.request(method, Some(raw), timeout).await?;
         serde_json::from_str(answer.get())
             .map_err(|e| ClientError::InvalidResponse(format!("'{method}' result: {e}")))
+    }
+}
+
+/// How many tools' annotations the client remembers (a server's `tools/list` is not trusted
+/// to be small); a tool beyond it counts as not safe to repeat.
+pub(crate) const MAX_KNOWN_TOOLS: usize = 10_000;
+
+/// The `name` of a `tools/call`'s params (the arguments are skipped, not kept).
+#[derive(Deserialize)]
+struct NamedParams {
+    name: Option<String>,
+}
+
+impl Client {
+    /// Whether `method` with `params` may be sent twice without changing more on the server.
+    pub(crate) fn repeatable(&self, method: &str, params: Option<&RawValue>) -> bool {
+        if methods::is_repeatable(method) {
+            return true;
+        }
+        if method != methods::TOOLS_CALL {
+            return false;
+        }
+        let Some(name) = params
+            .and_then(|p| serde_json::from_str::<NamedParams>(p.get()).ok())
+            .and_then(|p| p.name)
+        else {
+            return false;
+        };
+        self.inner
+            .repeatable_tools
+            .lock()
+            .ok()
+            .and_then(|tools| tools.get(&name).copied())
+            .unwrap_or(false)
+    }
+
+    /// Remembers which of `tools` are safe to call twice.
+    pub(crate) fn learn_tools(&self, tools: &[Tool]) {
+        let Ok(mut known) = self.inner.repeatable_tools.lock() else {
+            return;
+        };
+        for tool in tools {
+            let hints = tool.annotations.as_ref();
+            let repeatable = hints
+                .is_some_and(|a| a.read_only_hint == Some(true) || a.idempotent_hint == Some(true));
+            if known.len() < MAX_KNOWN_TOOLS || known.contains_key(&tool.name) {
+                known.insert(tool.name.clone(), repeatable);
+            }
+        }
     }
 }

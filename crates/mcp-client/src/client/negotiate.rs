@@ -1,6 +1,7 @@
 //! Choosing the era: `server/discover` and the stateless 2026-07-28 revision when the server
 //! speaks it, else the 2025-11-25 `initialize` handshake.
 
+use mcp_types::version::{LEGACY_VERSIONS, MODERN_VERSIONS};
 use std::time::Duration;
 
 use mcp_types::discover::DiscoverResult;
@@ -13,7 +14,7 @@ use mcp_types::{ClientNotification, JsonObject};
 
 use crate::error::ClientError;
 
-use super::*;
+use crate::{Client, Mode, Negotiated};
 
 impl Client {
     pub(crate) async fn negotiate(

@@ -8,21 +8,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_types::RequestId;
-use mcp_types::methods;
-use mcp_types::tools::Tool;
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::error::ClientError;
 use crate::transport::{Delivery, LocalFailure};
 
-use super::*;
-
-/// How many tools' annotations the client remembers (a server's `tools/list` is not trusted
-/// to be small); a tool beyond it counts as not safe to repeat.
-pub(crate) const MAX_KNOWN_TOOLS: usize = 10_000;
+use crate::client::Inner;
+use crate::{MAX_RESENDS, MAX_RETRY_AFTER, RESEND_BACKOFF_CAP, RESEND_BACKOFF_START};
 
 /// The limits one request waits under.
 #[derive(Debug, Clone)]
@@ -155,51 +148,6 @@ pub(crate) fn resend_pause(
         )));
     }
     Ok(pause)
-}
-
-/// The `name` of a `tools/call`'s params (the arguments are skipped, not kept).
-#[derive(Deserialize)]
-struct NamedParams {
-    name: Option<String>,
-}
-
-impl Client {
-    /// Whether `method` with `params` may be sent twice without changing more on the server.
-    pub(crate) fn repeatable(&self, method: &str, params: Option<&RawValue>) -> bool {
-        if methods::is_repeatable(method) {
-            return true;
-        }
-        if method != methods::TOOLS_CALL {
-            return false;
-        }
-        let Some(name) = params
-            .and_then(|p| serde_json::from_str::<NamedParams>(p.get()).ok())
-            .and_then(|p| p.name)
-        else {
-            return false;
-        };
-        self.inner
-            .repeatable_tools
-            .lock()
-            .ok()
-            .and_then(|tools| tools.get(&name).copied())
-            .unwrap_or(false)
-    }
-
-    /// Remembers which of `tools` are safe to call twice.
-    pub(crate) fn learn_tools(&self, tools: &[Tool]) {
-        let Ok(mut known) = self.inner.repeatable_tools.lock() else {
-            return;
-        };
-        for tool in tools {
-            let hints = tool.annotations.as_ref();
-            let repeatable = hints
-                .is_some_and(|a| a.read_only_hint == Some(true) || a.idempotent_hint == Some(true));
-            if known.len() < MAX_KNOWN_TOOLS || known.contains_key(&tool.name) {
-                known.insert(tool.name.clone(), repeatable);
-            }
-        }
-    }
 }
 
 #[cfg(test)]

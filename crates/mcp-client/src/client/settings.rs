@@ -103,3 +103,8 @@ impl CallOptions {
         }
     }
 }
+
+/// How long [`TaskHandle::wait`](crate::TaskHandle::wait) (and so `call_tool`) follows a task by default, whatever TTL
+/// the server names: a server that answers `working` forever cannot keep a caller waiting
+/// forever.
+pub const DEFAULT_MAX_TASK_WAIT: Duration = Duration::from_secs(3600);

@@ -34,12 +34,7 @@ pub const MAX_POLL_INTERVAL: Duration = Duration::from_secs(10);
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(500);
 /// How many input requests one task may ask the client's callbacks to answer.
 pub const MAX_TASK_QUESTIONS: usize = 1024;
-/// How long [`TaskHandle::wait`] (and so `call_tool`) follows a task by default, whatever TTL
-/// the server names: a server that answers `working` forever cannot keep a caller waiting
-/// forever.
-pub const DEFAULT_MAX_TASK_WAIT: Duration = Duration::from_secs(3600);
-
-pub(crate) type TaskStatusFn = Arc<dyn Fn(&DetailedTask) + Send + Sync>;
+pub use super::settings::DEFAULT_MAX_TASK_WAIT;
 
 impl ClientBuilder {
     /// Declares the Tasks extension on every 2026-07-28 request (default off): a server may

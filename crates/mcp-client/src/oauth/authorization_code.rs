@@ -9,6 +9,7 @@ use serde_json::json;
 use super::error::OAuthError;
 use super::fetch::{HttpRequest, is_secure_endpoint};
 use super::metadata::{ClientCredentials, RegistrationResponse};
+use super::random::random_token;
 use super::text::{RawUrl, form, parse_form};
 use super::{Current, OAuth};
 
@@ -203,14 +204,4 @@ impl OAuth {
         }
         self.token_request(current, &client, body, scope).await
     }
-}
-
-/// `bytes` random bytes, base64url: a PKCE verifier (32 bytes, 43 characters) or a state.
-pub(super) fn random_token(bytes: usize) -> Result<String, OAuthError> {
-    use ring::rand::SecureRandom;
-    let mut buffer = vec![0u8; bytes];
-    ring::rand::SystemRandom::new()
-        .fill(&mut buffer)
-        .map_err(|_| OAuthError::Authorization("the system random generator failed".into()))?;
-    Ok(URL_SAFE_NO_PAD.encode(buffer))
 }

@@ -11,8 +11,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
-use super::authorization_code::random_token;
 use super::jwt::{SigningKey, now};
+use super::random::random_token;
 use super::text::RawUrl;
 use super::{HttpResponse, OAuthError};
 

@@ -4,7 +4,7 @@ use super::jwt::SigningKey;
 use super::{HttpRequest, HttpResponse, OAuth, OAuthError};
 use std::sync::atomic::Ordering;
 
-use super::dpop::*;
+use crate::oauth::dpop::{Dpop, asks_for_nonce, origin};
 
 impl OAuth {
     /// Uses DPoP with `key` (RFC 9449): token requests carry proofs, and DPoP tokens are

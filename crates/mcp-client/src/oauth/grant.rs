@@ -19,8 +19,8 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::json;
 
 use super::OAuthError;
-use super::authorization_code::random_token;
 use super::jwt::{SigningKey, now};
+use super::random::random_token;
 use super::text::form_encode;
 use crate::transport::BoxFuture;
 

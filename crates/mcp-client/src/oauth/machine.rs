@@ -6,7 +6,8 @@ use super::text::form;
 use super::{Current, HttpRequest, OAuth, OAuthError};
 use serde_json::Value;
 
-use super::grant::*;
+use crate::oauth::grant::{ID_JAG_TYPE, ID_TOKEN_TYPE, JWT_BEARER, TOKEN_EXCHANGE};
+use crate::oauth::{ClientAuth, EnterpriseGrant, MachineGrant};
 
 impl OAuth {
     /// Binds this machine client's credential to the authorization server `issuer`: the

@@ -33,6 +33,7 @@ mod grant;
 mod jwt;
 mod machine;
 mod metadata;
+mod random;
 mod store;
 mod text;
 mod token_endpoint;
