@@ -20,8 +20,10 @@ use crate::gating;
 use crate::server::Handler;
 use crate::stamp::{Stamp, Stamped};
 
-use super::inner::*;
-use super::reply::*;
+use crate::TransportContext;
+use crate::service::Inner;
+use crate::service::inner::to_raw;
+use crate::service::reply::finish;
 
 pub(super) struct BindingParts {
     pub(super) method: &'static str,

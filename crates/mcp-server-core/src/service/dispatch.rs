@@ -1,6 +1,7 @@
 //! Dispatch: each method to what serves it (discovery, listen streams, extensions, lists, tool
 //! calls through the high-level server), and the stamping of every result.
 
+use mcp_types::version::SUPPORTED_VERSIONS;
 use std::sync::Arc;
 
 use mcp_state_seal::Principal;
@@ -31,10 +32,13 @@ use crate::server::Handler;
 use crate::sink::Sink;
 use crate::stamp::{Stamp, Stamped};
 
-use super::envelope::*;
-use super::reply::*;
-use super::subscriptions::*;
-use super::{boundary::*, inner::*};
+use crate::TransportContext;
+use crate::service::Inner;
+use crate::service::boundary::{BindingParts, sealed_round};
+use crate::service::envelope::caller_principal;
+use crate::service::inner::{Served, to_raw};
+use crate::service::reply::finish;
+use crate::service::subscriptions::{covers, may_hear};
 
 pub(super) fn discover(inner: &Inner, ctx: &RequestContext) -> Result<Box<RawValue>, ErrorObject> {
     let mut capabilities = inner.capabilities.clone();

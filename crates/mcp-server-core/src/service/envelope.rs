@@ -4,6 +4,7 @@
 use mcp_state_seal::{Principal, PrincipalSource};
 use mcp_types::meta::{self, Meta};
 use mcp_types::methods::{self, Direction, Kind};
+use mcp_types::version::MODERN_VERSIONS;
 use mcp_types::version::ProtocolVersion;
 use mcp_types::{ErrorObject, JsonObject, JsonRpcRequest};
 use serde_json::Value;
@@ -12,7 +13,8 @@ use serde_json::value::RawValue;
 use crate::context::RequestContext;
 use crate::server::Server;
 
-use super::inner::*;
+use crate::TransportContext;
+use crate::service::Inner;
 
 pub(super) fn probe_meta(params: Option<&RawValue>) -> Option<JsonObject> {
     #[derive(serde::Deserialize)]

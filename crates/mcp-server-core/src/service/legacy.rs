@@ -21,8 +21,12 @@ use crate::notify::ChangeEvent;
 use crate::peer::ClientRequester;
 use crate::sink::Sink;
 
-use super::subscriptions::*;
-use super::{dispatch::*, envelope::*, inner::*};
+use crate::TransportContext;
+use crate::service::dispatch::{execute, extension_request};
+use crate::service::envelope::{check_meta_size, method_served, probe_meta};
+use crate::service::inner::{LegacyState, Served, params_error, to_raw};
+use crate::service::subscriptions::{covers, may_hear, subscribe};
+use crate::service::{Inner, SessionState};
 
 /// Forwards change events to a legacy session as unsolicited notifications.
 pub(super) fn spawn_change_forwarder(state: &Arc<SessionState>) {

@@ -11,7 +11,14 @@ use crate::cancel::CancellationToken;
 use crate::context::RequestContext;
 use crate::sink::Sink;
 
-use super::{dispatch::*, envelope::*, inner::*};
+use crate::TransportContext;
+use crate::service::Inner;
+use crate::service::dispatch::{discover, execute, extension_request, listen};
+use crate::service::envelope::{
+    bind_caller, check_meta_size, check_raw_envelope, check_version, envelope_keys_missing,
+    envelope_missing, modern_method_served, probe_meta,
+};
+use crate::service::inner::{Served, params_error};
 
 pub(super) async fn serve_modern(
     inner: &Arc<Inner>,

@@ -8,7 +8,8 @@ use serde_json::value::RawValue;
 
 use crate::stamp::{Stamp, Stamped};
 
-use super::inner::*;
+use crate::service::Inner;
+use crate::service::inner::to_raw;
 
 pub(super) fn finish<T: Stamped + Serialize>(
     inner: &Inner,

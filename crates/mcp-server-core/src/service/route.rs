@@ -12,7 +12,11 @@ use crate::policy::Call;
 use crate::sink::Sink;
 use crate::trace::RequestSpan;
 
-use super::{inner::*, legacy::*, modern::*};
+use crate::ResponseStream;
+use crate::service::inner::respond;
+use crate::service::legacy::{LegacyCall, serve_legacy};
+use crate::service::modern::serve_modern;
+use crate::service::{Inner, Route};
 
 pub(super) fn spawn_request(
     inner: Arc<Inner>,

@@ -1,6 +1,7 @@
 //! A session: a connection's view of the service (stdio, an in-memory pipe or one legacy HTTP
 //! session), with the 2025-11-25 handshake and the requests it tracks.
 
+use mcp_types::version::LEGACY_VERSIONS;
 use std::fmt;
 use std::sync::Arc;
 
@@ -18,7 +19,11 @@ use serde_json::value::RawValue;
 use crate::limits::SessionLimits;
 use crate::trace::RequestSpan;
 
-use super::{envelope::*, inner::*, legacy::*, route::*};
+use crate::service::envelope::probe_meta;
+use crate::service::inner::{LegacyState, params_error, respond, to_raw};
+use crate::service::legacy::spawn_change_forwarder;
+use crate::service::{Route, SessionState, spawn_request};
+use crate::{ResponseStream, TransportContext};
 
 /// One connection: a stdio process, a socket, an in-memory pipe, or a legacy HTTP session.
 pub struct Session {

@@ -11,7 +11,8 @@ use serde_json::value::RawValue;
 
 use crate::context::RequestContext;
 
-use super::inner::*;
+use crate::service::inner::to_raw;
+use crate::service::{Inner, SessionState};
 
 /// Whether the server's update filter lets `principal` hear that `uri` changed.
 pub(super) fn may_hear(server: &Server, principal: Option<&Principal>, uri: &str) -> bool {

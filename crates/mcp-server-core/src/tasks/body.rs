@@ -18,9 +18,9 @@ use crate::futures::{BoxFuture, CatchUnwind, HandlerResult};
 use crate::gating::ClientSupport;
 
 use super::config::RESYNC;
-use super::engine::*;
-use super::store::*;
 use crate::context::RequestContext;
+use crate::tasks::engine::{Running, TaskLink, base, changed, random_id, store_error};
+use crate::tasks::{Lease, StoreError, TaskCtx, TaskEngine, TaskRecord, TaskStore, Terminal};
 
 impl RequestContext {
     /// Runs `body` as a task when this `tools/call` may become one (a 2026-07-28 request that

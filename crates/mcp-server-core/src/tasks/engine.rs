@@ -27,8 +27,8 @@ use crate::peer::PeerError;
 
 use super::config::{RESYNC, TaskConfig, TaskSupport};
 use super::replay::Replay;
-use super::store::*;
 use crate::futures::{BoxFuture, HandlerResult};
+use crate::tasks::{StoreError, TaskRecord, TaskStore, Terminal};
 use mcp_types::tools::CallToolResult;
 
 /// Builds the body of a re-run from its replay: the service makes the context (as the task's

@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::context::RequestContext;
 use crate::futures::BoxFuture;
 
-use super::written::*;
+use crate::registry::{FromResolved, Question, Resolution, ResolveError, Resolved};
 
 pub(crate) enum Erased {
     Ready(Arc<dyn Any + Send + Sync>),

@@ -4,7 +4,7 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 
-use super::{graph::*, written::*};
+use crate::registry::{FromResolved, ResolveError, Resolved, ResolvedParam, Resolver};
 
 pub(crate) fn convert<C: FromResolved>(
     resolved: &Resolved,

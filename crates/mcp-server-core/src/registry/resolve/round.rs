@@ -16,7 +16,8 @@ use serde_json::Value;
 use crate::context::RequestContext;
 use crate::gating::Requirement;
 
-use super::{graph::*, params::*, written::*};
+use crate::registry::resolve::{Erased, convert_params};
+use crate::registry::{Graph, Question, Resolved, ResolvedParam, ResolvedValues, ResolverInput};
 
 /// The resolver progress carried in `requestState` between rounds (private to this server,
 /// sealed by the boundary).
