@@ -24,11 +24,9 @@ use mcp_types::{
 use serde_json::{Number, Value};
 
 use crate::cancel::CancellationToken;
+use crate::elicit::{ElicitModel, ElicitationResult, elicitation_schema, parse_elicit_result};
 use crate::notify::ChangeNotifier;
 use crate::peer::{ClientRequester, PeerError};
-use crate::registry::elicit::{
-    ElicitModel, ElicitationResult, elicitation_schema, parse_elicit_result,
-};
 use crate::sink::Sink;
 
 /// The context of one request, handed to its handler. Cheap to clone.

@@ -22,7 +22,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::context::RequestContext;
-use crate::registry::Refusal;
+use crate::refusal::Refusal;
 
 /// A type a tool keeps in a [`Handle`]: its kind's name (part of what the seal binds, so a
 /// handle of one kind never opens as another), how long a handle lives and whether it is

@@ -49,6 +49,7 @@
 
 mod cancel;
 mod context;
+mod elicit;
 pub mod events;
 mod extension;
 pub mod fleet;
@@ -56,6 +57,7 @@ mod futures;
 pub mod gating;
 mod handle;
 mod json_size;
+mod known;
 mod limits;
 mod memory;
 mod notify;
@@ -63,6 +65,8 @@ mod notify;
 mod otel;
 mod peer;
 pub mod policy;
+mod question;
+mod refusal;
 pub mod registry;
 mod sealing;
 
@@ -78,6 +82,7 @@ mod sink;
 mod stamp;
 pub mod tasks;
 pub mod trace;
+pub(crate) mod transport;
 
 pub use cancel::CancellationToken;
 pub use context::RequestContext;

@@ -4,7 +4,8 @@
 use mcp_types::JsonRpcMessage;
 use tokio::sync::mpsc;
 
-use crate::service::{Service, TransportContext};
+use crate::service::Service;
+use crate::transport::TransportContext;
 
 /// The client end of an in-memory connection.
 #[derive(Debug)]

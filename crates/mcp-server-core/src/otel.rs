@@ -17,6 +17,8 @@ use opentelemetry::propagation::{Extractor, Injector};
 use opentelemetry::trace::TraceContextExt;
 use serde_json::Value;
 use tracing::Span;
+
+use crate::known::KnownNames;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 /// The conventions' bucket boundaries for operation and session durations, in seconds.
@@ -150,13 +152,13 @@ impl Known {
     /// A method the server serves: one of the protocol's (parsed), or an extension method it
     /// registered.
     pub(crate) fn method(
-        server: &crate::Server,
+        server: &impl KnownNames,
         typed: Option<&mcp_types::ClientRequest>,
         method: &str,
     ) -> opentelemetry::Value {
         match typed {
             Some(typed) => typed.method().into(),
-            None if server.extension_methods.contains_key(method) => method.to_owned().into(),
+            None if server.serves_extension_method(method) => method.to_owned().into(),
             None => OTHER.into(),
         }
     }
@@ -175,8 +177,8 @@ impl Known {
     }
 
     /// A tool the server registered.
-    pub(crate) fn tool(server: &crate::Server, name: &str) -> opentelemetry::Value {
-        if server.known_tools.contains(name) {
+    pub(crate) fn tool(server: &impl KnownNames, name: &str) -> opentelemetry::Value {
+        if server.serves_tool(name) {
             name.to_owned().into()
         } else {
             OTHER.into()
@@ -184,8 +186,8 @@ impl Known {
     }
 
     /// A prompt the server registered.
-    pub(crate) fn prompt(server: &crate::Server, name: &str) -> opentelemetry::Value {
-        if server.known_prompts.contains(name) {
+    pub(crate) fn prompt(server: &impl KnownNames, name: &str) -> opentelemetry::Value {
+        if server.serves_prompt(name) {
             name.to_owned().into()
         } else {
             OTHER.into()

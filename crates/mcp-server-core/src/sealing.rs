@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use mcp_state_seal::{Principal, PrincipalSource, SealingBoundary};
 
-use crate::service::TransportContext;
+use crate::transport::TransportContext;
 
 /// What a request's context keeps to seal and open handles: the boundary, and what its
 /// principal binding reads (resolved on first use, or once and kept by a task).

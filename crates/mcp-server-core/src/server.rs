@@ -120,6 +120,20 @@ pub(crate) type TaskRerun = Arc<
 pub(crate) type UpdateFilter =
     Arc<dyn Fn(Option<&mcp_state_seal::Principal>, &str) -> bool + Send + Sync>;
 
+impl crate::known::KnownNames for Server {
+    fn serves_extension_method(&self, method: &str) -> bool {
+        self.extension_methods.contains_key(method)
+    }
+
+    fn serves_tool(&self, name: &str) -> bool {
+        self.known_tools.contains(name)
+    }
+
+    fn serves_prompt(&self, name: &str) -> bool {
+        self.known_prompts.contains(name)
+    }
+}
+
 impl fmt::Debug for Server {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Server")

@@ -38,6 +38,8 @@ use tracing::field::Empty;
 
 use mcp_types::ErrorObject;
 
+use crate::known::KnownNames;
+
 /// The name of the span every request runs in.
 pub const REQUEST_SPAN: &str = "mcp.request";
 
@@ -55,7 +57,7 @@ impl RequestSpan {
         typed: Option<&ClientRequest>,
         era: Option<&str>,
         network: Option<&'static str>,
-        server: &crate::Server,
+        server: &impl KnownNames,
     ) -> Self {
         let (tool, prompt, uri) = match typed {
             Some(ClientRequest::CallTool(p)) => (Some(p.name.as_str()), None, None),

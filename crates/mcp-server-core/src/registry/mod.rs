@@ -50,7 +50,6 @@
 mod apps;
 #[doc(hidden)]
 pub mod derive;
-pub(crate) mod elicit;
 mod error;
 mod handlers;
 mod page;
@@ -80,7 +79,7 @@ pub(crate) mod fuzzing {
 
     /// Renders a JSON Schema root as an elicitation form schema, as a model's schema is.
     pub fn render_elicitation_schema(root: &Value) -> Result<ElicitationSchema, String> {
-        super::elicit::render(root).map_err(|e| e.0)
+        crate::elicit::render(root).map_err(|e| e.0)
     }
 }
 
@@ -104,19 +103,19 @@ use mcp_types::tools::{CallToolRequestParams, CallToolResult, ListToolsResult, T
 use mcp_types::{ErrorObject, JsonObject};
 use serde_json::Value;
 
+pub use crate::elicit::{ElicitModel, ElicitationResult, SchemaError, elicitation_schema};
+pub use crate::refusal::Refusal;
 pub use apps::AppDef;
-pub use elicit::{ElicitModel, ElicitationResult, SchemaError, elicitation_schema};
 pub use error::BuildError;
 pub use mcp_types::ext::apps::{UiPermissions, Visibility as UiVisibility};
 pub use prompt::{Completer, IntoPromptResult, PromptDef};
-pub(crate) use resolve::digest as question_digest;
 pub use resolve::{
     Accepted, FromResolved, Question, Ready, Resolution, ResolveError, Resolved, ResolvedValues,
     Resolver, ResolverInput,
 };
 pub use resource::{IntoReadResult, ResourceDef, ResourceTemplateDef};
 pub use skills::SkillsLimits;
-pub use tool::{IntoToolResult, Json, Refusal, ToolDef, ToolOutcome, ToolReply, schema_object};
+pub use tool::{IntoToolResult, Json, ToolDef, ToolOutcome, ToolReply, schema_object};
 
 use crate::context::RequestContext;
 use crate::server::Server;

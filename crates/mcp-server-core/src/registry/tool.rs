@@ -20,6 +20,7 @@ use super::resolve::{
 };
 use crate::context::RequestContext;
 use crate::futures::BoxFuture;
+use crate::refusal::Refusal;
 
 /// What a tool body may return: text, content, structured output, a result, an error (which
 /// becomes an `isError` result, not a protocol error), or a hand-built round ([`ToolOutcome`]).
@@ -69,25 +70,6 @@ impl IntoToolResult for ToolReply {
             ToolReply::Result(r) => Ok(Outcome::Complete(r)),
             ToolReply::Error(e) => Err(e),
         }
-    }
-}
-
-/// A JSON-RPC error a tool body answers the call with, through `?`: a tool returning
-/// `Result<T, Refusal>` answers `Err` with that error, where an `Err` of any other type is the
-/// tool's own failure (`isError: true`). [`Handle::open`](crate::Handle::open) refuses with
-/// one. It has no `Display` on purpose: that is what keeps the two kinds of `Err` apart.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Refusal(pub ErrorObject);
-
-impl From<ErrorObject> for Refusal {
-    fn from(error: ErrorObject) -> Self {
-        Refusal(error)
-    }
-}
-
-impl From<Refusal> for ErrorObject {
-    fn from(refusal: Refusal) -> Self {
-        refusal.0
     }
 }
 

@@ -37,12 +37,10 @@ use crate::peer::Pending;
 use crate::server::Server;
 use mcp_types::param_header::ParamHeader;
 
+pub use crate::transport::{Delivery, ResponseStream, TransportContext, client_group};
 pub use dispatch::resource_not_found;
 pub(crate) use inner::Inner;
-pub use inner::{
-    Delivery, LEGACY_VERSIONS, MODERN_VERSIONS, ResponseStream, SUPPORTED_VERSIONS,
-    TransportContext, client_group,
-};
+pub use inner::{LEGACY_VERSIONS, MODERN_VERSIONS, SUPPORTED_VERSIONS};
 pub use session::Session;
 
 use inner::{Route, SessionState};

@@ -648,7 +648,7 @@ impl TaskLink {
         }
         let method = request.method();
         let mut key = format!("q{n}");
-        let question = crate::registry::question_digest(&request, None);
+        let question = crate::question::digest(&request, None);
         // A re-run asks again what an earlier run was answered: the kept answer serves when it
         // answered this same question. A different question under the same number is asked
         // anew under a key of this run, so that consent given for one question is never

@@ -3,7 +3,7 @@
 
 use std::any::Any;
 
-use crate::registry::elicit::SchemaError;
+use crate::elicit::SchemaError;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::future::Future;

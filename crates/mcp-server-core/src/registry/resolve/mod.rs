@@ -11,14 +11,13 @@ mod written;
 
 pub use graph::*;
 pub use params::*;
-pub(crate) use round::digest;
 pub(super) use round::*;
 pub use written::*;
 
 #[cfg(test)]
 mod tests {
-    use super::round::digest;
     use super::*;
+    use crate::question::digest;
     use mcp_types::elicitation::ElicitRequestParams;
     use mcp_types::mrtr::InputRequest;
     use serde::Deserialize;

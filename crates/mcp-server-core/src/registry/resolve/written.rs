@@ -14,7 +14,7 @@ use mcp_types::roots::ListRootsResult;
 use mcp_types::sampling::{CreateMessageRequestParams, CreateMessageResult};
 use serde_json::Value;
 
-use crate::registry::elicit::{
+use crate::elicit::{
     ElicitModel, ElicitationResult, SchemaError, elicitation_form, elicitation_schema,
     parse_elicit_result,
 };
