@@ -11,6 +11,10 @@
 //!   B names one of A's. Declaring `mod b;` is not an import, and neither is a re-export
 //!   (`pub use b::Item`, `pub(crate) use`): that is the facade a module shows, and a path
 //!   through it is followed to the file that defines the item.
+//! - no cycle of imports of any length among a crate's files (issue #50): each strongly
+//!   connected component of that graph is reported with one shortest cycle through it;
+//! - no glob import of the crate's own modules outside tests (`use super::inner::*`): a glob
+//!   hides which items, and so which files, a file depends on, and with them a cycle.
 //!
 //! Without `--check` it prints what it found; with it (as CI runs it), it fails when anything
 //! breaks a rule.
@@ -36,6 +40,8 @@ struct Module {
     path: Vec<String>,
     non_test_lines: usize,
     long_fns: Vec<(String, usize)>,
+    /// Non-test glob imports of the crate's own modules, with their lines.
+    globs: Vec<(String, usize)>,
     /// The module paths (absolute, within the crate) this file's paths name.
     names: BTreeSet<Vec<String>>,
     /// What this file's `use` items bring in, by the name they bring it in as: a path through
@@ -54,22 +60,7 @@ pub(crate) fn architecture(args: &[String]) -> Result<(), String> {
         .collect();
     crates.sort();
     for krate in crates {
-        let modules = read_crate(&krate.join("src"))?;
-        for m in &modules {
-            let shown = m.file.strip_prefix(&root).unwrap_or(&m.file).display();
-            if m.non_test_lines > MAX_FILE_LINES {
-                problems.push(format!(
-                    "{shown}: {} non-test lines (at most {MAX_FILE_LINES})",
-                    m.non_test_lines
-                ));
-            }
-            for (name, lines) in &m.long_fns {
-                problems.push(format!(
-                    "{shown}: fn {name} spans {lines} lines (at most {MAX_FN_LINES})"
-                ));
-            }
-        }
-        problems.extend(circles(&modules, &root));
+        problems.extend(crate_problems(&krate.join("src"), &root)?);
     }
     for p in &problems {
         println!("{p}");
@@ -88,12 +79,41 @@ pub(crate) fn architecture(args: &[String]) -> Result<(), String> {
     }
 }
 
+/// What breaks a rule in the crate whose sources are under `src` (paths shown relative to
+/// `root`).
+fn crate_problems(src: &Path, root: &Path) -> Result<Vec<String>, String> {
+    let modules = read_crate(src)?;
+    let mut problems = Vec::new();
+    for m in &modules {
+        let shown = m.file.strip_prefix(root).unwrap_or(&m.file).display();
+        if m.non_test_lines > MAX_FILE_LINES {
+            problems.push(format!(
+                "{shown}: {} non-test lines (at most {MAX_FILE_LINES})",
+                m.non_test_lines
+            ));
+        }
+        for (glob, line) in &m.globs {
+            problems.push(format!(
+                "{shown}:{line}: `use {glob}` hides which files it names: import the items by name"
+            ));
+        }
+        for (name, lines) in &m.long_fns {
+            problems.push(format!(
+                "{shown}: fn {name} spans {lines} lines (at most {MAX_FN_LINES})"
+            ));
+        }
+    }
+    problems.extend(circles(&modules, root));
+    Ok(problems)
+}
+
 /// Every `.rs` file under `src`, parsed.
 fn read_crate(src: &Path) -> Result<Vec<Module>, String> {
     let mut files = Vec::new();
     walk(src, &mut files)?;
     files.sort();
     let mut modules = Vec::new();
+    let mut test_files: Vec<Vec<String>> = Vec::new();
     for file in files {
         let text = fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
         let syntax = syn::parse_file(&text).map_err(|e| format!("{}: {e}", file.display()))?;
@@ -110,6 +130,17 @@ fn read_crate(src: &Path) -> Result<Vec<Module>, String> {
                 _ => None,
             })
             .collect();
+        // `#[cfg(test)] mod tests;`: that file is test code, measured by no rule.
+        for item in &syntax.items {
+            if let syn::Item::Mod(m) = item
+                && m.content.is_none()
+                && is_test(&m.attrs)
+            {
+                let mut child = path.clone();
+                child.push(m.ident.to_string());
+                test_files.push(child);
+            }
+        }
         let mut visitor = Visitor {
             here: path.clone(),
             depth: path.len(),
@@ -117,6 +148,7 @@ fn read_crate(src: &Path) -> Result<Vec<Module>, String> {
             names: BTreeSet::new(),
             uses: BTreeMap::new(),
             long_fns: Vec::new(),
+            globs: Vec::new(),
             file: file.clone(),
         };
         visitor.visit_file(&syntax);
@@ -126,10 +158,12 @@ fn read_crate(src: &Path) -> Result<Vec<Module>, String> {
             path,
             non_test_lines,
             long_fns: visitor.long_fns,
+            globs: visitor.globs,
             names: visitor.names,
             uses,
         });
     }
+    modules.retain(|m| !test_files.iter().any(|t| m.path.starts_with(t)));
     Ok(modules)
 }
 
@@ -171,6 +205,7 @@ struct Visitor {
     names: BTreeSet<Vec<String>>,
     uses: BTreeMap<String, Vec<String>>,
     long_fns: Vec<(String, usize)>,
+    globs: Vec<(String, usize)>,
     file: PathBuf,
 }
 
@@ -265,6 +300,7 @@ fn use_paths(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<(Strin
             path.push(r.ident.to_string());
             out.push((r.rename.to_string(), path));
         }
+        // A glob brings in no name of its own: the empty alias marks it.
         syn::UseTree::Glob(_) => out.push((String::new(), prefix.clone())),
         syn::UseTree::Group(g) => {
             for item in &g.items {
@@ -326,6 +362,18 @@ impl<'ast> Visit<'ast> for Visitor {
         let reexport = !matches!(item.vis, syn::Visibility::Inherited);
         for (alias, path) in paths {
             if let Some(absolute) = self.absolute(&path) {
+                // A prelude (by convention imported whole) holds only re-exports of `core` and
+                // `alloc` items, so its glob names no file of the crate.
+                if alias.is_empty() && !reexport && path.last().is_none_or(|last| last != "prelude")
+                {
+                    let shown = if path.is_empty() {
+                        "self".to_owned()
+                    } else {
+                        path.join("::")
+                    };
+                    self.globs
+                        .push((format!("{shown}::*"), item.span().start().line));
+                }
                 if self.here.len() == self.depth_of_file() {
                     self.uses.insert(alias, absolute.clone());
                 }
@@ -346,7 +394,8 @@ impl<'ast> Visit<'ast> for Visitor {
     }
 }
 
-/// Pairs of files of one crate that name each other's items.
+/// Import cycles among the files of one crate, of any length: each strongly connected
+/// component of the "names an item of" graph, shown as one shortest cycle through it.
 fn circles(modules: &[Module], root: &Path) -> Vec<String> {
     // The file owning a module path: the module with the longest matching prefix, followed
     // through that file's `use` when the next segment is a name it only brings in.
@@ -401,12 +450,228 @@ fn circles(modules: &[Module], root: &Path) -> Vec<String> {
             .to_string()
     };
     let mut out = Vec::new();
-    for (&a, targets) in &edges {
-        for &b in targets {
-            if a < b && edges.get(&b).is_some_and(|t| t.contains(&a)) {
-                out.push(format!("{} and {} import each other", shown(a), shown(b)));
+    for component in strongly_connected(modules.len(), &edges) {
+        let cycle = shortest_cycle(component[0], &component, &edges);
+        let mut shown_cycle: Vec<String> = cycle.iter().map(|&i| shown(i)).collect();
+        shown_cycle.push(shown(cycle[0]));
+        let rest: Vec<String> = component
+            .iter()
+            .filter(|i| !cycle.contains(i))
+            .map(|&i| shown(i))
+            .collect();
+        let also = if rest.is_empty() {
+            String::new()
+        } else {
+            format!(" (in the same knot: {})", rest.join(", "))
+        };
+        out.push(format!(
+            "import cycle of {} files: {}{also}",
+            component.len(),
+            shown_cycle.join(" -> ")
+        ));
+    }
+    out
+}
+
+/// The strongly connected components of more than one file (Tarjan's algorithm, iterative),
+/// each sorted, in order of their first file.
+fn strongly_connected(n: usize, edges: &BTreeMap<usize, BTreeSet<usize>>) -> Vec<Vec<usize>> {
+    const UNSEEN: usize = usize::MAX;
+    let mut index = vec![UNSEEN; n];
+    let mut low = vec![0; n];
+    let mut on_stack = vec![false; n];
+    let mut stack = Vec::new();
+    let mut next = 0;
+    let mut components = Vec::new();
+    let empty = BTreeSet::new();
+    for root in 0..n {
+        if index[root] != UNSEEN {
+            continue;
+        }
+        // (node, its successors not yet walked)
+        let mut work: Vec<(usize, Vec<usize>)> = Vec::new();
+        index[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        work.push((
+            root,
+            edges.get(&root).unwrap_or(&empty).iter().copied().collect(),
+        ));
+        while let Some((v, successors)) = work.last_mut() {
+            let v = *v;
+            if let Some(w) = successors.pop() {
+                if index[w] == UNSEEN {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    work.push((w, edges.get(&w).unwrap_or(&empty).iter().copied().collect()));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some((parent, _)) = work.last() {
+                low[*parent] = low[*parent].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let mut component = Vec::new();
+                while let Some(w) = stack.pop() {
+                    on_stack[w] = false;
+                    component.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                if component.len() > 1 {
+                    component.sort_unstable();
+                    components.push(component);
+                }
             }
         }
     }
-    out
+    components.sort();
+    components
+}
+
+/// The shortest cycle through `from` inside `component` (breadth first), as the files in order.
+fn shortest_cycle(
+    from: usize,
+    component: &[usize],
+    edges: &BTreeMap<usize, BTreeSet<usize>>,
+) -> Vec<usize> {
+    let inside: BTreeSet<usize> = component.iter().copied().collect();
+    let mut came_from: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut queue = std::collections::VecDeque::from([from]);
+    while let Some(v) = queue.pop_front() {
+        for &w in edges.get(&v).into_iter().flatten() {
+            if !inside.contains(&w) {
+                continue;
+            }
+            if w == from {
+                let mut path = vec![v];
+                let mut at = v;
+                while at != from {
+                    at = came_from[&at];
+                    path.push(at);
+                }
+                path.reverse();
+                return path;
+            }
+            if let std::collections::btree_map::Entry::Vacant(e) = came_from.entry(w) {
+                e.insert(v);
+                queue.push_back(w);
+            }
+        }
+    }
+    // A strongly connected component always has a cycle through each of its files.
+    component.to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::crate_problems;
+    use std::fs;
+    use std::path::{Path, PathBuf};
+
+    /// A crate under a fresh directory of `target/`, its files given as (path, text).
+    fn planted(name: &str, files: &[(&str, &str)]) -> PathBuf {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../target/architecture-tests")
+            .join(name);
+        let _ = fs::remove_dir_all(&root);
+        for (path, text) in files {
+            let file = root.join("src").join(path);
+            fs::create_dir_all(file.parent().unwrap()).unwrap();
+            fs::write(file, text).unwrap();
+        }
+        root
+    }
+
+    #[test]
+    fn a_three_file_cycle_is_found_where_no_pair_imports_each_other() {
+        let root = planted(
+            "three",
+            &[
+                ("lib.rs", "mod a;\nmod b;\nmod c;\n"),
+                ("a.rs", "use crate::b::B;\npub struct A(pub B);\n"),
+                ("b.rs", "use crate::c::C;\npub struct B(pub C);\n"),
+                ("c.rs", "pub struct C(pub Option<Box<crate::a::A>>);\n"),
+            ],
+        );
+        let problems = crate_problems(&root.join("src"), &root).unwrap();
+        assert_eq!(
+            problems,
+            ["import cycle of 3 files: src/a.rs -> src/b.rs -> src/c.rs -> src/a.rs"]
+        );
+    }
+
+    #[test]
+    fn the_same_files_without_the_back_edge_pass() {
+        let root = planted(
+            "chain",
+            &[
+                ("lib.rs", "mod a;\nmod b;\nmod c;\n"),
+                ("a.rs", "use crate::b::B;\npub struct A(pub B);\n"),
+                ("b.rs", "use crate::c::C;\npub struct B(pub C);\n"),
+                ("c.rs", "pub struct C;\n"),
+            ],
+        );
+        assert_eq!(
+            crate_problems(&root.join("src"), &root).unwrap(),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn a_glob_of_a_sibling_is_refused_and_a_cycle_through_a_re_export_is_followed() {
+        let root = planted(
+            "glob",
+            &[
+                ("lib.rs", "mod a;\nmod b;\npub use a::A;\n"),
+                (
+                    "a.rs",
+                    "use super::b::*;\npub struct A;\npub fn f() -> B { B }\n",
+                ),
+                (
+                    "b.rs",
+                    "pub struct B;\npub fn g() -> crate::A { crate::A }\n",
+                ),
+            ],
+        );
+        let problems = crate_problems(&root.join("src"), &root).unwrap();
+        assert_eq!(
+            problems,
+            [
+                "src/a.rs:1: `use super::b::*` hides which files it names: import the items by name",
+                "import cycle of 2 files: src/a.rs -> src/b.rs -> src/a.rs",
+            ]
+        );
+    }
+
+    #[test]
+    fn test_code_and_a_prelude_glob_are_left_alone() {
+        let root = planted(
+            "tests",
+            &[
+                (
+                    "lib.rs",
+                    "mod prelude { pub(crate) use core::fmt; }\nmod a;\n#[cfg(test)]\nmod tests;\n",
+                ),
+                (
+                    "a.rs",
+                    "use crate::prelude::*;\npub struct A;\n#[cfg(test)]\nmod t { use super::*; }\n",
+                ),
+                ("tests.rs", "use crate::a::*;\n"),
+            ],
+        );
+        assert_eq!(
+            crate_problems(&root.join("src"), &root).unwrap(),
+            Vec::<String>::new()
+        );
+    }
 }
