@@ -46,7 +46,9 @@ pub use auth::{AuthError, ProtectedResource, TokenVerifier, VerifiedToken};
 #[doc(hidden)]
 pub use client::fuzzing;
 #[cfg(feature = "client")]
-pub use client::{DEFAULT_MAX_MESSAGE, DEFAULT_MAX_RETRY, HttpTransport, MIN_RETRY};
+pub use client::{
+    DEFAULT_MAX_MESSAGE, DEFAULT_MAX_RETRY, HttpTransport, INCOMING_QUEUE, MIN_RETRY,
+};
 pub use mcp_types::BoxFuture;
 #[cfg(feature = "client")]
 pub use oauth::{DEFAULT_FETCH_TIMEOUT, DEFAULT_MAX_FETCH_BODY};

@@ -144,3 +144,63 @@ async fn an_sse_event_that_never_ends_fails_its_request_at_the_limit() {
          (HttpTransport::max_message_size); the stream was abandoned"
     );
 }
+
+/// A server that streams notifications faster than the client reads them cannot grow the
+/// client's memory: once `INCOMING_QUEUE` messages wait, the transport stops reading the
+/// stream and the server's writes wait on TCP (before, every event was queued at once and the
+/// server finished writing all of them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_flooding_an_sse_stream_waits_for_the_client_instead_of_filling_its_memory() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    // 20,000 events of about 1 KiB: 20 MiB, far more than the sockets' buffers and the queue.
+    const EVENTS: usize = 20_000;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let finished = Arc::new(AtomicBool::new(false));
+    let done = finished.clone();
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        read_request(&mut socket).await;
+        socket.write_all(SSE_HEAD.as_bytes()).await.unwrap();
+        let event = format!(
+            "data: {}\n\n",
+            json!({"jsonrpc": "2.0", "method": "notifications/message",
+                   "params": {"level": "info", "data": "x".repeat(1000)}})
+        );
+        let framed = format!("{:x}\r\n{event}\r\n", event.len());
+        for _ in 0..EVENTS {
+            if socket.write_all(framed.as_bytes()).await.is_err() {
+                return;
+            }
+        }
+        done.store(true, Ordering::SeqCst);
+        let _ = socket.write_all(b"0\r\n\r\n").await;
+        let mut rest = Vec::new();
+        let _ = socket.read_to_end(&mut rest).await;
+    });
+    let transport = HttpTransport::new(&url).unwrap();
+    transport.send(ping(1)).await.unwrap();
+    // Nobody reads for a while: the server must not be able to write the whole stream.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        !finished.load(Ordering::SeqCst),
+        "the server wrote all {EVENTS} events while nobody read them: they were queued"
+    );
+    // Reading lets it go on; every event arrives.
+    for n in 0..EVENTS {
+        let message = tokio::time::timeout(Duration::from_secs(10), transport.receive())
+            .await
+            .expect("no message within 10 s")
+            .expect("the stream ended early");
+        assert!(
+            matches!(&message, JsonRpcMessage::Notification(n) if n.method == "notifications/message"),
+            "message {n}: {message}"
+        );
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !finished.load(Ordering::SeqCst) {
+        assert!(std::time::Instant::now() < deadline, "the stream never finished");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -22,6 +22,10 @@ pub const GRACE_PERIOD: Duration = Duration::from_secs(2);
 
 /// The default of [`StdioOptions::max_line`]: 16 MiB.
 pub const DEFAULT_CLIENT_MAX_LINE: usize = 16 * 1024 * 1024;
+/// How many messages read from the server's stdout wait for the client's reader at most.
+/// When it is behind, reading stops and the server's writes wait (its stdout pipe fills)
+/// instead of the queue growing with whatever the server writes.
+pub const INCOMING_QUEUE: usize = 256;
 /// The longest stderr line forwarded to `tracing`; longer ones are cut to it.
 const MAX_STDERR_LINE: usize = 16 * 1024;
 /// How many of the server's last stderr lines the error of a dead server quotes.
@@ -80,7 +84,7 @@ fn sanitize(line: &[u8]) -> String {
 #[derive(Debug)]
 pub struct StdioTransport {
     stdin: tokio::sync::Mutex<Option<ChildStdin>>,
-    incoming: tokio::sync::Mutex<mpsc::UnboundedReceiver<JsonRpcMessage>>,
+    incoming: tokio::sync::Mutex<mpsc::Receiver<JsonRpcMessage>>,
     child: tokio::sync::Mutex<Option<Child>>,
     ended: Arc<Mutex<Option<String>>>,
     /// The server's last stderr lines (sanitized, cut), for the error of a dead server.
@@ -121,7 +125,7 @@ impl StdioTransport {
             .take()
             .ok_or_else(|| std::io::Error::other("the child has no stdout"))?;
         let stderr = child.stderr.take();
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(INCOMING_QUEUE);
         let ended = Arc::new(Mutex::new(None));
         let problems = ended.clone();
         let max_line = options.max_line;
@@ -160,8 +164,11 @@ impl StdioTransport {
                 match line {
                     Ok(Some(line)) if line.trim().is_empty() => continue,
                     Ok(Some(line)) => match JsonRpcMessage::from_str(line) {
+                        // Waits while the client's reader is behind: the server's writes to
+                        // its stdout wait with it (the pipe fills) instead of this queue
+                        // growing with whatever the server writes.
                         Ok(message) => {
-                            if tx.send(message).is_err() {
+                            if tx.send(message).await.is_err() {
                                 return;
                             }
                         }

@@ -34,7 +34,8 @@ mod lines;
 mod server;
 
 pub use client::{
-    DEFAULT_CLIENT_MAX_LINE, GRACE_PERIOD, STDERR_TAIL_LINES, StdioOptions, StdioTransport,
+    DEFAULT_CLIENT_MAX_LINE, GRACE_PERIOD, INCOMING_QUEUE, STDERR_TAIL_LINES, StdioOptions,
+    StdioTransport,
 };
 pub use server::{
     DEFAULT_MAX_LINE, DEFAULT_OUTPUT_QUEUE, EOF_GRACE, StdioLimits, serve, serve_io, serve_io_with,

@@ -91,3 +91,48 @@ async fn a_server_that_stops_reading_cannot_hold_a_call_past_its_timeout() {
     })
     .await;
 }
+
+/// A server that writes faster than its client reads cannot grow the client's memory: the
+/// transport stops reading the server's stdout once `INCOMING_QUEUE` messages wait, so the
+/// server's writes wait too (before, every line was queued at once and the flood finished).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_flooding_stdout_waits_for_the_client_instead_of_filling_its_memory() {
+    use mcp_client::Transport;
+    within(Duration::from_secs(30), async {
+        let dir = std::env::temp_dir().join(format!("mcp-stdio-flood-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let finished = dir.join("finished");
+        let _ = std::fs::remove_file(&finished);
+        // 20,000 valid notifications (about 1.7 MB: far more than a pipe, the reader's buffer
+        // and the queue hold), then a mark that the flood is over.
+        let line = r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}"#;
+        let count = 20_000;
+        let script = format!(
+            "yes '{line}' | head -n {count}; touch '{}'; sleep 30",
+            finished.display()
+        );
+        let transport = shell(&script);
+        // The client reads nothing for a while: the flood must not be able to finish.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(
+            !finished.exists(),
+            "the server wrote all {count} messages while nobody read them: they were queued"
+        );
+        // Reading lets it go on, and every message arrives, in order, none lost.
+        for n in 0..count {
+            let message = transport.receive().await.expect("the stream ended early");
+            assert!(
+                matches!(&message, mcp_types::JsonRpcMessage::Notification(n) if n.method == "notifications/message"),
+                "message {n}: {message}"
+            );
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !finished.exists() {
+            assert!(Instant::now() < deadline, "the flood never finished");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        transport.close().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await;
+}

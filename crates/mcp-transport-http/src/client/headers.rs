@@ -124,9 +124,9 @@ pub(super) fn filter_tools(state: &State, result: &mut Value) {
 /// Hands `message`, the answer to (or part of) a `method` request, to the client's reader: a
 /// `tools/list` result without its invalid tools, and an `initialize` result's version noted
 /// for the session's later headers.
-pub(super) fn deliver(
+pub(super) async fn deliver(
     state: &State,
-    tx: &mpsc::UnboundedSender<JsonRpcMessage>,
+    tx: &mpsc::Sender<JsonRpcMessage>,
     method: &str,
     message: JsonRpcMessage,
 ) {
@@ -156,7 +156,9 @@ pub(super) fn deliver(
         }
         (_, other) => other,
     };
-    let _ = tx.send(message);
+    // Waits while the client's reader is behind (the queue is bounded: INCOMING_QUEUE): the
+    // server's stream waits with it instead of piling up here. An error: the reader is gone.
+    let _ = tx.send(message).await;
 }
 
 #[cfg(test)]

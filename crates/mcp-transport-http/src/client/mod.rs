@@ -20,5 +20,5 @@ mod transport;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub use sse::fuzzing;
-pub use state::{DEFAULT_MAX_MESSAGE, DEFAULT_MAX_RETRY, MIN_RETRY};
+pub use state::{DEFAULT_MAX_MESSAGE, DEFAULT_MAX_RETRY, INCOMING_QUEUE, MIN_RETRY};
 pub use transport::HttpTransport;

@@ -171,10 +171,9 @@ impl Exchange {
             state: link.state.clone(),
             id: id.clone(),
         };
-        let fail = |failure: LocalFailure| fail(&link, id.as_ref(), failure);
         let response = match post(&link, &base_headers, &payload).await {
             Ok(response) => response,
-            Err(failure) => return fail(failure),
+            Err(failure) => return fail(&link, id.as_ref(), failure).await,
         };
         let status = response.status();
         // The server no longer knows the session (it expired, or its instance
@@ -184,7 +183,7 @@ impl Exchange {
             && method != methods::INITIALIZE
             && let Some(lost) = sent_session.as_deref()
         {
-            return fail(session_lost(&link, lost).await);
+            return fail(&link, id.as_ref(), session_lost(&link, lost).await).await;
         }
         let retry_after = retry_after(response.headers());
         if method == methods::INITIALIZE
@@ -210,22 +209,25 @@ impl Exchange {
             read_json(&link, body, (status, retry_after), sent).await
         };
         if let Err(failure) = read {
-            fail(failure);
+            fail(&link, id.as_ref(), failure).await;
         }
     }
 }
 
 /// Answers the request `id` with an error made up here (and remembers why, for
 /// `local_failure`), or logs a refused message that has no id.
-fn fail(link: &Link, id: Option<&RequestId>, failure: LocalFailure) {
+async fn fail(link: &Link, id: Option<&RequestId>, failure: LocalFailure) {
     let why = failure.why.clone();
     if let Some(id) = id {
         link.state.record_failure(id, failure);
         let error = ErrorObject::new(ErrorCode(-32000), why);
-        let _ = link.tx.send(JsonRpcMessage::Error(JsonRpcError::new(
-            Some(id.clone()),
-            error,
-        )));
+        let _ = link
+            .tx
+            .send(JsonRpcMessage::Error(JsonRpcError::new(
+                Some(id.clone()),
+                error,
+            )))
+            .await;
     } else {
         tracing::warn!(%why, "a message the client sent was refused");
     }
@@ -575,7 +577,7 @@ async fn read_json(
     // Rust, 1.88.)
     match (JsonRpcMessage::from_slice(&bytes), id, sent_session) {
         (Ok(message), _, _) if status.is_success() || id.is_none() || message.id() == id => {
-            deliver(&link.state, &link.tx, method, message);
+            deliver(&link.state, &link.tx, method, message).await;
             Ok(())
         }
         // The session is gone, said the way servers built on the TypeScript SDK v1's README
@@ -601,7 +603,7 @@ async fn read_json(
                 && !matches!(status.as_u16(), 401 | 403 | 407 | 408 | 429) =>
         {
             let answer = JsonRpcError::new(Some(id.clone()), e.error);
-            deliver(&link.state, &link.tx, method, JsonRpcMessage::Error(answer));
+            deliver(&link.state, &link.tx, method, JsonRpcMessage::Error(answer)).await;
             Ok(())
         }
         (Ok(JsonRpcMessage::Error(e)), _, _) => {

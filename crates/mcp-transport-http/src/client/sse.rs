@@ -242,7 +242,7 @@ pub(super) const MAX_RESUMPTIONS: u32 = 5;
 pub(super) async fn read_sse(
     mut body: hyper::body::Incoming,
     state: &State,
-    tx: &mpsc::UnboundedSender<JsonRpcMessage>,
+    tx: &mpsc::Sender<JsonRpcMessage>,
     method: &str,
     id: Option<&RequestId>,
 ) -> StreamEnd {
@@ -284,7 +284,7 @@ pub(super) async fn read_sse(
                             JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_)
                         )
                         && message.id() == id;
-                    deliver(state, tx, method, message);
+                    deliver(state, tx, method, message).await;
                     end.answered |= answers;
                 }
                 Err(e) => {

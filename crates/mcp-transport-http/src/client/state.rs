@@ -72,6 +72,11 @@ pub(super) const MAX_FAILURES: usize = 256;
 pub const DEFAULT_MAX_MESSAGE: usize = 16 * 1024 * 1024;
 /// The default of [`HttpTransport::max_retry_delay`](crate::HttpTransport::max_retry_delay): one minute.
 pub const DEFAULT_MAX_RETRY: Duration = Duration::from_secs(60);
+/// How many messages from the server (answers, notifications, its requests) wait for the
+/// client's reader at most. When it is behind, the response bodies and SSE streams they come
+/// from wait (TCP pushes back on the server) instead of the queue growing with whatever a
+/// server sends.
+pub const INCOMING_QUEUE: usize = 256;
 /// The shortest reconnection delay honoured, whatever `retry:` says.
 pub const MIN_RETRY: Duration = Duration::from_millis(100);
 
@@ -118,7 +123,7 @@ pub(super) struct Link {
     pub(super) auth: Auth,
     pub(super) state: Arc<State>,
     /// The client's reader: answers and server messages go here.
-    pub(super) tx: mpsc::UnboundedSender<JsonRpcMessage>,
+    pub(super) tx: mpsc::Sender<JsonRpcMessage>,
 }
 
 #[cfg(test)]

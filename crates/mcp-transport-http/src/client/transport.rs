@@ -12,7 +12,7 @@ use mcp_client::{BoxFuture, LocalFailure, Transport};
 use mcp_types::{JsonRpcMessage, RequestId};
 use tokio::sync::mpsc;
 
-use super::state::{DEFAULT_MAX_MESSAGE, DEFAULT_MAX_RETRY, Limits, Link, State};
+use super::state::{DEFAULT_MAX_MESSAGE, DEFAULT_MAX_RETRY, INCOMING_QUEUE, Limits, Link, State};
 use crate::headers;
 use crate::oauth::Auth;
 
@@ -22,7 +22,7 @@ pub struct HttpTransport {
     /// The roots servers are verified against (feature `tls`).
     #[cfg(feature = "tls")]
     roots: rustls::RootCertStore,
-    rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<JsonRpcMessage>>,
+    rx: tokio::sync::Mutex<mpsc::Receiver<JsonRpcMessage>>,
 }
 
 impl std::fmt::Debug for HttpTransport {
@@ -61,7 +61,7 @@ impl HttpTransport {
         let client = crate::net::client(crate::net::tls_config(roots.clone())?);
         #[cfg(not(feature = "tls"))]
         let client = crate::net::client();
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(INCOMING_QUEUE);
         Ok(HttpTransport {
             link: Link {
                 url,
