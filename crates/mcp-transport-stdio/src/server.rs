@@ -78,8 +78,10 @@ mod pipes {
 /// The longest line read unless configured: a longer one is answered
 /// `-32600 "The message exceeds the N-byte line limit"` and skipped up to its newline.
 pub const DEFAULT_MAX_LINE: usize = 4 * 1024 * 1024;
-/// How many messages wait for stdout unless configured; when the peer stops reading, handlers
-/// wait (and the server stops reading input once its in-flight cap is reached).
+/// How many messages of requests still running (and notifications from elsewhere) wait for
+/// stdout unless configured. When the peer stops reading, their handlers wait; an answer that
+/// was ready when its request was read is written by the read loop itself, so input stops
+/// being read until stdout takes it.
 pub const DEFAULT_OUTPUT_QUEUE: usize = 64;
 /// How long, at end of input, requests still running may take to answer before the session
 /// is closed.
@@ -126,17 +128,16 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (out_tx, mut out_rx) = mpsc::channel::<JsonRpcMessage>(limits.output_queue.max(1));
+    let output = Arc::new(tokio::sync::Mutex::new(Output {
+        writer,
+        line: Vec::with_capacity(1024),
+    }));
+    // Messages that are not ready when their request is read (a request still running, a
+    // notification from elsewhere) are written by this task; the rest by the read loop.
+    let queued_output = output.clone();
     let writer_task = tokio::spawn(async move {
-        let mut writer = writer;
-        // One buffer for every line written, serialized straight into it.
-        let mut line = Vec::with_capacity(1024);
         while let Some(message) = out_rx.recv().await {
-            line.clear();
-            serde_json::to_writer(&mut line, &message).map_err(std::io::Error::other)?;
-            line.push(b'\n');
-            writer.write_all(&line).await?;
-            writer.flush().await?;
-            line.shrink_to(KEPT_CAPACITY);
+            queued_output.lock().await.write([message]).await?;
         }
         Ok::<_, std::io::Error>(())
     });
@@ -156,6 +157,9 @@ where
     let mut in_flight = JoinSet::new();
     let mut reader = BufReader::new(reader);
     let mut line = Vec::new();
+    // The messages a request has ready when it is read, written at once (reused).
+    let mut ready: Vec<JsonRpcMessage> = Vec::new();
+    let mut failed = None;
     loop {
         // Backpressure: with the cap reached, nothing more is read until a request finishes.
         let Ok(permit) = in_flight_cap.clone().acquire_owned().await else {
@@ -189,20 +193,36 @@ where
             }
         };
         if let Some(mut stream) = stream {
-            let out = out_tx.clone();
-            let mut forward = Box::pin(async move {
-                let _permit = permit;
-                while let Some(message) = stream.next().await {
-                    if out.send(message).await.is_err() {
-                        return;
+            // Whatever the request already produced (for most requests: everything, its
+            // answer included) is written here, on the read loop, without a hop through the
+            // writer task; a request still running forwards the rest from a task of its own.
+            let finished = {
+                let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                loop {
+                    match stream.poll_next(&mut cx) {
+                        std::task::Poll::Ready(Some(message)) => ready.push(message),
+                        std::task::Poll::Ready(None) => break true,
+                        std::task::Poll::Pending => break false,
                     }
                 }
-            });
-            // A request that was answered at once (most are) is forwarded here; only one
-            // that is still running, or an output queue that is full, gets a task.
-            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-            if forward.as_mut().poll(&mut cx).is_pending() {
-                in_flight.spawn(forward);
+            };
+            if !ready.is_empty()
+                && let Err(e) = output.lock().await.write(ready.drain(..)).await
+            {
+                tracing::warn!(error = %e, "stdout failed; stopping");
+                failed = Some(e);
+                break;
+            }
+            if !finished {
+                let out = out_tx.clone();
+                in_flight.spawn(async move {
+                    let _permit = permit;
+                    while let Some(message) = stream.next().await {
+                        if out.send(message).await.is_err() {
+                            return;
+                        }
+                    }
+                });
             }
         }
         // Reap finished requests so the set does not grow without bound.
@@ -221,5 +241,36 @@ where
     drop(session);
     unsolicited_task.abort();
     drop(out_tx);
-    writer_task.await.map_err(std::io::Error::other)?
+    let written = writer_task.await.map_err(std::io::Error::other)?;
+    match failed {
+        Some(e) => Err(e),
+        None => written,
+    }
+}
+
+/// Where every line goes: stdout and one buffer each message is serialized straight into.
+struct Output<W> {
+    writer: W,
+    line: Vec<u8>,
+}
+
+impl<W: AsyncWrite + Unpin> Output<W> {
+    /// Writes `messages`, one line each, with one write and one flush.
+    async fn write(
+        &mut self,
+        messages: impl IntoIterator<Item = JsonRpcMessage>,
+    ) -> std::io::Result<()> {
+        self.line.clear();
+        for message in messages {
+            serde_json::to_writer(&mut self.line, &message).map_err(std::io::Error::other)?;
+            self.line.push(b'\n');
+        }
+        let written = self.writer.write_all(&self.line).await;
+        let flushed = match written {
+            Ok(()) => self.writer.flush().await,
+            Err(e) => Err(e),
+        };
+        self.line.shrink_to(KEPT_CAPACITY);
+        flushed
+    }
 }
