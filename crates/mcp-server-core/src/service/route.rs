@@ -13,7 +13,7 @@ use crate::sink::Sink;
 use crate::trace::RequestSpan;
 
 use crate::ResponseStream;
-use crate::service::inner::respond;
+use crate::service::inner::{Served, respond};
 use crate::service::legacy::{LegacyCall, serve_legacy};
 use crate::service::modern::serve_modern;
 use crate::service::{Inner, Route};
@@ -96,20 +96,20 @@ pub(super) fn spawn_request(
                 }
             }
         });
-        let work = CatchUnwind(Box::pin(async {
-            match &call {
-                None => serve.await,
-                Some(call) => {
-                    // Every method but listen answers, so `serve` always has an answer here.
-                    let endpoint = Box::pin(async {
-                        serve
-                            .await
-                            .unwrap_or_else(|| Err(ErrorObject::internal("no answer")))
-                    });
-                    Some(policy.run(call, endpoint).await)
-                }
-            }
-        }));
+        // Without layers the served future is caught as it is; with them, the layers run
+        // around it in one more future.
+        let work: CatchUnwind<'_, Served> = match &call {
+            None => CatchUnwind(serve),
+            Some(call) => CatchUnwind(Box::pin(async {
+                // Every method but listen answers, so `serve` always has an answer here.
+                let endpoint = Box::pin(async {
+                    serve
+                        .await
+                        .unwrap_or_else(|| Err(ErrorObject::internal("no answer")))
+                });
+                Some(policy.run(call, endpoint).await)
+            })),
+        };
         let served = tokio::select! {
             biased;
             () = cancel.cancelled() => None,
