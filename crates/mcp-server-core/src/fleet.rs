@@ -27,6 +27,8 @@ use tokio::sync::{broadcast, mpsc};
 use crate::futures::BoxFuture;
 use crate::seal::Principal;
 
+use crate::kept::Kept;
+
 /// The channel every instance hears change notifications on.
 pub const CHANGES: &str = "changes";
 /// The channel every instance hears cancellations and session ends on.
@@ -339,8 +341,8 @@ impl Fleet {
         let text = std::str::from_utf8(plain)
             .map_err(|_| FleetError(format!("{} is not UTF-8 text", item.what())))?;
         let kind = item.kind();
-        sealer
-            .seal_handle(&item.spec(&kind), text, None)
+        item.kept(&kind)
+            .seal(sealer, text)
             .map(String::into_bytes)
             .map_err(|e| FleetError(format!("{} could not be sealed: {e}", item.what())))
     }
@@ -363,16 +365,9 @@ impl Fleet {
         };
         let token = std::str::from_utf8(stored).map_err(|_| refused())?;
         let kind = item.kind();
-        match sealer.open_handle(&item.spec(&kind), token, None).await {
-            Ok(text) => Ok(text.into_bytes()),
-            Err(e) => {
-                tracing::warn!(
-                    item = item.what(),
-                    reason = e.reason().as_str(),
-                    "a fleet item not sealed with this server's keys was refused"
-                );
-                Err(refused())
-            }
+        match item.kept(&kind).open(sealer, token).await {
+            Some(text) => Ok(text.into_bytes()),
+            None => Err(refused()),
         }
     }
 
@@ -464,12 +459,16 @@ impl FleetItem<'_> {
         }
     }
 
-    fn spec<'k>(&self, kind: &'k str) -> mcp_state_seal::HandleSpec<'k> {
+    fn kept<'k>(&self, kind: &'k str) -> Kept<'k> {
         let ttl = match self {
             FleetItem::SessionRecord(_) => SESSION_RECORD_TTL,
             FleetItem::BusMessage(_) => BUS_MESSAGE_TTL,
         };
-        mcp_state_seal::HandleSpec::new(kind).ttl(ttl)
+        Kept {
+            kind,
+            ttl,
+            what: self.what(),
+        }
     }
 }
 

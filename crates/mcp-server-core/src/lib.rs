@@ -57,6 +57,7 @@ mod futures;
 pub mod gating;
 mod handle;
 mod json_size;
+mod kept;
 mod known;
 mod limits;
 mod memory;

@@ -11,6 +11,15 @@ use super::engine::TaskEngine;
 /// How long a sealed answer is believed: past any task's TTL.
 const ANSWER_TTL: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
 
+/// A task's answer as the store keeps it (kind: [`kind`]).
+fn answer_item(kind: &str) -> crate::kept::Kept<'_> {
+    crate::kept::Kept {
+        kind,
+        ttl: ANSWER_TTL,
+        what: "a task's answer",
+    }
+}
+
 /// The kind the answer to question `key` of task `task` is sealed as: a handle no request
 /// presents (no tool declares a kind under `mcp/task-answer/`).
 fn kind(task: &str, key: &str) -> String {
@@ -26,14 +35,10 @@ impl TaskEngine {
             return Some(value);
         };
         let kind = kind(task, key);
-        let spec = mcp_state_seal::HandleSpec::new(&kind).ttl(ANSWER_TTL);
-        match sealer.seal_handle(&spec, &value.to_string(), None) {
-            Ok(sealed) => Some(Value::String(sealed)),
-            Err(e) => {
-                tracing::warn!(error = %e, "a task's answer could not be sealed; it is not kept");
-                None
-            }
-        }
+        answer_item(&kind)
+            .seal(sealer, &value.to_string())
+            .ok()
+            .map(Value::String)
     }
 
     /// The answer the store held for question `key` of task `task`, opened: refused (logged)
@@ -58,17 +63,9 @@ impl TaskEngine {
             return Err(refused());
         };
         let kind = kind(task, key);
-        let spec = mcp_state_seal::HandleSpec::new(&kind).ttl(ANSWER_TTL);
-        match sealer.open_handle(&spec, &token, None).await {
-            Ok(text) => serde_json::from_str(&text).map_err(|_| refused()),
-            Err(e) => {
-                tracing::warn!(
-                    %key,
-                    reason = e.reason().as_str(),
-                    "a task's answer not sealed with this server's keys was refused"
-                );
-                Err(refused())
-            }
+        match answer_item(&kind).open(sealer, &token).await {
+            Some(text) => serde_json::from_str(&text).map_err(|_| refused()),
+            None => Err(refused()),
         }
     }
 }

@@ -26,6 +26,15 @@ fn replay_kind(id: &str) -> String {
 /// How long a sealed replay is believed: past any task's TTL.
 const REPLAY_TTL: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
 
+/// A task's replay as the store keeps it (kind: [`replay_kind`]).
+fn replay_item(kind: &str) -> crate::kept::Kept<'_> {
+    crate::kept::Kept {
+        kind,
+        ttl: REPLAY_TTL,
+        what: "a task's replay",
+    }
+}
+
 impl TaskEngine {
     /// Sets how this engine builds re-run bodies (once; the service does it).
     pub(crate) fn set_rerunner(&self, rerunner: Rerunner) {
@@ -48,14 +57,10 @@ impl TaskEngine {
         };
         let text = String::from_utf8(encoded).ok()?;
         let kind = replay_kind(id);
-        let spec = mcp_state_seal::HandleSpec::new(&kind).ttl(REPLAY_TTL);
-        match sealer.seal_handle(&spec, &text, None) {
-            Ok(sealed) => Some(sealed.into_bytes()),
-            Err(e) => {
-                tracing::warn!(error = %e, "a task's replay could not be sealed; it is not kept");
-                None
-            }
-        }
+        replay_item(&kind)
+            .seal(sealer, &text)
+            .ok()
+            .map(String::into_bytes)
     }
 
     /// The replay the store holds for task `id`, opened: refused when the engine has keys and
@@ -68,14 +73,9 @@ impl TaskEngine {
         let token =
             std::str::from_utf8(bytes).map_err(|_| "an unreadable task replay".to_owned())?;
         let kind = replay_kind(id);
-        let spec = mcp_state_seal::HandleSpec::new(&kind).ttl(REPLAY_TTL);
-        match sealer.open_handle(&spec, token, None).await {
-            Ok(text) => Replay::decode(text.as_bytes()),
-            Err(e) => {
-                tracing::warn!(
-                    reason = e.reason().as_str(),
-                    "a task's replay is not sealed with this server's keys: it is not run"
-                );
+        match replay_item(&kind).open(sealer, token).await {
+            Some(text) => Replay::decode(text.as_bytes()),
+            None => {
                 Err("its replay is not sealed with this server's keys for this task".to_owned())
             }
         }
