@@ -4,8 +4,6 @@
 //! one waking the other's watcher, a dead worker's task failed when its lease lapses), two task
 //! engines finishing one task between them, and Redis going away (errors, not hangs).
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,66 +20,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-/// A `redis-server` of this test, on loopback, without persistence; killed on drop.
-struct Redis {
-    child: Child,
-    port: u16,
-}
-
-impl Redis {
-    fn start() -> Redis {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        Self::start_on(port)
-    }
-
-    fn start_on(port: u16) -> Redis {
-        let mut child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("redis-server is not installed: `cargo xtask test` checks for it first, and `cargo xtask setup test` installs it");
-        for _ in 0..500 {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Redis { child, port };
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("redis-server did not listen on port {port}");
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    fn stop(mut self) -> u16 {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        self.port
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+#[path = "support/redis_server.rs"]
+mod redis_server;
+use redis_server::{RedisServer as Redis, free_port};
 
 async fn stores(redis: &Redis, prefix: &str) -> RedisStores {
     RedisStores::connect(RedisConfig::new(redis.url()).prefix(prefix))
@@ -585,14 +526,6 @@ async fn losing_redis_gives_errors_within_the_deadline_and_reconnects_after() {
             || nothing.starts_with("Redis did not accept"),
         "{nothing}"
     );
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[derive(Clone, Deserialize, JsonSchema)]

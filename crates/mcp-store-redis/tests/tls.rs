@@ -4,9 +4,7 @@
 //! work; a plain connection, an unknown CA, a wrong password and a URL without TLS are each
 //! refused with an error that says so.
 
-use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use mcp_server_core::fleet::{Bus, SessionStore};
@@ -32,11 +30,12 @@ fn ca() -> Ca {
     Ca { cert, key }
 }
 
+#[path = "support/redis_server.rs"]
+mod redis_server;
+use redis_server::{RedisServer, free_port};
+
 /// A `redis-server` listening on TLS only (loopback, no persistence), killed on drop.
-struct TlsRedis {
-    child: Child,
-    port: u16,
-}
+struct TlsRedis(RedisServer);
 
 impl TlsRedis {
     fn start(dir: &Path, ca: &Ca) -> TlsRedis {
@@ -54,51 +53,41 @@ impl TlsRedis {
             file("redis.key", key.serialize_pem()),
             file("ca.crt", ca.cert.pem()),
         );
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut child = Command::new("redis-server")
-            .args(["--port", "0", "--tls-port", &port.to_string()])
-            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .args(["--tls-cert-file", &cert, "--tls-key-file", &key])
-            .args(["--tls-ca-cert-file", &ca, "--tls-auth-clients", "no"])
+        let port = free_port();
+        let port_arg = port.to_string();
+        let args = [
+            "--port",
+            "0",
+            "--tls-port",
+            &port_arg,
+            "--tls-cert-file",
+            &cert,
+            "--tls-key-file",
+            &key,
+            "--tls-ca-cert-file",
+            &ca,
+            "--tls-auth-clients",
+            "no",
             // The default user may do nothing; `fleet` may use the `forge:` keys and
             // channels only.
-            .args(["--user", "default", "off"])
-            .args([
-                "--user",
-                "fleet",
-                "on",
-                ">fleet-secret",
-                "~forge:*",
-                "&forge:*",
-            ])
-            .args(["+@all", "-@dangerous", "+info"])
-            .stdout(Stdio::from(
-                std::fs::File::create(dir.join("redis.log")).unwrap(),
-            ))
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("redis-server is not installed: `cargo xtask setup test` installs it");
-        for _ in 0..500 {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return TlsRedis { child, port };
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        let log = std::fs::read_to_string(dir.join("redis.log")).unwrap_or_default();
-        panic!("redis-server did not listen on TLS port {port}:\n{log}");
-    }
-}
-
-impl Drop for TlsRedis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+            "--user",
+            "default",
+            "off",
+            "--user",
+            "fleet",
+            "on",
+            ">fleet-secret",
+            "~forge:*",
+            "&forge:*",
+            "+@all",
+            "-@dangerous",
+            "+info",
+        ];
+        TlsRedis(RedisServer::spawn(
+            port,
+            &args,
+            Some(&dir.join("redis.log")),
+        ))
     }
 }
 
@@ -118,7 +107,7 @@ async fn the_stores_work_over_rediss_as_an_acl_user_and_nothing_else_connects() 
     std::fs::create_dir_all(&dir).unwrap();
     let ca = ca();
     let redis = TlsRedis::start(&dir, &ca);
-    let url = |scheme: &str, user: &str| format!("{scheme}://{user}@127.0.0.1:{}/", redis.port);
+    let url = |scheme: &str, user: &str| format!("{scheme}://{user}@127.0.0.1:{}/", redis.0.port);
 
     let config = RedisConfig::new(url("rediss", "fleet:fleet-secret"))
         .prefix("forge")

@@ -200,7 +200,10 @@ async fn a_server_flooding_an_sse_stream_waits_for_the_client_instead_of_filling
     }
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !finished.load(Ordering::SeqCst) {
-        assert!(std::time::Instant::now() < deadline, "the stream never finished");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the stream never finished"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
