@@ -18,7 +18,7 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -322,7 +322,7 @@ fn bus_amplification(ports: [u16; 2], redis: u16, scale: Scale) -> Result<Got, S
     }
     let stop = Arc::new(AtomicBool::new(false));
     let counter = bus_counter(redis, stop.clone())?;
-    let sent = AtomicU64::new(0);
+    let mut sent: u64 = 0;
     let mut tally = Tally::default();
     let rounds = scale.many(400, 100);
     let reason = "r".repeat(64 * 1024);
@@ -340,7 +340,7 @@ fn bus_amplification(ports: [u16; 2], redis: u16, scale: Scale) -> Result<Got, S
         };
         let port = ports[i % 2];
         let c = &mut conns[i % 2];
-        sent.fetch_add(body.len() as u64, Ordering::SeqCst);
+        sent += body.len() as u64;
         let what = c
             .get_mut()
             .write_all(&legacy_post(port, Some(&session), ATTACKER_ADDRESS, &body))
@@ -354,7 +354,6 @@ fn bus_amplification(ports: [u16; 2], redis: u16, scale: Scale) -> Result<Got, S
     thread::sleep(Duration::from_millis(500));
     stop.store(true, Ordering::SeqCst);
     let bus = counter.join().map_err(|_| "the bus counter panicked")?;
-    let sent = sent.load(Ordering::SeqCst);
     let ratio = bus as f64 / sent.max(1) as f64;
     Ok(Got {
         refusal: format!(
