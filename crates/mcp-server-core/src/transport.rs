@@ -2,7 +2,7 @@
 //! knows about who sent a message ([`TransportContext`]), where the replay guard's claims wait
 //! for the answer to leave ([`Delivery`]), and the messages a request produces
 //! ([`ResponseStream`]). Everything above (sealing, policy, the service) names these; they
-//! name nothing of the crate but the sink's queue.
+//! name nothing of the crate but the sink's stream.
 
 use std::any::Any;
 use std::fmt;
@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex};
 
 use mcp_state_seal::{Principal, UseClaim};
 use mcp_types::JsonRpcMessage;
-use tokio::sync::mpsc;
 
 /// What a transport knows about who sent a message.
 #[derive(Clone, Default)]
@@ -121,21 +120,20 @@ impl Delivery {
 /// cancelled request ends without a response.
 #[derive(Debug)]
 pub struct ResponseStream {
-    pub(crate) rx: mpsc::Receiver<crate::sink::Queued>,
+    pub(crate) rx: crate::sink::Receiver,
 }
 
 impl ResponseStream {
     /// A stream holding one message that is already known (an immediate error or result).
     pub fn ready(message: JsonRpcMessage) -> Self {
-        let (tx, rx) = mpsc::channel(1);
-        // The channel has room for exactly this message.
-        let _ = tx.try_send(Box::new(message));
-        ResponseStream { rx }
+        ResponseStream {
+            rx: crate::sink::Receiver::ready(message),
+        }
     }
 
     /// The next message, or `None` once the stream ended.
     pub async fn next(&mut self) -> Option<JsonRpcMessage> {
-        self.rx.recv().await.map(|message| *message)
+        self.rx.recv().await
     }
 
     /// Polls for the next message (for transports that implement a body or a stream by hand).
@@ -143,7 +141,7 @@ impl ResponseStream {
         &mut self,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<JsonRpcMessage>> {
-        self.rx.poll_recv(cx).map(|message| message.map(|m| *m))
+        self.rx.poll_recv(cx)
     }
 
     /// Drains the stream.
