@@ -33,9 +33,11 @@ use crate::sink::Sink;
 #[derive(Clone)]
 pub struct RequestContext {
     pub(crate) id: RequestId,
-    pub(crate) method: String,
+    /// The method: the table's own name when it is one of the protocol's (no copy).
+    pub(crate) method: std::borrow::Cow<'static, str>,
     pub(crate) era: Era,
-    pub(crate) protocol_version: String,
+    /// The version: the version table's own text when it is a known one (no copy).
+    pub(crate) protocol_version: std::borrow::Cow<'static, str>,
     pub(crate) client_capabilities: Arc<ClientCapabilities>,
     pub(crate) client_info: Option<Arc<Implementation>>,
     pub(crate) meta: Option<Arc<Meta>>,
@@ -413,5 +415,22 @@ impl RequestContext {
     /// `notifications/elicitation/complete`).
     pub async fn notify(&self, notification: ServerNotification) {
         self.sink.notify(notification).await;
+    }
+}
+
+/// `method` as a context keeps it: the method table's own `&'static` name for a protocol
+/// request, a copy only for another (an extension's) method.
+pub(crate) fn method_name(method: &str) -> std::borrow::Cow<'static, str> {
+    match mcp_types::methods::request(method) {
+        Some(spec) => std::borrow::Cow::Borrowed(spec.name),
+        None => std::borrow::Cow::Owned(method.to_owned()),
+    }
+}
+
+/// `version` as a context keeps it: the version table's own text for a known version.
+pub(crate) fn version_text(version: &str) -> std::borrow::Cow<'static, str> {
+    match mcp_types::version::ProtocolVersion::parse(version) {
+        Some(known) => std::borrow::Cow::Borrowed(known.as_str()),
+        None => std::borrow::Cow::Owned(version.to_owned()),
     }
 }

@@ -100,7 +100,7 @@ impl Registry {
             crate::tasks::Replay {
                 tool: tool.def.tool.name.clone(),
                 arguments: tool.declared_arguments(arguments),
-                protocol_version: ctx.protocol_version.clone(),
+                protocol_version: ctx.protocol_version.clone().into_owned(),
                 capabilities: needed_capabilities(&ctx.client_capabilities),
                 principal: ctx
                     .principal

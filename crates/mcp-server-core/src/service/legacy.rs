@@ -106,9 +106,9 @@ pub(super) fn legacy_context(
 ) -> RequestContext {
     RequestContext {
         id: request.id.clone(),
-        method: request.method.clone(),
+        method: crate::context::method_name(&request.method),
         era: Era::Legacy,
-        protocol_version: legacy.protocol_version.clone(),
+        protocol_version: crate::context::version_text(&legacy.protocol_version),
         client_capabilities: legacy.capabilities.clone(),
         client_info: legacy.client_info.clone(),
         progress_token: meta.as_ref().and_then(|m| m.progress_token.clone()),

@@ -171,9 +171,9 @@ impl Service {
             };
             let mut ctx = crate::RequestContext {
                 id: mcp_types::RequestId::String("task-rerun".into()),
-                method: mcp_types::methods::TOOLS_CALL.into(),
+                method: std::borrow::Cow::Borrowed(mcp_types::methods::TOOLS_CALL),
                 era: mcp_types::version::Era::Modern,
-                protocol_version: replay.protocol_version.clone(),
+                protocol_version: crate::context::version_text(&replay.protocol_version),
                 client_capabilities: Arc::new(replay.capabilities.clone()),
                 client_info: None,
                 meta: None,

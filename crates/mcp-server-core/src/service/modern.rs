@@ -113,9 +113,11 @@ pub(super) fn modern_context(
 ) -> RequestContext {
     RequestContext {
         id: request.id.clone(),
-        method: request.method.clone(),
+        method: crate::context::method_name(&request.method),
         era: Era::Modern,
-        protocol_version: meta.protocol_version.clone().unwrap_or_default(),
+        protocol_version: crate::context::version_text(
+            meta.protocol_version.as_deref().unwrap_or_default(),
+        ),
         client_capabilities: meta.client_capabilities.clone().unwrap_or_default(),
         client_info: meta.client_info.clone(),
         progress_token: meta.progress_token.clone(),
