@@ -129,11 +129,13 @@ impl SessionState {
         let Ok(mut inflight) = self.inflight.lock() else {
             return false;
         };
-        if inflight.contains_key(id) {
-            return false;
+        match inflight.entry(id.clone()) {
+            std::collections::hash_map::Entry::Occupied(_) => false,
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(Tracked { token, stream });
+                true
+            }
         }
-        inflight.insert(id.clone(), Tracked { token, stream });
-        true
     }
 
     pub(super) fn untrack(&self, id: &RequestId) {
