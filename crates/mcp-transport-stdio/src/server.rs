@@ -174,19 +174,7 @@ where
                 // Bytes that are not UTF-8 JSON get the parse error like any other bad line.
                 session.handle_bytes(&line)
             }
-            Ok(Line::TooLong(_)) => {
-                Some(ResponseStream::ready(JsonRpcMessage::Error(JsonRpcError {
-                    id: ErrorResponseId::Null,
-                    error: ErrorObject::new(
-                        ErrorCode::INVALID_REQUEST,
-                        format!(
-                            "The message exceeds the {}-byte line limit",
-                            limits.max_line
-                        ),
-                    ),
-                    extra: JsonObject::new(),
-                })))
-            }
+            Ok(Line::TooLong(_)) => Some(too_long(limits.max_line)),
             Err(e) => {
                 tracing::warn!(error = %e, "stdin failed; stopping");
                 break;
@@ -196,16 +184,7 @@ where
             // Whatever the request already produced (for most requests: everything, its
             // answer included) is written here, on the read loop, without a hop through the
             // writer task; a request still running forwards the rest from a task of its own.
-            let finished = {
-                let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-                loop {
-                    match stream.poll_next(&mut cx) {
-                        std::task::Poll::Ready(Some(message)) => ready.push(message),
-                        std::task::Poll::Ready(None) => break true,
-                        std::task::Poll::Pending => break false,
-                    }
-                }
-            };
+            let finished = take_ready(&mut stream, &mut ready);
             if !ready.is_empty()
                 && let Err(e) = output.lock().await.write(ready.drain(..)).await
             {
@@ -245,6 +224,31 @@ where
     match failed {
         Some(e) => Err(e),
         None => written,
+    }
+}
+
+/// The answer to a line longer than `max_line`, which was skipped up to its newline.
+fn too_long(max_line: usize) -> ResponseStream {
+    ResponseStream::ready(JsonRpcMessage::Error(JsonRpcError {
+        id: ErrorResponseId::Null,
+        error: ErrorObject::new(
+            ErrorCode::INVALID_REQUEST,
+            format!("The message exceeds the {max_line}-byte line limit"),
+        ),
+        extra: JsonObject::new(),
+    }))
+}
+
+/// Moves the messages `stream` already holds into `ready`, without waiting; `true` when the
+/// stream has ended (the request answered), `false` when it is still running.
+fn take_ready(stream: &mut ResponseStream, ready: &mut Vec<JsonRpcMessage>) -> bool {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    loop {
+        match stream.poll_next(&mut cx) {
+            std::task::Poll::Ready(Some(message)) => ready.push(message),
+            std::task::Poll::Ready(None) => return true,
+            std::task::Poll::Pending => return false,
+        }
     }
 }
 
