@@ -110,17 +110,33 @@ pub(super) fn spawn_request(
                 Some(policy.run(call, endpoint).await)
             })),
         };
-        let served = tokio::select! {
-            biased;
-            () = cancel.cancelled() => None,
-            () = sink.closed() => {
-                cancel.cancel();
-                None
-            }
-            served = work => served.unwrap_or_else(|| {
+        let answered = |served: Option<Served>| {
+            served.unwrap_or_else(|| {
                 tracing::error!(%id, "a handler panicked; answering -32603");
                 Some(Err(ErrorObject::internal("Internal error")))
-            }),
+            })
+        };
+        let mut work = std::pin::pin!(work);
+        // A request that answers in its first poll (most do) never waits on the cancellation
+        // or on the stream's close: they are only watched once it has to wait. One already
+        // cancelled does not start.
+        let first = if cancel.is_cancelled() {
+            std::task::Poll::Ready(None)
+        } else {
+            std::future::poll_fn(|cx| std::task::Poll::Ready(work.as_mut().poll(cx).map(answered)))
+                .await
+        };
+        let served = match first {
+            std::task::Poll::Ready(served) => served,
+            std::task::Poll::Pending => tokio::select! {
+                biased;
+                () = cancel.cancelled() => None,
+                () = sink.closed() => {
+                    cancel.cancel();
+                    None
+                }
+                served = work => answered(served),
+            },
         };
         traced.finish(served.as_ref().map(|r| r.as_ref().map(|raw| raw.get())));
         if let Some(result) = served {
