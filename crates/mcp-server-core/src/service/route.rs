@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use mcp_types::methods::{self};
-use mcp_types::{ClientRequest, ErrorCode, ErrorObject, JsonRpcRequest, ParamsError};
+use mcp_types::{ClientRequest, ErrorCode, ErrorObject, JsonRpcRequest, ParamsError, RequestId};
 
 use crate::cancel::CancellationToken;
 use crate::futures::CatchUnwind;
@@ -110,34 +110,7 @@ pub(super) fn spawn_request(
                 Some(policy.run(call, endpoint).await)
             })),
         };
-        let answered = |served: Option<Served>| {
-            served.unwrap_or_else(|| {
-                tracing::error!(%id, "a handler panicked; answering -32603");
-                Some(Err(ErrorObject::internal("Internal error")))
-            })
-        };
-        let mut work = std::pin::pin!(work);
-        // A request that answers in its first poll (most do) never waits on the cancellation
-        // or on the stream's close: they are only watched once it has to wait. One already
-        // cancelled does not start.
-        let first = if cancel.is_cancelled() {
-            std::task::Poll::Ready(None)
-        } else {
-            std::future::poll_fn(|cx| std::task::Poll::Ready(work.as_mut().poll(cx).map(answered)))
-                .await
-        };
-        let served = match first {
-            std::task::Poll::Ready(served) => served,
-            std::task::Poll::Pending => tokio::select! {
-                biased;
-                () = cancel.cancelled() => None,
-                () = sink.closed() => {
-                    cancel.cancel();
-                    None
-                }
-                served = work => answered(served),
-            },
-        };
+        let served = race(work, &cancel, &sink, &id).await;
         traced.finish(served.as_ref().map(|r| r.as_ref().map(|raw| raw.get())));
         if let Some(result) = served {
             sink.send(respond(&id, result)).await;
@@ -150,6 +123,43 @@ pub(super) fn spawn_request(
     };
     run_until_it_waits(Box::pin(tracing::Instrument::instrument(task, span)));
     ResponseStream { rx }
+}
+
+/// A request's work to its answer (`None`: cancelled, nothing is sent). A request that
+/// answers in its first poll (most do) never waits on its cancellation or on its stream's
+/// close: they are only watched once it has to wait. One already cancelled does not start. A
+/// panic is answered -32603.
+async fn race(
+    work: CatchUnwind<'_, Served>,
+    cancel: &CancellationToken,
+    sink: &Sink,
+    id: &RequestId,
+) -> Served {
+    let answered = |served: Option<Served>| {
+        served.unwrap_or_else(|| {
+            tracing::error!(%id, "a handler panicked; answering -32603");
+            Some(Err(ErrorObject::internal("Internal error")))
+        })
+    };
+    if cancel.is_cancelled() {
+        return None;
+    }
+    let mut work = std::pin::pin!(work);
+    let first =
+        std::future::poll_fn(|cx| std::task::Poll::Ready(work.as_mut().poll(cx).map(answered)))
+            .await;
+    match first {
+        std::task::Poll::Ready(served) => served,
+        std::task::Poll::Pending => tokio::select! {
+            biased;
+            () = cancel.cancelled() => None,
+            () = sink.closed() => {
+                cancel.cancel();
+                None
+            }
+            served = work => answered(served),
+        },
+    }
 }
 
 /// Polls a request once, here, and hands it to the runtime only if it has to wait. Most
