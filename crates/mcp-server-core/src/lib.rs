@@ -82,6 +82,7 @@ mod service;
 mod sink;
 mod stamp;
 pub mod tasks;
+mod tools;
 pub mod trace;
 pub(crate) mod transport;
 

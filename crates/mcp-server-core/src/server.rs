@@ -88,33 +88,18 @@ pub struct Server {
     pub(crate) cache: CacheHints,
     pub(crate) discover_cache: CacheHints,
     pub(crate) limits: SessionLimits,
-    pub(crate) param_headers: HashMap<String, Arc<[ParamHeader]>>,
+    /// Every tool's facts: its `x-mcp-header` annotations, task support, layers, handler.
+    pub(crate) tools: crate::tools::ToolTable,
     pub(crate) update_filter: Option<UpdateFilter>,
     pub(crate) tasks: Option<crate::tasks::TaskEngine>,
-    pub(crate) task_tools: std::collections::HashMap<String, crate::tasks::TaskSupport>,
     pub(crate) extensions: Extensions,
     pub(crate) extension_methods: HashMap<String, ExtensionMethod>,
-    /// The tools and prompts a registry registered: the names a metric may carry (see
-    /// `otel::Known`); a request naming any other is counted as `_OTHER`.
-    pub(crate) known_tools: std::collections::HashSet<String>,
+    /// The prompts a registry registered: the names a metric may carry (see `otel::Known`);
+    /// a request naming any other is counted as `_OTHER` (tools: [`Server::tools`]).
     pub(crate) known_prompts: std::collections::HashSet<String>,
     pub(crate) policy: crate::policy::Policy,
     pub(crate) fleet: Option<crate::fleet::Fleet>,
-    /// Runs a task's tool again after its worker was lost (the registry's).
-    pub(crate) task_rerun: Option<TaskRerun>,
 }
-
-/// See [`Server::task_rerun`].
-pub(crate) type TaskRerun = Arc<
-    dyn Fn(
-            RequestContext,
-            &str,
-            JsonObject,
-        )
-            -> Option<crate::BoxFuture<'static, HandlerResult<mcp_types::tools::CallToolResult>>>
-        + Send
-        + Sync,
->;
 
 /// Decides whether a subscriber (by its principal) may learn that a resource changed.
 pub(crate) type UpdateFilter =
@@ -126,7 +111,7 @@ impl crate::known::KnownNames for Server {
     }
 
     fn serves_tool(&self, name: &str) -> bool {
-        self.known_tools.contains(name)
+        self.tools.named(name).is_some_and(|t| t.registered)
     }
 
     fn serves_prompt(&self, name: &str) -> bool {
@@ -172,17 +157,14 @@ impl Server {
             cache: CacheHints::default(),
             discover_cache: CacheHints::default(),
             limits: SessionLimits::default(),
-            param_headers: HashMap::new(),
+            tools: Default::default(),
             update_filter: None,
             tasks: None,
-            task_tools: std::collections::HashMap::new(),
             extensions: Extensions::default(),
             extension_methods: HashMap::new(),
-            known_tools: Default::default(),
             known_prompts: Default::default(),
             policy: crate::policy::Policy::default(),
             fleet: None,
-            task_rerun: None,
         }
     }
 
@@ -307,18 +289,15 @@ impl Server {
     /// tool: conforming clients leave such a tool out of their lists, so none sends them.
     pub fn tool_input_schema(mut self, tool: impl Into<String>, schema: &JsonObject) -> Self {
         let tool = tool.into();
-        match ParamHeader::read_all(schema) {
-            Ok(headers) if !headers.is_empty() => {
-                self.param_headers.insert(tool, headers.into());
-            }
-            Ok(_) => {
-                self.param_headers.remove(&tool);
-            }
+        let headers = match ParamHeader::read_all(schema) {
+            Ok(headers) if !headers.is_empty() => Some(headers.into()),
+            Ok(_) => None,
             Err(why) => {
                 tracing::warn!(%tool, %why, "conforming clients will not list this tool: its x-mcp-header annotations are invalid");
-                self.param_headers.remove(&tool);
+                None
             }
-        }
+        };
+        self.tools.update(tool, |t| t.param_headers = headers);
         self
     }
 
@@ -380,8 +359,7 @@ impl Server {
 
     /// Wraps every `tools/call` of the tool `name` in `layer`, innermost.
     pub fn tool_layer(mut self, name: impl Into<String>, layer: impl crate::policy::Layer) -> Self {
-        self.policy
-            .add_target(mcp_types::methods::TOOLS_CALL, name.into(), Arc::new(layer));
+        self.tools.update(name, |t| t.layers.push(Arc::new(layer)));
         self
     }
 
@@ -509,12 +487,8 @@ impl Server {
         name: impl Into<String>,
         support: crate::tasks::TaskSupport,
     ) -> Self {
-        self.task_tools.insert(name.into(), support);
+        self.tools.update(name, |t| t.task = support);
         self
-    }
-
-    pub(crate) fn task_support(&self, name: &str) -> crate::tasks::TaskSupport {
-        self.task_tools.get(name).copied().unwrap_or_default()
     }
 
     /// Whether sealing is on.
@@ -526,10 +500,18 @@ impl Server {
         /// Handles `tools/list`.
         on_list_tools, list_tools, PaginatedRequestParams, ListToolsResult
     );
-    setter!(
-        /// Handles `tools/call`: a complete result or `input_required`.
-        on_call_tool, call_tool, CallToolRequestParams, Outcome<CallToolResult>
-    );
+    /// Handles `tools/call`: a complete result or `input_required`. On a server an
+    /// [`McpServer`](crate::registry::McpServer) built, it replaces the handlers of the tools
+    /// it registered: this handler then answers every call.
+    pub fn on_call_tool<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(RequestContext, CallToolRequestParams) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult<Outcome<CallToolResult>>> + Send + 'static,
+    {
+        self.handlers.call_tool = Some(boxed(handler));
+        self.tools.drop_handlers();
+        self
+    }
     setter!(
         /// Handles `prompts/list`.
         on_list_prompts, list_prompts, PaginatedRequestParams, ListPromptsResult
@@ -562,6 +544,35 @@ impl Server {
         /// Called on a legacy `resources/unsubscribe` (after the session forgets it).
         on_unsubscribe, unsubscribe, ResourceUriParams, ()
     );
+
+    /// The layers of `target` itself under `method`: a tool's from the tool table, a
+    /// prompt's or a resource's from the policy.
+    pub(crate) fn layers_of(
+        &self,
+        method: &str,
+        target: Option<&str>,
+    ) -> &[Arc<dyn crate::policy::Layer>] {
+        match (method, target) {
+            (methods::TOOLS_CALL, Some(tool)) => {
+                self.tools.named(tool).map_or(&[], |t| t.layers.as_slice())
+            }
+            _ => self.policy.target_layers(method, target),
+        }
+    }
+
+    /// Whether any layer wraps any request.
+    pub(crate) fn has_layers(&self) -> bool {
+        !self.policy.is_empty() || self.tools.any_layers()
+    }
+
+    /// Whether any layer requires a scope.
+    pub(crate) fn requires_scopes(&self) -> bool {
+        self.policy.requires_scopes()
+            || self
+                .tools
+                .iter()
+                .any(|(_, t)| t.layers.iter().any(|l| !l.required_scopes().is_empty()))
+    }
 
     pub(crate) fn serves_tools(&self) -> bool {
         self.handlers.list_tools.is_some() || self.handlers.call_tool.is_some()

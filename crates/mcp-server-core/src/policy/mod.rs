@@ -364,22 +364,46 @@ impl Policy {
         self.hide_unauthorized_tools
     }
 
-    fn groups(&self, method: &str, target: Option<&str>) -> [&[Arc<dyn Layer>]; 3] {
-        let by_method = self.methods.get(method).map_or(EMPTY, Vec::as_slice);
-        let by_target = match target {
+    /// The layers of `target` itself under `method` (a prompt's, a resource's; a tool's live
+    /// in the server's tool table).
+    pub(crate) fn target_layers(&self, method: &str, target: Option<&str>) -> &[Arc<dyn Layer>] {
+        match target {
             Some(t) if !self.targets.is_empty() => self
                 .targets
                 .get(&(method.to_owned(), t.to_owned()))
                 .map_or(EMPTY, Vec::as_slice),
             _ => EMPTY,
-        };
-        [&self.everywhere, by_method, by_target]
+        }
     }
 
-    /// The scopes every layer on `method` (and `target`) requires, each once, in order.
-    pub(crate) fn required_scopes(&self, method: &str, target: Option<&str>) -> Vec<&str> {
+    /// Takes out the layers of every target of `method`, by target, in the order added.
+    pub(crate) fn take_targets(&mut self, method: &str) -> Vec<(String, Vec<Arc<dyn Layer>>)> {
+        let keys: Vec<(String, String)> = self
+            .targets
+            .keys()
+            .filter(|(m, _)| m == method)
+            .cloned()
+            .collect();
+        keys.into_iter()
+            .filter_map(|key| self.targets.remove_entry(&key))
+            .map(|((_, target), layers)| (target, layers))
+            .collect()
+    }
+
+    fn groups<'a>(&'a self, method: &str, own: &'a [Arc<dyn Layer>]) -> [&'a [Arc<dyn Layer>]; 3] {
+        let by_method = self.methods.get(method).map_or(EMPTY, Vec::as_slice);
+        [&self.everywhere, by_method, own]
+    }
+
+    /// The scopes every layer on `method` requires, with `own` the layers of the request's
+    /// target, each once, in order.
+    pub(crate) fn required_scopes<'a>(
+        &'a self,
+        method: &str,
+        own: &'a [Arc<dyn Layer>],
+    ) -> Vec<&'a str> {
         let mut scopes: Vec<&str> = Vec::new();
-        for group in self.groups(method, target) {
+        for group in self.groups(method, own) {
             for layer in group {
                 for scope in layer.required_scopes() {
                     if !scopes.contains(&scope.as_str()) {
@@ -391,21 +415,28 @@ impl Policy {
         scopes
     }
 
-    /// Whether a caller granted `granted` may call `method` on `target`.
-    pub(crate) fn permits(&self, method: &str, target: &str, granted: Option<&[String]>) -> bool {
-        let required = self.required_scopes(method, Some(target));
+    /// Whether a caller granted `granted` may call `method` on a target whose own layers are
+    /// `own`.
+    pub(crate) fn permits(
+        &self,
+        method: &str,
+        own: &[Arc<dyn Layer>],
+        granted: Option<&[String]>,
+    ) -> bool {
+        let required = self.required_scopes(method, own);
         required.is_empty()
             || granted.is_some_and(|g| required.iter().all(|r| g.iter().any(|s| s == r)))
     }
 
-    /// Runs `endpoint` inside the layers that apply to `call`.
+    /// Runs `endpoint` inside the layers that apply to `call`, `own` being its target's.
     pub(crate) fn run<'a>(
         &'a self,
         call: &'a Call<'a>,
+        own: &'a [Arc<dyn Layer>],
         endpoint: BoxFuture<'a, Reply>,
     ) -> BoxFuture<'a, Reply> {
         Next {
-            groups: self.groups(call.method, call.target()),
+            groups: self.groups(call.method, own),
             call,
             endpoint,
         }

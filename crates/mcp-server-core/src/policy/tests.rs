@@ -77,7 +77,8 @@ async fn layers_run_server_then_method_then_target_each_in_order_added() {
     call.target = Some("t".into());
     let endpoint: BoxFuture<'_, Reply> =
         Box::pin(async { Ok(RawValue::from_string("{}".into()).unwrap()) });
-    let reply = policy.run(&call, endpoint).await;
+    let own = policy.target_layers("tools/call", Some("t"));
+    let reply = policy.run(&call, own, endpoint).await;
     assert_eq!(reply.unwrap().get(), "{}");
     assert_eq!(
         *seen.lock().unwrap(),

@@ -464,6 +464,10 @@ impl McpServer {
             server = server.tool_task_support(name, support);
         }
         server.policy = self.take_policy();
+        // A tool's layers live with the rest of its facts, in the tool table.
+        for (tool, layers) in server.policy.take_targets(mcp_types::methods::TOOLS_CALL) {
+            server.tools.update(tool, |t| t.layers.extend(layers));
+        }
         for extension in self.extensions {
             server = server.with_extension(extension);
         }
@@ -533,7 +537,6 @@ struct Registry {
     page_size: usize,
     tools: Vec<BuiltTool>,
     tool_list: Vec<Tool>,
-    tool_index: HashMap<String, usize>,
     prompts: Vec<BuiltPrompt>,
     prompt_list: Vec<Prompt>,
     prompt_index: HashMap<String, usize>,
@@ -702,11 +705,6 @@ impl Registry {
         Ok(Registry {
             page_size: server.page_size,
             tool_list: tools.iter().map(|t| t.def.tool.clone()).collect(),
-            tool_index: tools
-                .iter()
-                .enumerate()
-                .map(|(i, t)| (t.def.tool.name.clone(), i))
-                .collect(),
             tools,
             prompt_list: prompts.iter().map(|p| p.def.prompt.clone()).collect(),
             prompt_index: prompts
@@ -734,7 +732,6 @@ impl Registry {
     }
 
     fn install(self: Arc<Self>, mut server: Server) -> Server {
-        server.known_tools = self.tool_index.keys().cloned().collect();
         server.known_prompts = self.prompt_index.keys().cloned().collect();
         if !self.tools.is_empty() {
             let reg = self.clone();
@@ -749,12 +746,7 @@ impl Registry {
                     })
                 }
             });
-            let reg = self.clone();
-            server = server.on_call_tool(move |ctx, p| {
-                let reg = reg.clone();
-                async move { reg.call_tool(ctx, p).await }
-            });
-            server = self.install_rerun(server);
+            server = self.install_tools(server);
         }
         if !self.prompts.is_empty() {
             let reg = self.clone();
@@ -821,17 +813,33 @@ impl Registry {
         server
     }
 
+    /// Gives each tool's entry in the server's tool table its handler and its way to run a
+    /// lost task again; a call then reaches its tool without looking its name up.
+    fn install_tools(self: &Arc<Self>, mut server: Server) -> Server {
+        for (index, tool) in self.tools.iter().enumerate() {
+            let (reg, again) = (self.clone(), self.clone());
+            let handler: crate::tools::ToolHandler = Arc::new(move |ctx, params| {
+                let reg = reg.clone();
+                Box::pin(async move { reg.call_tool(index, ctx, params).await })
+            });
+            let rerun: crate::tools::ToolRerun =
+                Arc::new(move |ctx, arguments| again.clone().rerun(index, ctx, arguments));
+            server.tools.update(tool.def.tool.name.clone(), |facts| {
+                facts.registered = true;
+                facts.handler = Some(handler);
+                facts.rerun = Some(rerun);
+            });
+        }
+        server
+    }
+
     async fn call_tool(
         &self,
+        index: usize,
         ctx: Context,
         params: CallToolRequestParams,
     ) -> Result<Outcome<CallToolResult>, ErrorObject> {
-        let Some(tool) = self.tool_index.get(&params.name).map(|i| &self.tools[*i]) else {
-            return Err(ErrorObject::invalid_params(format!(
-                "Unknown tool: {}",
-                params.name
-            )));
-        };
+        let tool = &self.tools[index];
         let name = &tool.def.tool.name;
         let mut arguments = params.arguments.unwrap_or_default();
         // A value the client sends for a resolved parameter is ignored.

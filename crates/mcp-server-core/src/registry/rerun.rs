@@ -9,7 +9,6 @@ use mcp_types::{ErrorObject, JsonObject};
 
 use super::resolve::{Step, prepare};
 use super::{BuiltTool, Context, Registry};
-use crate::server::Server;
 
 /// The client's capabilities as a re-run reads them (what it may ask, which extensions it
 /// declared), without what a client may pad them with: `experimental`, unknown members, the
@@ -78,15 +77,6 @@ impl Registry {
         }
     }
 
-    /// Lets the service run a task's tool again.
-    pub(super) fn install_rerun(self: &Arc<Self>, mut server: Server) -> Server {
-        let reg = self.clone();
-        server.task_rerun = Some(Arc::new(move |ctx, tool: &str, arguments| {
-            reg.clone().rerun(ctx, tool, arguments)
-        }));
-        server
-    }
-
     /// What a task of `tool` keeps to run again, when it may: a call that becomes a task, of
     /// a tool that says it is safe to run again and needs no resolver (their answers are not
     /// kept).
@@ -113,16 +103,15 @@ impl Registry {
         })
     }
 
-    /// The body of a task of `tool` run again after its worker was lost (see
-    /// [`crate::tasks::MAX_TASK_RUNS`]); `None` when this server has no such tool.
-    fn rerun(
+    /// The body of a task of the tool at `index` run again after its worker was lost (see
+    /// [`crate::tasks::MAX_TASK_RUNS`]).
+    pub(super) fn rerun(
         self: Arc<Self>,
+        index: usize,
         ctx: Context,
-        tool: &str,
         arguments: JsonObject,
-    ) -> Option<crate::BoxFuture<'static, crate::HandlerResult<CallToolResult>>> {
-        let index = *self.tool_index.get(tool)?;
-        Some(Box::pin(async move {
+    ) -> crate::BoxFuture<'static, crate::HandlerResult<CallToolResult>> {
+        Box::pin(async move {
             let tool = &self.tools[index];
             let name = &tool.def.tool.name;
             // Only a tool that says it is safe to run again runs again, whatever a replay in
@@ -146,6 +135,6 @@ impl Registry {
                     "tool '{name}' cannot run again: it asks through resolvers"
                 ))),
             }
-        }))
+        })
     }
 }

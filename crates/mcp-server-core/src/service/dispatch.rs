@@ -141,7 +141,11 @@ pub(super) async fn listen(
                     .as_ref()
                     .is_some_and(|s| s.iter().any(|s| covers(s, &uri)))
                     && may_hear(server, principal, &uri)
-                    && server.policy.permits(methods::RESOURCES_READ, &uri, scopes) =>
+                    && server.policy.permits(
+                        methods::RESOURCES_READ,
+                        server.layers_of(methods::RESOURCES_READ, Some(&uri)),
+                        scopes,
+                    ) =>
             {
                 ServerNotification::ResourceUpdated(ResourceUriParams {
                     uri,
@@ -406,6 +410,8 @@ pub(super) async fn call_tool(
     ctx: RequestContext,
     transport: &TransportContext,
 ) -> Result<Box<RawValue>, ErrorObject> {
+    // The one lookup of the tool by its name: its task support and its handler.
+    let tool = inner.server.tools.named(&p.name);
     let launch = if ctx.era == Era::Modern {
         // The 2025-11-25 opt-in `params.task` means nothing on 2026-07-28.
         p.task = None;
@@ -417,7 +423,7 @@ pub(super) async fn call_tool(
         };
         let launch = crate::tasks::TaskEngine::admit(
             inner.server.tasks.as_ref(),
-            inner.server.task_support(&p.name),
+            tool.map(|t| t.task).unwrap_or_default(),
             &p.name,
             ctx.client_capabilities(),
             owner.as_ref().ok().and_then(Option::as_ref),
@@ -443,7 +449,8 @@ pub(super) async fn call_tool(
     });
     let served = sealed_round(
         inner,
-        inner.server.handlers.call_tool.as_ref(),
+        tool.and_then(|t| t.handler.as_ref())
+            .or(inner.server.handlers.call_tool.as_ref()),
         p,
         ctx,
         transport,
@@ -463,8 +470,12 @@ fn hide_unauthorized(inner: &Inner, transport: &TransportContext, page: &mut Lis
     let policy = &inner.server.policy;
     if policy.hides_unauthorized_tools() {
         let granted = transport.scopes.as_deref();
-        page.tools
-            .retain(|tool| policy.permits(methods::TOOLS_CALL, &tool.name, granted));
+        page.tools.retain(|tool| {
+            let own = inner
+                .server
+                .layers_of(methods::TOOLS_CALL, Some(&tool.name));
+            policy.permits(methods::TOOLS_CALL, own, granted)
+        });
         page.cache_scope = Some(mcp_types::common::CacheScope::Private);
     }
 }

@@ -98,7 +98,11 @@ impl Service {
     /// The `x-mcp-header` annotations of tool `name`, if it has any (see
     /// [`Server::tool_input_schema`]).
     pub fn param_headers(&self, tool: &str) -> Option<&[ParamHeader]> {
-        self.inner.server.param_headers.get(tool).map(|h| &h[..])
+        let tools = &self.inner.server.tools;
+        if !tools.any_headers() {
+            return None;
+        }
+        tools.named(tool).and_then(|t| t.param_headers.as_deref())
     }
 
     /// The scopes a request to `method` naming `target` (a tool or prompt name, a resource
@@ -107,12 +111,13 @@ impl Service {
     /// transport that authenticates tokens checks them before it runs the request, to refuse
     /// in its own terms (the HTTP endpoint's 403 `insufficient_scope` challenge).
     pub fn required_scopes(&self, method: &str, target: Option<&str>) -> Vec<String> {
-        let policy = &self.inner.server.policy;
-        if policy.is_empty() {
+        let server = &self.inner.server;
+        if !server.has_layers() {
             return Vec::new();
         }
-        policy
-            .required_scopes(method, target)
+        server
+            .policy
+            .required_scopes(method, server.layers_of(method, target))
             .into_iter()
             .map(str::to_owned)
             .collect()
@@ -121,7 +126,7 @@ impl Service {
     /// Whether any layer requires a scope (a transport need not look for a request's target
     /// when none does).
     pub fn requires_scopes(&self) -> bool {
-        self.inner.server.policy.requires_scopes()
+        self.inner.server.requires_scopes()
     }
 
     /// The limits every session of this service runs under.
@@ -155,15 +160,22 @@ impl Service {
         ) {
             engine.seal_replays_with(boundary.clone());
         }
-        let (Some(engine), Some(rerun)) = (
-            self.inner.server.tasks.as_ref(),
-            self.inner.server.task_rerun.clone(),
-        ) else {
+        let Some(engine) = self.inner.server.tasks.as_ref() else {
             return;
         };
+        if !self
+            .inner
+            .server
+            .tools
+            .iter()
+            .any(|(_, t)| t.rerun.is_some())
+        {
+            return;
+        }
         let weak = Arc::downgrade(&self.inner);
         engine.set_rerunner(Arc::new(move |replay, task, token| {
             let inner = weak.upgrade()?;
+            let rerun = inner.server.tools.named(&replay.tool)?.rerun.clone()?;
             let principal = replay.principal.clone().map(Into::into);
             let transport = TransportContext {
                 principal: principal.clone(),
@@ -190,7 +202,7 @@ impl Service {
                 sealing: crate::sealing::Sealing::of(inner.server.boundary.as_ref(), &transport),
             };
             ctx.keep_for_task();
-            rerun(ctx, &replay.tool, replay.arguments.clone())
+            Some(rerun(ctx, replay.arguments.clone()))
         }));
     }
 

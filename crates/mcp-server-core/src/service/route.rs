@@ -68,9 +68,9 @@ pub(super) fn spawn_request(
         let id = request.id.clone();
         // Layers see the request before it is served (its name and `_meta` copied out here,
         // only when there are layers); a listen stream is not a call and is not wrapped.
-        let policy = &inner.server.policy;
+        let server = &inner.server;
         let call =
-            (!policy.is_empty() && request.method != methods::SUBSCRIPTIONS_LISTEN).then(|| {
+            (server.has_layers() && request.method != methods::SUBSCRIPTIONS_LISTEN).then(|| {
                 Call::new(&request.id, &request.method, route.era(), route.transport())
                     .of_request(typed.as_ref().ok())
             });
@@ -107,7 +107,8 @@ pub(super) fn spawn_request(
                         .await
                         .unwrap_or_else(|| Err(ErrorObject::internal("no answer")))
                 });
-                Some(policy.run(call, endpoint).await)
+                let own = server.layers_of(call.method(), call.target());
+                Some(server.policy.run(call, own, endpoint).await)
             })),
         };
         let served = race(work, &cancel, &sink, &id).await;
