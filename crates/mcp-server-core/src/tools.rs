@@ -51,6 +51,10 @@ pub(crate) struct ToolFacts {
     pub(crate) layers: Vec<Arc<dyn Layer>>,
     /// Whether a registry defined it: a metric may then carry its name.
     pub(crate) registered: bool,
+    /// Whether its handler can never answer `input_required` (a registry's tool whose body
+    /// cannot return a round and that has no resolvers): a call of it that carries no
+    /// `requestState` then needs no binding to seal against, so none is made.
+    pub(crate) never_asks: bool,
     /// Its handler, when a registry defined it; otherwise `Server::on_call_tool` answers.
     pub(crate) handler: Option<ToolHandler>,
     /// How its task runs again, when it may.

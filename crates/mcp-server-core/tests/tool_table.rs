@@ -83,3 +83,48 @@ async fn a_tool_layer_added_after_the_build_wraps_that_tool_only() {
     assert_eq!(text_of(&mut c, "other").await, "other");
     assert_eq!(*seen.lock().unwrap(), ["echo layer echo"]);
 }
+
+/// A tool said never to ask (no resolvers, a body whose type cannot return a round) gets no
+/// binding copied for its call. If it returns a round with a state anyway (here forced with
+/// the macros' hidden switch), the state is refused, never sent unsealed.
+#[tokio::test]
+async fn a_round_from_a_tool_said_never_to_ask_is_refused_not_sent_unsealed() {
+    use mcp_types::mrtr::InputRequiredResult;
+    let tool = |name: &str, never: bool| {
+        let def = ToolDef::new(name).handler(|_ctx, _a: JsonObject| async {
+            Outcome::<CallToolResult>::InputRequired(InputRequiredResult::state_only("plain"))
+        });
+        if never { def.__hand_built(false) } else { def }
+    };
+    let server = McpServer::new("table")
+        .tool(tool("liar", true))
+        .tool(tool("asker", false))
+        .build()
+        .expect("the server builds");
+    let mut c = TestClient::new(&server.into_service());
+    let r = c
+        .modern(
+            "tools/call",
+            json!({"name": "liar", "arguments": {}}),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        r["error"],
+        json!({"code": -32603, "message": "Handler returned an invalid result"})
+    );
+    assert!(!r.to_string().contains("plain"), "{r}");
+    // The same body, declared as one that may ask, has its state sealed.
+    let r = c
+        .modern(
+            "tools/call",
+            json!({"name": "asker", "arguments": {}}),
+            json!({}),
+        )
+        .await;
+    let state = r["result"]["requestState"]
+        .as_str()
+        .expect("a sealed state");
+    assert_ne!(state, "plain");
+    assert_eq!(r["result"]["resultType"], "input_required");
+}

@@ -824,8 +824,10 @@ impl Registry {
             });
             let rerun: crate::tools::ToolRerun =
                 Arc::new(move |ctx, arguments| again.clone().rerun(index, ctx, arguments));
+            let never_asks = !tool.def.hand_built && tool.graph.order.is_empty();
             server.tools.update(tool.def.tool.name.clone(), |facts| {
                 facts.registered = true;
+                facts.never_asks = never_asks;
                 facts.handler = Some(handler);
                 facts.rerun = Some(rerun);
             });

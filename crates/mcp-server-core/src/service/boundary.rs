@@ -126,6 +126,11 @@ async fn open_state<P: RetryParams>(
     transport: &TransportContext,
 ) -> Result<Opened, ErrorObject> {
     let (Some(boundary), Some(parts)) = (boundary, binding) else {
+        // A boundary without a binding never hands a state on unverified.
+        if boundary.is_some() && params.request_state_value().is_some() {
+            tracing::warn!("requestState rejected: no binding to open it against");
+            return Err(invalid_request_state());
+        }
         if let Some(state) = params.request_state_value()
             && !state.is_string()
         {
@@ -196,6 +201,11 @@ fn seal_round(
     }
     if let Some(requests) = &round.input_requests {
         gating::check_input_requests(requests.iter(), caps)?;
+    }
+    if boundary.is_some() && binding.is_none() && round.request_state.is_some() {
+        // A state is never sent unsealed: this handler was said never to ask.
+        tracing::warn!("a handler that never asks returned input_required with a requestState");
+        return Err(ErrorObject::internal("Handler returned an invalid result"));
     }
     if let (Some(boundary), Some(parts), Some(state)) =
         (boundary, binding, round.request_state.as_ref())

@@ -442,7 +442,10 @@ pub(super) async fn call_tool(
     if let Some(launch) = &launch {
         ctx.task = crate::tasks::TaskCtx::Launchable(launch.clone());
     }
-    let binding = inner.server.boundary.is_some().then(|| BindingParts {
+    // The binding a state is opened or sealed against: its arguments are a copy, made only
+    // when a state can be (a `requestState` came in, or the tool may ask).
+    let may_seal = p.request_state.is_some() || !tool.is_some_and(|t| t.never_asks);
+    let binding = (inner.server.boundary.is_some() && may_seal).then(|| BindingParts {
         method: methods::TOOLS_CALL,
         target: p.name.clone(),
         arguments: Some(Value::Object(p.arguments.clone().unwrap_or_default())),
