@@ -4,6 +4,9 @@
 
 use std::sync::Arc;
 
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::value::RawValue;
+
 use mcp_types::common::{CacheScope, EmptyResult};
 use mcp_types::completion::CompleteResult;
 use mcp_types::discover::DiscoverResult;
@@ -63,6 +66,21 @@ pub(crate) trait Stamped {
     fn stamp_modern(&mut self, stamp: &Stamp<'_>);
     /// Removes what 2025-11-25 does not have.
     fn strip_legacy(&mut self);
+    /// Stamps for 2026-07-28 and writes the result; `server_info` is the `_meta` holding the
+    /// server's identity, already serialized ([`server_info_bytes`]), for a result that can
+    /// copy it in.
+    fn write_modern(
+        mut self,
+        stamp: &Stamp<'_>,
+        server_info: &RawValue,
+    ) -> Result<Box<RawValue>, serde_json::Error>
+    where
+        Self: Sized + Serialize,
+    {
+        let _ = server_info;
+        self.stamp_modern(stamp);
+        serde_json::value::to_raw_value(&self)
+    }
 }
 
 fn stamp_meta(meta: &mut Option<Meta>, info: &Arc<Implementation>) {
@@ -102,7 +120,24 @@ macro_rules! stamped {
 }
 
 stamped!(cacheable: ListToolsResult, ListPromptsResult, ListResourcesResult, ListResourceTemplatesResult, ReadResourceResult, DiscoverResult);
-stamped!(plain: CallToolResult, GetPromptResult, CompleteResult, EmptyResult);
+stamped!(plain: GetPromptResult, CompleteResult, EmptyResult);
+
+impl Stamped for CallToolResult {
+    fn stamp_modern(&mut self, stamp: &Stamp<'_>) {
+        self.result_type.get_or_insert(ResultType::Complete);
+        stamp_meta(&mut self.meta, stamp.server_info);
+    }
+    fn strip_legacy(&mut self) {
+        self.result_type = None;
+    }
+    fn write_modern(
+        self,
+        stamp: &Stamp<'_>,
+        server_info: &RawValue,
+    ) -> Result<Box<RawValue>, serde_json::Error> {
+        write_call_result(self, stamp, server_info)
+    }
+}
 
 impl Stamped for InputRequiredResult {
     fn stamp_modern(&mut self, stamp: &Stamp<'_>) {
@@ -117,4 +152,110 @@ impl Stamped for InputRequiredResult {
     }
 
     fn strip_legacy(&mut self) {}
+}
+
+/// The `_meta` of a 2026-07-28 result whose handler set none, `{"io.modelcontextprotocol/
+/// serverInfo": …}`, serialized once when the service is built: the server's identity never
+/// changes.
+pub(crate) fn server_info_bytes(info: &Implementation) -> Box<RawValue> {
+    let meta = Meta {
+        server_info: Some(Arc::new(info.clone())),
+        ..Meta::default()
+    };
+    serde_json::value::to_raw_value(&meta).expect("a Meta always serializes")
+}
+
+/// A 2026-07-28 `tools/call` result, stamped and written in one pass: when the handler set no
+/// `_meta`, the one holding the server's identity is copied in from `server_info` instead of
+/// serialized field by field, and the bytes are those [`Stamped::stamp_modern`] then
+/// `serde_json` would write (the test below holds the two side by side).
+pub(crate) fn write_call_result(
+    mut result: CallToolResult,
+    stamp: &Stamp<'_>,
+    server_info: &RawValue,
+) -> Result<Box<RawValue>, serde_json::Error> {
+    if result.meta.is_some() {
+        result.stamp_modern(stamp);
+        return serde_json::value::to_raw_value(&result);
+    }
+    result.result_type.get_or_insert(ResultType::Complete);
+    serde_json::value::to_raw_value(&WithServerInfo {
+        result: &result,
+        server_info,
+    })
+}
+
+/// A `CallToolResult` without `_meta`, written with the `_meta` that holds only the server's
+/// identity (already serialized), in the members' order of its derived `Serialize` (`_meta`
+/// before the unknown members).
+struct WithServerInfo<'a> {
+    result: &'a CallToolResult,
+    server_info: &'a RawValue,
+}
+
+impl Serialize for WithServerInfo<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let r = self.result;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("content", &r.content)?;
+        if let Some(structured) = &r.structured_content {
+            map.serialize_entry("structuredContent", structured)?;
+        }
+        if let Some(is_error) = &r.is_error {
+            map.serialize_entry("isError", is_error)?;
+        }
+        if let Some(result_type) = &r.result_type {
+            map.serialize_entry("resultType", result_type)?;
+        }
+        map.serialize_entry("_meta", self.server_info)?;
+        for (key, value) in &r.extra {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_types::JsonObject;
+
+    fn both(result: CallToolResult) -> (String, String) {
+        let info = Arc::new(Implementation::new("stamp-test", "1.2.3"));
+        let stamp = Stamp {
+            server_info: &info,
+            cache: CacheHints::default(),
+        };
+        let mut derived = result.clone();
+        derived.stamp_modern(&stamp);
+        let derived = serde_json::to_string(&derived).unwrap();
+        let written = write_call_result(result, &stamp, &server_info_bytes(&info)).unwrap();
+        (derived, written.get().to_owned())
+    }
+
+    #[test]
+    fn a_call_result_is_written_byte_for_byte_as_the_derived_serialize_writes_it() {
+        let mut extra = JsonObject::new();
+        extra.insert("zeta".into(), serde_json::json!([1, "two"]));
+        extra.insert("alpha".into(), serde_json::json!({"x": null}));
+        let cases = [
+            CallToolResult::text("hello \"quoted\" \u{2603}"),
+            CallToolResult::error("it failed"),
+            CallToolResult {
+                structured_content: Some(serde_json::json!({"n": 1.5, "s": "x"})),
+                result_type: Some(ResultType::Complete),
+                extra,
+                ..CallToolResult::text("with everything")
+            },
+            CallToolResult {
+                meta: Some(Meta::default()),
+                ..CallToolResult::text("the handler's own _meta")
+            },
+        ];
+        for case in cases {
+            let (derived, written) = both(case);
+            assert_eq!(written, derived);
+            assert!(written.contains(r#""_meta":{"io.modelcontextprotocol/serverInfo":{"name":"stamp-test","version":"1.2.3"}}"#), "{written}");
+        }
+    }
 }

@@ -28,6 +28,8 @@ pub(crate) struct Inner {
     pub(super) capabilities: ServerCapabilities,
     pub(super) legacy_capabilities: ServerCapabilities,
     pub(super) notifier: ChangeNotifier,
+    /// The `_meta` holding the server's identity, serialized once (`stamp::server_info_bytes`).
+    pub(super) server_info: Box<serde_json::value::RawValue>,
     /// Whether [`Service::join_fleet`](super::Service::join_fleet) ran.
     pub(super) fleet_joined: std::sync::atomic::AtomicBool,
 }
@@ -215,8 +217,12 @@ pub(super) fn respond(
 }
 
 pub(super) fn to_raw<T: Serialize + ?Sized>(value: &T) -> Result<Box<RawValue>, ErrorObject> {
-    mcp_types::jsonrpc::to_raw(value)
-        .map_err(|e| ErrorObject::internal(format!("the result could not be serialized: {e}")))
+    mcp_types::jsonrpc::to_raw(value).map_err(serialize_error)
+}
+
+/// A result that could not be serialized, as the error its request answers.
+pub(super) fn serialize_error(e: serde_json::Error) -> ErrorObject {
+    ErrorObject::internal(format!("the result could not be serialized: {e}"))
 }
 
 pub(super) fn params_error(e: ParamsError) -> ErrorObject {

@@ -9,7 +9,7 @@ use serde_json::value::RawValue;
 use crate::stamp::{Stamp, Stamped};
 
 use crate::service::Inner;
-use crate::service::inner::to_raw;
+use crate::service::inner::{serialize_error, to_raw};
 
 pub(super) fn finish<T: Stamped + Serialize>(
     inner: &Inner,
@@ -17,11 +17,18 @@ pub(super) fn finish<T: Stamped + Serialize>(
     mut result: T,
 ) -> Result<Box<RawValue>, ErrorObject> {
     match era {
-        Era::Modern => result.stamp_modern(&Stamp {
-            server_info: &inner.server.info,
-            cache: inner.server.cache,
-        }),
-        Era::Legacy => result.strip_legacy(),
+        Era::Modern => {
+            let stamp = Stamp {
+                server_info: &inner.server.info,
+                cache: inner.server.cache,
+            };
+            result
+                .write_modern(&stamp, &inner.server_info)
+                .map_err(serialize_error)
+        }
+        Era::Legacy => {
+            result.strip_legacy();
+            to_raw(&result)
+        }
     }
-    to_raw(&result)
 }
