@@ -24,6 +24,14 @@ enum Source {
     Request(ResponseStream),
     /// Frames written by a task (a resumable legacy stream: each event carries its id).
     Frames(mpsc::Receiver<Bytes>),
+    /// Frames the body pulls itself as the client reads: no task and no queue between (a
+    /// session's GET stream, which stays open for the session's life).
+    Pulled(Box<dyn FrameSource>),
+}
+
+/// Frames an SSE body pulls itself; `None` ends the stream.
+pub(crate) trait FrameSource: Send {
+    fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>>;
 }
 
 /// Where a legacy session's unsolicited messages wait between GET streams: one stream at a
@@ -82,11 +90,7 @@ pub(crate) struct SessionStream {
 
 impl SessionStream {
     /// The next unsolicited message; `None` once the session closed or the server drains.
-    pub(crate) async fn next(&mut self) -> Option<JsonRpcMessage> {
-        std::future::poll_fn(|cx| self.poll_next(cx)).await
-    }
-
-    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<JsonRpcMessage>> {
+    pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<JsonRpcMessage>> {
         if self.closed.as_mut().poll(cx).is_ready() {
             return Poll::Ready(None);
         }
@@ -178,6 +182,11 @@ impl McpBody {
         Self::sse_from(None, Source::Frames(frames))
     }
 
+    /// An SSE stream of the frames `source` yields when the client reads.
+    pub(crate) fn pulled(source: Box<dyn FrameSource>) -> Self {
+        Self::sse_from(None, Source::Pulled(source))
+    }
+
     /// This body, holding `permit` until it is done.
     pub(crate) fn holding(mut self, permit: Arc<Permit>) -> Self {
         self.permit = Some(permit);
@@ -231,25 +240,17 @@ impl Body for McpBody {
                 if let Some(message) = first.take() {
                     return Poll::Ready(Some(Ok(Frame::data(event(&message)))));
                 }
-                let next = match source {
-                    Source::Request(stream) => stream.poll_next(cx),
-                    Source::Frames(frames) => match frames.poll_recv(cx) {
-                        Poll::Ready(Some(frame)) => {
-                            keep_alive
-                                .as_mut()
-                                .reset(tokio::time::Instant::now() + KEEP_ALIVE);
-                            return Poll::Ready(Some(Ok(Frame::data(frame))));
-                        }
-                        Poll::Ready(None) => return Poll::Ready(None),
-                        Poll::Pending => Poll::Pending,
-                    },
+                let polled = match source {
+                    Source::Request(stream) => stream.poll_next(cx).map(|m| m.map(|m| event(&m))),
+                    Source::Frames(frames) => frames.poll_recv(cx),
+                    Source::Pulled(pulled) => pulled.poll_frame(cx),
                 };
-                match next {
-                    Poll::Ready(Some(message)) => {
+                match polled {
+                    Poll::Ready(Some(frame)) => {
                         keep_alive
                             .as_mut()
                             .reset(tokio::time::Instant::now() + KEEP_ALIVE);
-                        Poll::Ready(Some(Ok(Frame::data(event(&message)))))
+                        Poll::Ready(Some(Ok(Frame::data(frame))))
                     }
                     Poll::Ready(None) => Poll::Ready(None),
                     Poll::Pending => match keep_alive.as_mut().poll(cx) {

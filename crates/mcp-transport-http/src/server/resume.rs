@@ -5,8 +5,11 @@
 //! history knows it misses an event and a resumption across the hole is refused (`410`).
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -16,7 +19,7 @@ use mcp_server_core::fleet::{self, Fleet};
 use mcp_server_core::{ResponseStream, Session, TransportContext};
 use mcp_types::JsonRpcMessage;
 
-use super::body::{KEEP_ALIVE, McpBody, SessionStream, event_with_id};
+use super::body::{FrameSource, KEEP_ALIVE, McpBody, SessionStream, event_with_id};
 use super::config::SSE_RETRY;
 use super::quota::Held;
 use super::reply::{accepted, busy, busy_owned, json, plain, plain_owned, sse_response};
@@ -391,51 +394,99 @@ pub(crate) fn history_refusal(error: &EventStoreError) -> Response<McpBody> {
 }
 
 /// The body of a session's GET stream: the events after `after_get` that `replayed` holds,
-/// then each unsolicited message as it comes, recorded in the history first.
+/// then each unsolicited message as it comes, recorded in the history first. The body pulls
+/// them itself as the client reads (no task, no frame queue: a GET stream stays open for the
+/// session's life, and the task and its queue were most of what one cost, issue #50).
 pub(crate) fn get_stream(
-    mut stream: SessionStream,
+    stream: SessionStream,
     replayed: Vec<(u64, JsonRpcMessage)>,
     after_get: u64,
     events: Arc<dyn EventStore>,
     session_id: String,
     streams: Arc<Mutex<Resumptions>>,
 ) -> Response<McpBody> {
-    let (tx, rx) = tokio::sync::mpsc::channel(FRAME_QUEUE);
-    tokio::spawn(async move {
-        for (n, message) in replayed.iter().filter(|(n, _)| *n > after_get) {
-            let frame = event_with_id(&format!("{GET_STREAM}.{n}"), message);
-            if tx.send(frame).await.is_err() {
-                return;
+    let replayed: Vec<_> = replayed
+        .into_iter()
+        .filter(|(n, _)| *n > after_get)
+        .collect();
+    sse_response(McpBody::pulled(Box::new(GetStream {
+        stream,
+        replayed: replayed.into_iter(),
+        history: Arc::new(GetHistory {
+            events,
+            session_id,
+            streams,
+        }),
+        storing: None,
+    })))
+}
+
+/// Where a GET stream's messages are recorded, shared with the write in flight.
+struct GetHistory {
+    events: Arc<dyn EventStore>,
+    session_id: String,
+    streams: Arc<Mutex<Resumptions>>,
+}
+
+impl GetHistory {
+    /// `message` recorded in the history, as the frame that carries its event id; one the
+    /// store failed to take goes out live only, and a resumption from before it is refused
+    /// (`410`) rather than served without it (review W22).
+    async fn record(&self, message: JsonRpcMessage) -> Bytes {
+        let stored = stored_frame(&*self.events, &self.session_id, GET_STREAM, &message).await;
+        if let Ok(mut streams) = self.streams.lock() {
+            match &stored {
+                Ok((n, _)) => streams.get_gap.stored(*n),
+                Err(_) => streams.get_gap.lost(),
             }
+        }
+        match stored {
+            Ok((_, frame)) => frame,
+            Err(_) => live_frame(&message),
+        }
+    }
+}
+
+/// A session's GET stream, pulled by its body.
+struct GetStream {
+    stream: SessionStream,
+    replayed: std::vec::IntoIter<(u64, JsonRpcMessage)>,
+    history: Arc<GetHistory>,
+    /// The write of the message taken last, until the store took it.
+    storing: Option<Pin<Box<dyn Future<Output = Bytes> + Send>>>,
+}
+
+impl FrameSource for GetStream {
+    fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        if let Some((n, message)) = self.replayed.next() {
+            return Poll::Ready(Some(event_with_id(&format!("{GET_STREAM}.{n}"), &message)));
         }
         loop {
-            let message = tokio::select! {
-                message = stream.next() => match message {
-                    Some(message) => message,
-                    None => return,
-                },
-                () = tx.closed() => return,
-            };
+            if let Some(storing) = &mut self.storing {
+                let frame = std::task::ready!(storing.as_mut().poll(cx));
+                self.storing = None;
+                return Poll::Ready(Some(frame));
+            }
             // A message the client did not get is in the history: it resumes from there.
-            // One the store failed to take goes out live only, and a resumption from
-            // before it is refused (`410`) rather than served without it (review W22).
-            let stored = stored_frame(&*events, &session_id, GET_STREAM, &message).await;
-            if let Ok(mut streams) = streams.lock() {
-                match &stored {
-                    Ok((n, _)) => streams.get_gap.stored(*n),
-                    Err(_) => streams.get_gap.lost(),
-                }
-            }
-            let frame = match stored {
-                Ok((_, frame)) => frame,
-                Err(_) => live_frame(&message),
+            let Some(message) = std::task::ready!(self.stream.poll_next(cx)) else {
+                return Poll::Ready(None);
             };
-            if tx.send(frame).await.is_err() {
-                return;
-            }
+            let history = self.history.clone();
+            self.storing = Some(Box::pin(async move { history.record(message).await }));
         }
-    });
-    sse_response(McpBody::frames(rx))
+    }
+}
+
+impl Drop for GetStream {
+    /// A message taken from the session while its client went away is still recorded, so a
+    /// client that resumes gets it.
+    fn drop(&mut self) {
+        if let Some(storing) = self.storing.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(storing);
+        }
+    }
 }
 
 /// A GET resuming POST stream `stream` after event `after`: what it missed, then the rest
