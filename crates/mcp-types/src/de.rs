@@ -178,6 +178,65 @@ mod tests {
         );
     }
 
+    /// `TaskIdParams` as the derive with `flatten` read it: the reference.
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct DerivedTaskIdParams {
+        #[serde(rename = "taskId")]
+        task_id: String,
+        #[serde(rename = "_meta", default)]
+        meta: Option<Meta>,
+        #[serde(flatten)]
+        extra: JsonObject,
+    }
+
+    #[test]
+    fn task_id_params_read_what_the_flattening_derive_read() {
+        use crate::tasks::TaskIdParams;
+        let cases = [
+            json!({"taskId": "t1"}),
+            json!({"taskId": "t1", "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}, "x": [1]}),
+            json!({"taskId": "t1", "_meta": null}),
+            json!({"_meta": {}}),
+            json!({"taskId": 5}),
+            json!({"taskId": "t1", "_meta": 3}),
+            json!([]),
+            json!(null),
+        ];
+        for case in cases {
+            let text = case.to_string();
+            let ours = serde_json::from_str::<TaskIdParams>(&text);
+            let derived = serde_json::from_str::<DerivedTaskIdParams>(&text);
+            match (&ours, &derived) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(
+                        (&a.task_id, &a.meta, &a.extra),
+                        (&b.task_id, &b.meta, &b.extra),
+                        "{text}"
+                    );
+                }
+                (Err(a), Err(b)) => {
+                    // The same words up to the position (a map read whole first reports none).
+                    let words = |e: &serde_json::Error| {
+                        let e = e.to_string();
+                        e.split(" at line").next().unwrap_or_default().to_owned()
+                    };
+                    assert_eq!(
+                        words(a),
+                        words(b).replace("DerivedTaskIdParams", "TaskIdParams"),
+                        "{text}"
+                    );
+                }
+                _ => panic!("{text}: ours {ours:?}, derived {derived:?}"),
+            }
+        }
+        let twice =
+            serde_json::from_str::<TaskIdParams>(r#"{"taskId":"a","taskId":"b"}"#).unwrap_err();
+        assert!(
+            twice.to_string().starts_with("duplicate field `taskId`"),
+            "{twice}"
+        );
+    }
+
     #[test]
     fn call_params_keep_every_unknown_member_at_every_level() {
         let params: CallToolRequestParams = serde_json::from_value(json!({

@@ -84,7 +84,7 @@ pub struct Task {
 }
 
 /// Params of `tasks/get`, `tasks/result` and `tasks/cancel`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TaskIdParams {
     /// The task id.
     #[serde(rename = "taskId")]
@@ -96,6 +96,10 @@ pub struct TaskIdParams {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+// Read without the derive's `flatten`, which buffers the whole object before reading it: a
+// `tasks/get` poll reads these params twice (the request's type, then the extension's).
+crate::de::deserialize_with_extra!(TaskIdParams, "struct TaskIdParams", { task_id: "taskId" => required, meta: "_meta" => optional });
 
 /// The result of a task-augmented request: the task that was created.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
