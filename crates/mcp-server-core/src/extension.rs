@@ -21,7 +21,7 @@ use mcp_types::lifecycle::Implementation;
 use mcp_types::resources::Resource;
 use mcp_types::tools::Tool;
 use mcp_types::version::Era;
-use mcp_types::{ErrorObject, JsonObject};
+use mcp_types::{ClientRequest, ErrorObject, JsonObject};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -49,10 +49,36 @@ pub(crate) enum Method {
 }
 
 /// A [`Method::Raw`] handler: the params as they came, the server's identity to stamp with.
+/// Params the core's own decode of a request already produced: a method the wire types know
+/// (the Tasks extension's) is not decoded a second time, `_meta` included.
+pub(crate) trait FromRequest: Sized {
+    /// These params, when `request` carries them.
+    fn from_request(request: ClientRequest) -> Option<Self>;
+}
+
+impl FromRequest for mcp_types::tasks::TaskIdParams {
+    fn from_request(request: ClientRequest) -> Option<Self> {
+        match request {
+            ClientRequest::GetTask(p) | ClientRequest::CancelTask(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+impl FromRequest for mcp_types::ext::tasks::UpdateTaskParams {
+    fn from_request(request: ClientRequest) -> Option<Self> {
+        match request {
+            ClientRequest::UpdateTask(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
 pub(crate) type RawMethod = Arc<
     dyn Fn(
             RequestContext,
             Option<&RawValue>,
+            Option<ClientRequest>,
             Arc<Implementation>,
         ) -> BoxFuture<'static, HandlerResult<Box<RawValue>>>
         + Send
@@ -327,20 +353,22 @@ impl Extension {
         })
     }
 
-    /// A typed method whose result the SDK stamps itself ([`Stamped`]): the params are decoded
-    /// straight from the request (`-32602` naming what does not fit) and the result encoded
-    /// once, stamped for the request's era. The Tasks extension's methods use it.
+    /// A typed method whose result the SDK stamps itself ([`Stamped`]): the params are the
+    /// ones the core already decoded when it knows the method ([`FromRequest`]), or else
+    /// decoded straight from the request (`-32602` naming what does not fit), and the result
+    /// encoded once, stamped for the request's era. The Tasks extension's methods use it.
     pub(crate) fn stamped_request<P, R, F, Fut>(self, method: &'static str, handler: F) -> Self
     where
-        P: DeserializeOwned + Send + 'static,
+        P: DeserializeOwned + FromRequest + Send + 'static,
         R: Stamped + Serialize + Send + 'static,
         F: Fn(RequestContext, P) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = HandlerResult<R>> + Send + 'static,
     {
-        let raw: RawMethod = Arc::new(move |ctx, params, server_info| {
-            let decoded = match params {
-                Some(raw) => serde_json::from_str::<P>(raw.get()),
-                None => serde_json::from_str::<P>("{}"),
+        let raw: RawMethod = Arc::new(move |ctx, params, typed, server_info| {
+            let decoded = match (typed.and_then(P::from_request), params) {
+                (Some(typed), _) => Ok(typed),
+                (None, Some(raw)) => serde_json::from_str::<P>(raw.get()),
+                (None, None) => serde_json::from_str::<P>("{}"),
             };
             let params = match decoded {
                 Ok(params) => params,

@@ -185,6 +185,7 @@ pub(super) async fn extension_request(
     method: &crate::extension::ExtensionMethod,
     request: &JsonRpcRequest,
     ctx: RequestContext,
+    typed: Option<ClientRequest>,
 ) -> Result<Box<RawValue>, ErrorObject> {
     if let Some(extension) = &method.requires
         && !extension.negotiated(ctx.client_capabilities())
@@ -195,7 +196,7 @@ pub(super) async fn extension_request(
         Method::Object(handler) => handler,
         Method::Raw(raw) => {
             let server_info = inner.server.info.clone();
-            return raw(ctx, request.params.as_deref(), server_info).await;
+            return raw(ctx, request.params.as_deref(), typed, server_info).await;
         }
     };
     let mut params: JsonObject = match request.params.as_deref() {

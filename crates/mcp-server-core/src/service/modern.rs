@@ -47,7 +47,7 @@ pub(super) async fn serve_modern(
                 if let Err(e) = bind_caller(inner, transport, &mut ctx) {
                     return Some(Err(e));
                 }
-                return Some(Box::pin(extension_request(inner, method, request, ctx)).await);
+                return Some(Box::pin(extension_request(inner, method, request, ctx, None)).await);
             }
             // The method is checked before its params: a removed method (`initialize`,
             // `logging/setLevel`...) is -32601 whatever params it carries.
@@ -83,7 +83,16 @@ pub(super) async fn serve_modern(
         if let Err(e) = bind_caller(inner, transport, &mut ctx) {
             return Some(Err(e));
         }
-        return Some(Box::pin(extension_request(inner, extension, request, ctx)).await);
+        return Some(
+            Box::pin(extension_request(
+                inner,
+                extension,
+                request,
+                ctx,
+                Some(typed),
+            ))
+            .await,
+        );
     }
     if !modern_method_served(&inner.server, method) {
         return Some(Err(ErrorObject::method_not_found(&request.method)));
