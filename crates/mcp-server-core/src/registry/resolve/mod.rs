@@ -38,7 +38,7 @@ mod tests {
             let Resolution::Ask(question) = Resolution::<Pick>::elicit(message) else {
                 panic!("Pick is a form model");
             };
-            let rendered = question.rendered_schema.as_deref();
+            let rendered = question.rendered_schema.as_ref();
             assert!(rendered.is_some());
             let fast = digest(&question.request, rendered);
             assert_eq!(fast, digest(&question.request, None), "{message:?}");
@@ -52,7 +52,7 @@ mod tests {
             form.extra.insert("x".into(), Value::Bool(true));
         }
         assert_eq!(
-            digest(&question.request, question.rendered_schema.as_deref()),
+            digest(&question.request, question.rendered_schema.as_ref()),
             digest(&question.request, None)
         );
     }

@@ -251,7 +251,7 @@ pub(crate) async fn run_round(
         if let InputRequest::Elicit(ElicitRequestParams::Url(url)) = &mut question {
             url.elicitation_id = None;
         }
-        let q = digest(&question, rendered_schema.as_deref());
+        let q = digest(&question, rendered_schema.as_ref());
         // An answer from an earlier round, to exactly this question.
         if let Some(outcome) = state.outcomes.get(key).filter(|o| o.q == q)
             && let Ok(answer) = serde_json::from_value::<InputResponse>(outcome.r.0.clone())
