@@ -25,8 +25,9 @@ enum Source {
     /// Frames written by a task (a resumable legacy stream: each event carries its id).
     Frames(mpsc::Receiver<Bytes>),
     /// Frames the body pulls itself as the client reads: no task and no queue between (a
-    /// session's GET stream, which stays open for the session's life).
-    Pulled(Box<dyn FrameSource>),
+    /// session's GET stream, which stays open for the session's life). In a `Mutex` only so
+    /// that the body stays `Sync` (polling has `&mut` and takes no lock).
+    Pulled(Mutex<Box<dyn FrameSource>>),
 }
 
 /// Frames an SSE body pulls itself; `None` ends the stream.
@@ -184,7 +185,7 @@ impl McpBody {
 
     /// An SSE stream of the frames `source` yields when the client reads.
     pub(crate) fn pulled(source: Box<dyn FrameSource>) -> Self {
-        Self::sse_from(None, Source::Pulled(source))
+        Self::sse_from(None, Source::Pulled(Mutex::new(source)))
     }
 
     /// This body, holding `permit` until it is done.
@@ -243,7 +244,11 @@ impl Body for McpBody {
                 let polled = match source {
                     Source::Request(stream) => stream.poll_next(cx).map(|m| m.map(|m| event(&m))),
                     Source::Frames(frames) => frames.poll_recv(cx),
-                    Source::Pulled(pulled) => pulled.poll_frame(cx),
+                    Source::Pulled(pulled) => match pulled.get_mut() {
+                        Ok(pulled) => pulled.poll_frame(cx),
+                        // A source that panicked mid-poll has nothing more to send.
+                        Err(_) => Poll::Ready(None),
+                    },
                 };
                 match polled {
                     Poll::Ready(Some(frame)) => {
@@ -282,5 +287,16 @@ impl Body for McpBody {
             Kind::Full(None) => SizeHint::with_exact(0),
             Kind::Sse { .. } => SizeHint::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod auto_traits {
+    /// `McpBody` is public: it stays `Send` and `Sync` whatever its source (the release's
+    /// semver check refused a change that made it `!Sync`).
+    #[test]
+    fn the_body_is_send_and_sync() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<super::McpBody>();
     }
 }
