@@ -567,11 +567,7 @@ impl Server {
 
     /// Whether any layer requires a scope.
     pub(crate) fn requires_scopes(&self) -> bool {
-        self.policy.requires_scopes()
-            || self
-                .tools
-                .iter()
-                .any(|(_, t)| t.layers.iter().any(|l| !l.required_scopes().is_empty()))
+        self.policy.requires_scopes() || self.tools.any_scoped_layers()
     }
 
     pub(crate) fn serves_tools(&self) -> bool {

@@ -70,6 +70,8 @@ pub(crate) struct ToolTable {
     any_headers: bool,
     /// Whether any tool has layers of its own.
     any_layers: bool,
+    /// Whether any of those layers requires a scope (read by an HTTP endpoint per request).
+    any_scoped_layers: bool,
 }
 
 impl ToolTable {
@@ -107,6 +109,10 @@ impl ToolTable {
         change(&mut self.facts[id.0 as usize]);
         self.any_headers = self.facts.iter().any(|f| f.param_headers.is_some());
         self.any_layers = self.facts.iter().any(|f| !f.layers.is_empty());
+        self.any_scoped_layers = self
+            .facts
+            .iter()
+            .any(|f| f.layers.iter().any(|l| !l.required_scopes().is_empty()));
     }
 
     /// Whether any tool has `x-mcp-header` annotations.
@@ -117,6 +123,11 @@ impl ToolTable {
     /// Whether any tool has layers of its own.
     pub(crate) fn any_layers(&self) -> bool {
         self.any_layers
+    }
+
+    /// Whether any tool's own layers require a scope.
+    pub(crate) fn any_scoped_layers(&self) -> bool {
+        self.any_scoped_layers
     }
 
     /// Each tool's name and facts, in the order they were first named.
