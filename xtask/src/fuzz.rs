@@ -16,6 +16,7 @@ use crate::workspace_root;
 /// Every target of fuzz/Cargo.toml, in the order they run.
 pub(crate) const TARGETS: &[&str] = &[
     "jsonrpc",
+    "frame",
     "sse",
     "seal",
     "oauth",
@@ -170,4 +171,30 @@ fn stats(log: &str, corpus: &Path) -> String {
         field("cov:"),
         field("ft:")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TARGETS;
+
+    /// `TARGETS` is what `cargo xtask fuzz` (and so CI) runs: a target added to
+    /// fuzz/Cargo.toml but not here would never run, one listed here but not there would
+    /// fail the stage.
+    #[test]
+    fn targets_are_the_bins_of_the_fuzz_workspace() {
+        let manifest = std::fs::read_to_string(crate::workspace_root().join("fuzz/Cargo.toml"))
+            .expect("fuzz/Cargo.toml");
+        let mut bins: Vec<&str> = manifest
+            .split("[[bin]]")
+            .skip(1)
+            .filter_map(|bin| {
+                let line = bin.lines().find(|l| l.trim_start().starts_with("name"))?;
+                line.split('"').nth(1)
+            })
+            .collect();
+        let mut targets = TARGETS.to_vec();
+        bins.sort_unstable();
+        targets.sort_unstable();
+        assert_eq!(targets, bins);
+    }
 }

@@ -67,6 +67,7 @@ pub mod discover;
 pub mod elicitation;
 pub mod error;
 pub mod ext;
+pub mod frame;
 mod future;
 mod id;
 mod identity;

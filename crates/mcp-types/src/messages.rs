@@ -168,6 +168,15 @@ macro_rules! decode_params {
     };
 }
 
+macro_rules! next_params {
+    (req $p:ty, $map:expr) => {
+        $map.next_value::<$p>()?
+    };
+    (opt $p:ty, $map:expr) => {
+        Some($map.next_value::<$p>()?)
+    };
+}
+
 macro_rules! encode_params {
     (req, $v:expr) => {
         Some(to_raw($v)?)
@@ -202,6 +211,22 @@ macro_rules! message_union {
                     $( $method => Ok($name::$variant(decode_params!($mode $params, method, params)?)), )*
                     _ => Err(ParamsError::UnknownMethod(method.to_owned())),
                 }
+            }
+
+            /// Reads the params of `method` as the next value of `map`, as
+            /// [`from_parts`](Self::from_parts) reads them from their text (the same
+            /// `Deserialize` for each method); `None` for a method without a variant, its value
+            /// left unread. The one-pass decoder ([`crate::frame`]) reads a request's params
+            /// this way, straight from the message's bytes.
+            #[doc(hidden)]
+            pub fn next_params<'de, A: serde::de::MapAccess<'de>>(
+                method: &str,
+                map: &mut A,
+            ) -> Result<Option<Self>, A::Error> {
+                Ok(Some(match method {
+                    $( $method => $name::$variant(next_params!($mode $params, map)), )*
+                    _ => return Ok(None),
+                }))
             }
 
             /// The method name.

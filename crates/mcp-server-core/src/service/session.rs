@@ -5,6 +5,7 @@ use mcp_types::version::LEGACY_VERSIONS;
 use std::fmt;
 use std::sync::Arc;
 
+use mcp_types::frame::ClientFrame;
 use mcp_types::lifecycle::{InitializeRequestParams, InitializeResult};
 use mcp_types::logging::LoggingLevel;
 use mcp_types::meta::{self};
@@ -146,8 +147,15 @@ impl Session {
     /// Feeds one raw message (a stdio line, an HTTP body). Bytes that are not a valid message
     /// get the JSON-RPC error the spec names.
     pub fn handle_bytes(&self, bytes: &[u8]) -> Option<ResponseStream> {
-        match JsonRpcMessage::from_slice(bytes) {
-            Ok(message) => self.handle(message),
+        // An ordinary request is read in one pass, its params typed from the bytes.
+        match ClientFrame::from_slice(bytes) {
+            Ok(ClientFrame {
+                message: JsonRpcMessage::Request(request),
+                typed: Some(typed),
+            }) => {
+                Some(self.handle_request(request, Some(typed), self.state.transport.clone(), true))
+            }
+            Ok(frame) => self.handle(frame.message),
             Err(e) => {
                 tracing::debug!(error = %e, "rejected a malformed message");
                 Some(ResponseStream::ready(JsonRpcMessage::Error(
@@ -176,7 +184,7 @@ impl Session {
     ) -> Option<ResponseStream> {
         match message {
             JsonRpcMessage::Request(request) => {
-                Some(self.handle_request(request, transport, back_channel))
+                Some(self.handle_request(request, None, transport, back_channel))
             }
             JsonRpcMessage::Notification(notification) => {
                 match ClientNotification::from_notification(&notification) {
@@ -209,9 +217,11 @@ impl Session {
         }
     }
 
+    /// Serves a request; `typed` is its params when the frame's one pass already read them.
     pub(super) fn handle_request(
         &self,
         request: JsonRpcRequest,
+        typed: Option<ClientRequest>,
         transport: TransportContext,
         back_channel: bool,
     ) -> ResponseStream {
@@ -221,7 +231,10 @@ impl Session {
                 .or(self.state.transport.network_transport);
             return ResponseStream::ready(self.handshake(&request, network));
         }
-        let typed = ClientRequest::from_request(&request);
+        let typed = match typed {
+            Some(typed) => Ok(typed),
+            None => ClientRequest::from_request(&request),
+        };
         let enveloped = match &typed {
             Ok(t) => t.meta().is_some_and(|m| m.protocol_version.is_some()),
             Err(_) => probe_meta(request.params.as_deref())

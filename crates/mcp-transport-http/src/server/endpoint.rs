@@ -9,6 +9,7 @@ use bytes::Bytes;
 use http_body::Body;
 use hyper::{Method, Request, Response, StatusCode};
 use mcp_server_core::{Delivery, LEGACY_VERSIONS, Service, TransportContext};
+use mcp_types::frame::ClientFrame;
 use mcp_types::messages::ClientRequest;
 use mcp_types::{ErrorCode, ErrorObject, JsonRpcMessage};
 
@@ -165,8 +166,8 @@ impl Endpoint {
             Ok(bytes) => bytes,
             Err(refused) => return refused,
         };
-        let message = match parse_message(&bytes) {
-            Ok(message) => message,
+        let ClientFrame { message, typed } = match parse_message(&bytes, session_id.is_none()) {
+            Ok(frame) => frame,
             Err(refused) => return refused,
         };
         drop(bytes);
@@ -197,7 +198,7 @@ impl Endpoint {
             permit: permit.clone(),
             peer,
         };
-        self.route(message, incoming, session_id)
+        self.route(message, typed, incoming, session_id)
             .await
             .map(|body| body.holding(permit).delivering(delivery))
     }
@@ -236,6 +237,7 @@ impl Endpoint {
     async fn route(
         &self,
         message: JsonRpcMessage,
+        one_pass: Option<ClientRequest>,
         incoming: Incoming,
         session_id: Option<String>,
     ) -> Response<McpBody> {
@@ -258,12 +260,13 @@ impl Endpoint {
             }
         };
         // Without a session id this is (almost always) a stateless 2026-07-28 request: its
-        // params are decoded once, here, and the header checks read the typed values; the
-        // service gets the decoded request. A request naming a session, or params that do not
-        // decode, are probed from the raw JSON as any value.
-        let typed = session_id
-            .is_none()
-            .then(|| ClientRequest::from_request(&request));
+        // params are decoded once (most often in the body's one pass), and the header checks
+        // read the typed values; the service gets the decoded request. A request naming a
+        // session, or params that do not decode, are probed from the raw JSON as any value.
+        let typed = session_id.is_none().then(|| match one_pass {
+            Some(typed) => Ok(typed),
+            None => ClientRequest::from_request(&request),
+        });
         let probe = match &typed {
             Some(Ok(typed)) => ParamsProbe::of(typed),
             _ => ParamsProbe::read(request.params.as_deref()),

@@ -11,6 +11,7 @@ use http_body_util::{BodyExt, Limited};
 use hyper::header::{self, HeaderMap};
 use hyper::{Response, StatusCode};
 use mcp_server_core::TransportContext;
+use mcp_types::frame::ClientFrame;
 use mcp_types::jsonrpc::{ErrorResponseId, MessageErrorKind};
 use mcp_types::{ErrorObject, JsonObject, JsonRpcError, JsonRpcMessage};
 
@@ -116,9 +117,22 @@ pub(crate) fn check_post_headers(
     Ok(())
 }
 
-/// The body as one JSON-RPC message, or the error the spec names (400).
-pub(crate) fn parse_message(bytes: &[u8]) -> Result<JsonRpcMessage, Response<McpBody>> {
-    JsonRpcMessage::from_slice(bytes).map_err(|e| {
+/// The body as one JSON-RPC message, or the error the spec names (400). With `one_pass`, an
+/// ordinary request comes with its params already typed (read in the same pass); a request
+/// for a legacy session is served by the session, which reads its params itself.
+pub(crate) fn parse_message(
+    bytes: &[u8],
+    one_pass: bool,
+) -> Result<ClientFrame, Response<McpBody>> {
+    let frame = if one_pass {
+        ClientFrame::from_slice(bytes)
+    } else {
+        JsonRpcMessage::from_slice(bytes).map(|message| ClientFrame {
+            message,
+            typed: None,
+        })
+    };
+    frame.map_err(|e| {
         let error_message = match e.kind {
             MessageErrorKind::Parse => "Parse error".to_owned(),
             MessageErrorKind::InvalidRequest => e.message.clone(),
