@@ -48,6 +48,7 @@
 //! ```
 
 mod apps;
+mod call;
 #[doc(hidden)]
 pub mod derive;
 mod error;
@@ -99,7 +100,7 @@ use mcp_types::resources::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceRequestParams,
     ReadResourceResult, Resource, ResourceTemplate,
 };
-use mcp_types::tools::{CallToolRequestParams, CallToolResult, ListToolsResult, Tool};
+use mcp_types::tools::{ListToolsResult, Tool};
 use mcp_types::{ErrorObject, JsonObject};
 use serde_json::Value;
 
@@ -818,10 +819,8 @@ impl Registry {
     fn install_tools(self: &Arc<Self>, mut server: Server) -> Server {
         for (index, tool) in self.tools.iter().enumerate() {
             let (reg, again) = (self.clone(), self.clone());
-            let handler: crate::tools::ToolHandler = Arc::new(move |ctx, params| {
-                let reg = reg.clone();
-                Box::pin(async move { reg.call_tool(index, ctx, params).await })
-            });
+            let handler: crate::tools::ToolHandler =
+                Arc::new(move |ctx, params| reg.clone().call_tool(index, ctx, params));
             let rerun: crate::tools::ToolRerun =
                 Arc::new(move |ctx, arguments| again.clone().rerun(index, ctx, arguments));
             let never_asks = !tool.def.hand_built && tool.graph.order.is_empty();
@@ -833,61 +832,6 @@ impl Registry {
             });
         }
         server
-    }
-
-    async fn call_tool(
-        &self,
-        index: usize,
-        ctx: Context,
-        params: CallToolRequestParams,
-    ) -> Result<Outcome<CallToolResult>, ErrorObject> {
-        let tool = &self.tools[index];
-        let name = &tool.def.tool.name;
-        let mut arguments = params.arguments.unwrap_or_default();
-        // A value the client sends for a resolved parameter is ignored.
-        for p in &tool.def.params {
-            arguments.remove(&p.param);
-        }
-        let (Some(parse), Some(body)) = (&tool.def.parse, &tool.def.body) else {
-            return Err(ErrorObject::internal(format!(
-                "tool '{name}' has no handler"
-            )));
-        };
-        // Arguments that do not fit the tool's schema are an input-validation failure, which the
-        // spec reports as a tool result with `isError` (the model can read it and retry), not as
-        // a protocol error; `-32602` is for an unknown tool or params of the wrong shape.
-        let args = match parse(&arguments) {
-            Ok(args) => args,
-            Err(e) => {
-                return Ok(Outcome::Complete(CallToolResult::error(format!(
-                    "Invalid arguments for tool '{name}': {e}"
-                ))));
-            }
-        };
-        let replay = self.replay_for(tool, &ctx, &arguments);
-        match prepare(&tool.graph, &tool.def.params, &ctx, Arc::new(arguments)).await? {
-            Step::Ask(round) => Ok(Outcome::InputRequired(round)),
-            Step::Fail(message) => Ok(Outcome::Complete(CallToolResult::error(format!(
-                "Error executing tool {name}: {message}"
-            )))),
-            Step::Body(resolved) if ctx.may_run_as_task() => {
-                let body = body.clone();
-                let name = name.clone();
-                Box::pin(ctx.run_as_task_replayable(replay, move |ctx| async move {
-                    Self::task_result(&name, body(ctx, args, resolved).await?)
-                }))
-                .await
-            }
-            Step::Body(resolved) => {
-                let outcome = body(ctx, args, resolved).await?;
-                if matches!(outcome, Outcome::InputRequired(_)) && !tool.graph.order.is_empty() {
-                    return Err(ErrorObject::internal(format!(
-                        "tool '{name}' returned an InputRequiredResult while using resolvers"
-                    )));
-                }
-                Ok(outcome)
-            }
-        }
     }
 
     async fn get_prompt(

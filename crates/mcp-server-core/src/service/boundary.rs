@@ -44,7 +44,13 @@ pub(super) fn invalid_request_state() -> ErrorObject {
 
 /// A method that may answer `input_required`: verify the incoming state, run the handler,
 /// check and seal the outgoing round.
-pub(super) async fn sealed_round<P, T>(
+///
+/// A plain function returning its future, not an `async fn`: an `async fn` keeps each argument
+/// twice in its future (as passed, then moved into its body), and this one's arguments are
+/// the request's params and context; the future is moved into its box whole, at its full
+/// size, on every request.
+#[allow(clippy::manual_async_fn)] // the `async fn` form is the one this avoids
+pub(super) fn sealed_round<P, T>(
     inner: &Arc<Inner>,
     handler: Option<&Handler<P, Outcome<T>>>,
     mut params: P,
@@ -52,59 +58,61 @@ pub(super) async fn sealed_round<P, T>(
     transport: &TransportContext,
     binding: Option<BindingParts>,
     missing: impl FnOnce(&P) -> ErrorObject,
-) -> Result<Box<RawValue>, ErrorObject>
+) -> impl Future<Output = Result<Box<RawValue>, ErrorObject>>
 where
     P: RetryParams,
     T: Stamped + Serialize,
 {
-    let Some(handler) = handler else {
-        return Err(missing(&params));
-    };
-    let era = ctx.era;
-    let boundary = inner
-        .server
-        .boundary
-        .as_deref()
-        .filter(|_| era == Era::Modern);
-    let mut opened = Opened::default();
-    if era == Era::Modern {
-        opened = open_state(boundary, binding.as_ref(), &mut params, transport).await?;
-        ctx.request_state = params.request_state().map(str::to_owned);
-        ctx.input_responses = params.input_responses().cloned().map(Arc::new);
-    } else {
-        // 2025-11-25 has no requestState: a client's value is never handed on unverified.
-        params.set_request_state(None);
-    }
-    let caps = ctx.client_capabilities.clone();
-    let outcome = handler(ctx, params).await;
-    // The request produced its answer (a result or an error): its state is done once the
-    // transport delivered it (or now, without a transport that says so), so no other
-    // instance may take it over after that.
-    if let Some(claim) = opened.claim {
-        let unheld = match transport.delivery.as_deref() {
-            Some(delivery) => delivery.hold(claim).err(),
-            None => Some(claim),
+    async move {
+        let Some(handler) = handler else {
+            return Err(missing(&params));
         };
-        if let Some(claim) = unheld {
-            Box::pin(claim.finish()).await;
+        let era = ctx.era;
+        let boundary = inner
+            .server
+            .boundary
+            .as_deref()
+            .filter(|_| era == Era::Modern);
+        let mut opened = Opened::default();
+        if era == Era::Modern {
+            opened = open_state(boundary, binding.as_ref(), &mut params, transport).await?;
+            ctx.request_state = params.request_state().map(str::to_owned);
+            ctx.input_responses = params.input_responses().cloned().map(Arc::new);
+        } else {
+            // 2025-11-25 has no requestState: a client's value is never handed on unverified.
+            params.set_request_state(None);
         }
+        let caps = ctx.client_capabilities.clone();
+        let outcome = handler(ctx, params).await;
+        // The request produced its answer (a result or an error): its state is done once the
+        // transport delivered it (or now, without a transport that says so), so no other
+        // instance may take it over after that.
+        if let Some(claim) = opened.claim {
+            let unheld = match transport.delivery.as_deref() {
+                Some(delivery) => delivery.hold(claim).err(),
+                None => Some(claim),
+            };
+            if let Some(claim) = unheld {
+                Box::pin(claim.finish()).await;
+            }
+        }
+        let round = match outcome? {
+            Outcome::Complete(result) => return finish(inner, era, result),
+            Outcome::InputRequired(_) if era == Era::Legacy => {
+                tracing::warn!("a handler returned input_required on a 2025-11-25 session");
+                return Err(ErrorObject::internal("Handler returned an invalid result"));
+            }
+            Outcome::InputRequired(round) => round,
+        };
+        seal_round(
+            inner,
+            boundary,
+            binding.as_ref(),
+            opened.principal,
+            &caps,
+            round,
+        )
     }
-    let round = match outcome? {
-        Outcome::Complete(result) => return finish(inner, era, result),
-        Outcome::InputRequired(_) if era == Era::Legacy => {
-            tracing::warn!("a handler returned input_required on a 2025-11-25 session");
-            return Err(ErrorObject::internal("Handler returned an invalid result"));
-        }
-        Outcome::InputRequired(round) => round,
-    };
-    seal_round(
-        inner,
-        boundary,
-        binding.as_ref(),
-        opened.principal,
-        &caps,
-        round,
-    )
 }
 
 /// What opening a request's incoming state found: the caller as the boundary binds it (once

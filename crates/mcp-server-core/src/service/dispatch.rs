@@ -350,7 +350,7 @@ pub(super) fn execute<'a>(
                 None => Err(ErrorObject::method_not_found(methods::COMPLETION_COMPLETE)),
             }
         }),
-        ClientRequest::CallTool(p) => Box::pin(call_tool(inner, p, ctx, transport)),
+        ClientRequest::CallTool(p) => call_tool(inner, p, ctx, transport),
         ClientRequest::GetPrompt(p) => Box::pin(async move {
             let binding = inner.server.boundary.is_some().then(|| BindingParts {
                 method: methods::PROMPTS_GET,
@@ -405,12 +405,16 @@ pub(super) fn execute<'a>(
 
 /// `tools/call`: admitted as a task when the tool and the client agree, then through
 /// `sealed_round` (state verified, handler run, an outgoing round checked and sealed).
-pub(super) async fn call_tool(
-    inner: &Arc<Inner>,
+///
+/// Everything before the handler is plain code here; the one future made is `sealed_round`'s,
+/// boxed as it is (wrapped only for a call launched as a task), so the params and the context
+/// are stored once in it, not once per `async fn` they pass through.
+pub(super) fn call_tool<'a>(
+    inner: &'a Arc<Inner>,
     mut p: mcp_types::tools::CallToolRequestParams,
-    ctx: RequestContext,
-    transport: &TransportContext,
-) -> Result<Box<RawValue>, ErrorObject> {
+    mut ctx: RequestContext,
+    transport: &'a TransportContext,
+) -> Executing<'a> {
     // The one lookup of the tool by its name: its task support and its handler.
     let tool = inner.server.tools.named(&p.name);
     let launch = if ctx.era == Era::Modern {
@@ -422,24 +426,27 @@ pub(super) async fn call_tool(
             Some(_) => caller_principal(inner, methods::TOOLS_CALL, transport),
             None => Ok(None),
         };
-        let launch = crate::tasks::TaskEngine::admit(
+        let admitted = crate::tasks::TaskEngine::admit(
             inner.server.tasks.as_ref(),
             tool.map(|t| t.task).unwrap_or_default(),
             &p.name,
             ctx.client_capabilities(),
             owner.as_ref().ok().and_then(Option::as_ref),
             transport.peer,
-        )?;
+        );
+        let launch = match admitted {
+            Ok(launch) => launch,
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
+        };
         if launch.is_some()
             && let Err(e) = owner
         {
-            return Err(e);
+            return Box::pin(std::future::ready(Err(e)));
         }
         launch
     } else {
         None
     };
-    let mut ctx = ctx;
     if let Some(launch) = &launch {
         ctx.task = crate::tasks::TaskCtx::Launchable(launch.clone());
     }
@@ -460,11 +467,16 @@ pub(super) async fn call_tool(
         transport,
         binding,
         |p| ErrorObject::invalid_params(format!("Unknown tool: {}", p.name)),
-    )
-    .await;
-    match launch.and_then(|l| l.take_created()) {
-        Some(created) => finish(inner, Era::Modern, created),
-        None => served,
+    );
+    match launch {
+        None => Box::pin(served),
+        Some(launch) => Box::pin(async move {
+            let served = served.await;
+            match launch.take_created() {
+                Some(created) => finish(inner, Era::Modern, created),
+                None => served,
+            }
+        }),
     }
 }
 

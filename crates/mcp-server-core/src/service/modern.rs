@@ -13,26 +13,52 @@ use crate::sink::Sink;
 
 use crate::TransportContext;
 use crate::service::Inner;
-use crate::service::dispatch::{discover, execute, extension_request, listen};
+use crate::service::dispatch::{Executing, discover, execute, extension_request, listen};
 use crate::service::envelope::{
     bind_caller, check_meta_size, check_raw_envelope, check_version, envelope_keys_missing,
     envelope_missing, modern_method_served, probe_meta,
 };
 use crate::service::inner::{Served, params_error};
 
-pub(super) async fn serve_modern(
-    inner: &Arc<Inner>,
-    request: &JsonRpcRequest,
+/// What is left of a 2026-07-28 request once its envelope was checked: its answer, when no
+/// handler had to run, or the one future that runs it.
+pub(super) enum Modern<'a> {
+    /// Answered (or refused) without a handler.
+    Ready(Served),
+    /// A method served by [`execute`].
+    Execute(Executing<'a>),
+    /// A listen stream or an extension's method.
+    Other(std::pin::Pin<Box<dyn std::future::Future<Output = Served> + Send + 'a>>),
+}
+
+impl Modern<'_> {
+    /// The request's answer.
+    pub(super) async fn answer(self) -> Served {
+        match self {
+            Modern::Ready(served) => served,
+            Modern::Execute(executing) => Some(executing.await),
+            Modern::Other(other) => other.await,
+        }
+    }
+}
+
+/// A 2026-07-28 request up to its handler: every check of its envelope is plain code, and the
+/// only future made is the handler's own (an `async fn` here kept the decoded request twice in
+/// a future that every request moved).
+pub(super) fn serve_modern<'a>(
+    inner: &'a Arc<Inner>,
+    request: &'a JsonRpcRequest,
     typed: Result<ClientRequest, ParamsError>,
-    transport: &TransportContext,
-    sink: &Sink,
-    cancel: &CancellationToken,
-) -> Served {
+    transport: &'a TransportContext,
+    sink: &'a Sink,
+    cancel: &'a CancellationToken,
+) -> Modern<'a> {
+    let refuse = |e: ErrorObject| Modern::Ready(Some(Err(e)));
     let typed = match typed {
         Ok(typed) => typed,
         Err(e) => {
             if let Err(envelope) = check_raw_envelope(request.params.as_deref()) {
-                return Some(Err(envelope));
+                return refuse(envelope);
             }
             if let Some(method) = inner.server.extension_methods.get(&request.method) {
                 let meta: Meta = probe_meta(request.params.as_deref())
@@ -41,36 +67,36 @@ pub(super) async fn serve_modern(
                 if let Err(e) =
                     check_meta_size(request, &meta, inner.server.limits.max_initialize_params)
                 {
-                    return Some(Err(e));
+                    return refuse(e);
                 }
                 let mut ctx = modern_context(inner, request, meta, transport, sink, cancel);
                 if let Err(e) = bind_caller(inner, transport, &mut ctx) {
-                    return Some(Err(e));
+                    return refuse(e);
                 }
-                return Some(Box::pin(extension_request(inner, method, request, ctx, None)).await);
+                let served = extension_request(inner, method, request, ctx, None);
+                return Modern::Other(Box::pin(async move { Some(served.await) }));
             }
             // The method is checked before its params: a removed method (`initialize`,
             // `logging/setLevel`...) is -32601 whatever params it carries.
             let served = modern_method_served(&inner.server, &request.method);
             if !served {
-                return Some(Err(ErrorObject::method_not_found(&request.method)));
+                return refuse(ErrorObject::method_not_found(&request.method));
             }
-            return Some(Err(params_error(e)));
+            return refuse(params_error(e));
         }
     };
     let Some(meta) = typed.meta() else {
-        return Some(Err(envelope_missing()));
+        return refuse(envelope_missing());
     };
     let missing = meta.missing_envelope_keys();
     if !missing.is_empty() {
-        return Some(Err(envelope_keys_missing(&missing)));
+        return refuse(envelope_keys_missing(&missing));
     }
-    let version = meta.protocol_version.clone().unwrap_or_default();
-    if let Err(e) = check_version(&version) {
-        return Some(Err(e));
+    if let Err(e) = check_version(meta.protocol_version.as_deref().unwrap_or_default()) {
+        return refuse(e);
     }
     if let Err(e) = check_meta_size(request, meta, inner.server.limits.max_initialize_params) {
-        return Some(Err(e));
+        return refuse(e);
     }
     let method = typed.method();
     // A method the wire types know but the core does not serve may be an extension's (the
@@ -81,33 +107,32 @@ pub(super) async fn serve_modern(
     {
         let mut ctx = modern_context(inner, request, meta.clone(), transport, sink, cancel);
         if let Err(e) = bind_caller(inner, transport, &mut ctx) {
-            return Some(Err(e));
+            return refuse(e);
         }
-        return Some(
-            Box::pin(extension_request(
-                inner,
-                extension,
-                request,
-                ctx,
-                Some(typed),
-            ))
-            .await,
-        );
+        let served = extension_request(inner, extension, request, ctx, Some(typed));
+        return Modern::Other(Box::pin(async move { Some(served.await) }));
     }
     if !modern_method_served(&inner.server, method) {
-        return Some(Err(ErrorObject::method_not_found(&request.method)));
+        return refuse(ErrorObject::method_not_found(&request.method));
     }
     let ctx = modern_context(inner, request, meta.clone(), transport, sink, cancel);
     match typed {
-        ClientRequest::Discover(_) => Some(discover(inner, &ctx)),
+        ClientRequest::Discover(_) => Modern::Ready(Some(discover(inner, &ctx))),
         ClientRequest::SubscriptionsListen(params) => {
             let caller = super::dispatch::Listener {
                 principal: transport.principal.as_ref(),
                 scopes: transport.scopes.as_deref(),
             };
-            Box::pin(listen(inner, &request.id, params, caller, sink, cancel)).await
+            Modern::Other(Box::pin(listen(
+                inner,
+                &request.id,
+                params,
+                caller,
+                sink,
+                cancel,
+            )))
         }
-        other => Some(execute(inner, other, ctx, transport).await),
+        other => Modern::Execute(execute(inner, other, ctx, transport)),
     }
 }
 

@@ -80,7 +80,9 @@ pub(super) fn spawn_request(
         let serve = Box::pin(async {
             match &route {
                 Route::Modern { transport, .. } => {
-                    serve_modern(&inner, &request, typed, transport, &sink, &cancel).await
+                    serve_modern(&inner, &request, typed, transport, &sink, &cancel)
+                        .answer()
+                        .await
                 }
                 Route::Legacy {
                     session,
