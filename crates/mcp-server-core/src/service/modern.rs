@@ -13,7 +13,9 @@ use crate::sink::Sink;
 
 use crate::TransportContext;
 use crate::service::Inner;
-use crate::service::dispatch::{Executing, discover, execute, extension_request, listen};
+use crate::service::dispatch::{
+    Executing, call_tool, discover, execute, extension_request, listen,
+};
 use crate::service::envelope::{
     bind_caller, check_meta_size, check_raw_envelope, check_version, envelope_keys_missing,
     envelope_missing, modern_method_served, probe_meta,
@@ -131,6 +133,10 @@ pub(super) fn serve_modern<'a>(
                 sink,
                 cancel,
             )))
+        }
+        // The hot method goes straight to its own function (one move less of the request).
+        ClientRequest::CallTool(params) => {
+            Modern::Execute(call_tool(inner, params, ctx, transport))
         }
         other => Modern::Execute(execute(inner, other, ctx, transport)),
     }

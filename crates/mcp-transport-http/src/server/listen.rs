@@ -163,38 +163,45 @@ async fn drain(endpoint: &Endpoint, listener: TcpListener, connections: &Semapho
 }
 
 /// Serves one request of [`serve_with_shutdown`](crate::McpHttpService::serve_with_shutdown): the readiness
-/// path, the endpoint (and its metadata), 404 elsewhere.
-async fn route_path(
-    endpoint: &Endpoint,
+/// path, the endpoint (and its metadata), 404 elsewhere. The path is decided here, at once,
+/// so the future returned holds the request once.
+fn route_path<'a>(
+    endpoint: &'a Endpoint,
     request: Request<hyper::body::Incoming>,
     path: &str,
     peer: std::net::IpAddr,
-) -> Response<McpBody> {
+) -> impl Future<Output = Response<McpBody>> + Send + 'a {
     let requested = request.uri().path();
-    if endpoint.config.readiness_path.as_deref() == Some(requested) {
-        if request.method() != Method::GET && request.method() != Method::HEAD {
-            let mut refused = plain(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
-            refused
-                .headers_mut()
-                .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
-            return refused;
+    let answered = if endpoint.config.readiness_path.as_deref() == Some(requested) {
+        Some(
+            if request.method() != Method::GET && request.method() != Method::HEAD {
+                let mut refused = plain(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
+                refused
+                    .headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+                refused
+            } else if endpoint.is_draining() {
+                plain(StatusCode::SERVICE_UNAVAILABLE, "draining")
+            } else {
+                plain(StatusCode::OK, "ready")
+            },
+        )
+    } else {
+        let served = requested == path
+            || endpoint
+                .config
+                .protected
+                .as_ref()
+                .is_some_and(|p| requested == p.metadata_path());
+        (!served).then(|| plain(StatusCode::NOT_FOUND, "Not Found"))
+    };
+    // The endpoint's future is made in this block: one made outside would be kept twice.
+    async move {
+        match answered {
+            Some(answer) => answer,
+            None => endpoint.handle(request, Some(peer)).await,
         }
-        return if endpoint.is_draining() {
-            plain(StatusCode::SERVICE_UNAVAILABLE, "draining")
-        } else {
-            plain(StatusCode::OK, "ready")
-        };
     }
-    let served = requested == path
-        || endpoint
-            .config
-            .protected
-            .as_ref()
-            .is_some_and(|p| requested == p.metadata_path());
-    if !served {
-        return plain(StatusCode::NOT_FOUND, "Not Found");
-    }
-    endpoint.handle(request, Some(peer)).await
 }
 
 /// Resolves when the process is asked to stop: SIGTERM (what `kill`, systemd and container
