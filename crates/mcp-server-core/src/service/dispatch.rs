@@ -180,23 +180,29 @@ pub(super) async fn listen(
 /// An extension's request: params as an object (without `_meta`), the handler, then the
 /// era's stamping by JSON (`resultType`, server identity and, for a cacheable method, the
 /// caching hints on 2026-07-28; none of them on 2025-11-25).
-pub(super) async fn extension_request(
-    inner: &Inner,
-    method: &crate::extension::ExtensionMethod,
-    request: &JsonRpcRequest,
+///
+/// Plain code up to the handler; the future returned is the handler's (boxed as it is for a
+/// raw method such as the Tasks extension's `tasks/get`), not one that also keeps the
+/// decoded request and the context twice.
+pub(super) fn extension_request<'a>(
+    inner: &'a Inner,
+    method: &'a crate::extension::ExtensionMethod,
+    request: &'a JsonRpcRequest,
     ctx: RequestContext,
     typed: Option<ClientRequest>,
-) -> Result<Box<RawValue>, ErrorObject> {
+) -> Executing<'a> {
     if let Some(extension) = &method.requires
         && !extension.negotiated(ctx.client_capabilities())
     {
-        return Err(extension.not_declared(&request.method, ctx.era));
+        return Box::pin(std::future::ready(Err(
+            extension.not_declared(&request.method, ctx.era)
+        )));
     }
     let handler = match &method.handler {
         Method::Object(handler) => handler,
         Method::Raw(raw) => {
             let server_info = inner.server.info.clone();
-            return raw(ctx, request.params.as_deref(), typed, server_info).await;
+            return raw(ctx, request.params.as_deref(), typed, server_info);
         }
     };
     let mut params: JsonObject = match request.params.as_deref() {
@@ -205,16 +211,27 @@ pub(super) async fn extension_request(
             Ok(Value::Object(params)) => params,
             Ok(Value::Null) => JsonObject::new(),
             _ => {
-                return Err(ErrorObject::invalid_params(format!(
-                    "the params of '{}' must be an object",
-                    request.method
-                )));
+                return Box::pin(std::future::ready(Err(ErrorObject::invalid_params(
+                    format!("the params of '{}' must be an object", request.method),
+                ))));
             }
         },
     };
     params.remove("_meta");
     let era = ctx.era;
-    let mut result = handler(ctx, params).await?;
+    Box::pin(async move {
+        let result = handler(ctx, params).await?;
+        stamp_extension_result(inner, method, era, result)
+    })
+}
+
+/// An extension's result as its era has it (see [`extension_request`]).
+fn stamp_extension_result(
+    inner: &Inner,
+    method: &crate::extension::ExtensionMethod,
+    era: Era,
+    mut result: JsonObject,
+) -> Result<Box<RawValue>, ErrorObject> {
     match era {
         Era::Modern => {
             result

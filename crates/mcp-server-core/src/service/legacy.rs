@@ -164,7 +164,7 @@ pub(super) async fn serve_legacy(
                 return Some(Err(e));
             }
             let ctx = legacy_context(inner, request, meta, &legacy, call, sink, cancel);
-            return Some(Box::pin(extension_request(inner, method, request, ctx, None)).await);
+            return Some(extension_request(inner, method, request, ctx, None).await);
         }
     };
     let method = typed.method();

@@ -27,9 +27,9 @@ use crate::service::inner::{Served, params_error};
 pub(super) enum Modern<'a> {
     /// Answered (or refused) without a handler.
     Ready(Served),
-    /// A method served by [`execute`].
+    /// A method served by [`execute`], or an extension's.
     Execute(Executing<'a>),
-    /// A listen stream or an extension's method.
+    /// A listen stream.
     Other(std::pin::Pin<Box<dyn std::future::Future<Output = Served> + Send + 'a>>),
 }
 
@@ -75,8 +75,7 @@ pub(super) fn serve_modern<'a>(
                 if let Err(e) = bind_caller(inner, transport, &mut ctx) {
                     return refuse(e);
                 }
-                let served = extension_request(inner, method, request, ctx, None);
-                return Modern::Other(Box::pin(async move { Some(served.await) }));
+                return Modern::Execute(extension_request(inner, method, request, ctx, None));
             }
             // The method is checked before its params: a removed method (`initialize`,
             // `logging/setLevel`...) is -32601 whatever params it carries.
@@ -111,8 +110,13 @@ pub(super) fn serve_modern<'a>(
         if let Err(e) = bind_caller(inner, transport, &mut ctx) {
             return refuse(e);
         }
-        let served = extension_request(inner, extension, request, ctx, Some(typed));
-        return Modern::Other(Box::pin(async move { Some(served.await) }));
+        return Modern::Execute(extension_request(
+            inner,
+            extension,
+            request,
+            ctx,
+            Some(typed),
+        ));
     }
     if !modern_method_served(&inner.server, method) {
         return refuse(ErrorObject::method_not_found(&request.method));
