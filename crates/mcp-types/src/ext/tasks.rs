@@ -334,14 +334,68 @@ struct GetWire {
     meta: Option<Meta>,
 }
 
+/// [`DetailedWire`] borrowed, for a task whose status already is its payload's (as
+/// [`DetailedTask::new`] makes it): the same members in the same order, nothing copied.
+#[derive(Serialize)]
+struct DetailedRef<'a> {
+    #[serde(flatten)]
+    task: &'a Task,
+    #[serde(rename = "inputRequests", skip_serializing_if = "Option::is_none")]
+    input_requests: Option<&'a InputRequests>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a JsonObject>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a ErrorObject>,
+}
+
+impl<'a> DetailedRef<'a> {
+    fn of(d: &'a DetailedTask) -> Option<Self> {
+        let mut wire = DetailedRef {
+            task: &d.task,
+            input_requests: None,
+            result: None,
+            error: None,
+        };
+        match &d.payload {
+            TaskPayload::InputRequired(r) => wire.input_requests = Some(r),
+            TaskPayload::Completed(r) => wire.result = Some(r),
+            TaskPayload::Failed(e) => wire.error = Some(e),
+            TaskPayload::Working | TaskPayload::Cancelled => {}
+        }
+        (d.task.status == d.payload.status()).then_some(wire)
+    }
+}
+
+/// [`GetWire`] borrowed (see [`DetailedRef`]): a poll's answer is written without copying
+/// the task, its result or `_meta` first.
+#[derive(Serialize)]
+struct GetRef<'a> {
+    #[serde(rename = "resultType")]
+    result_type: ResultType,
+    #[serde(flatten)]
+    task: DetailedRef<'a>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<&'a Meta>,
+}
+
 impl Serialize for GetTaskResult {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        GetWire {
-            result_type: ResultType::Complete,
-            task: DetailedWire::from_detailed(&self.task),
-            meta: self.meta.clone(),
+        match DetailedRef::of(&self.task) {
+            Some(task) => GetRef {
+                result_type: ResultType::Complete,
+                task,
+                meta: self.meta.as_ref(),
+            }
+            .serialize(s),
+            // A task built with another status than its payload's is written with its
+            // payload's, as decoding would read it.
+            None => GetWire {
+                result_type: ResultType::Complete,
+                task: DetailedWire::from_detailed(&self.task),
+                meta: self.meta.clone(),
+            }
+            .serialize(s),
         }
-        .serialize(s)
     }
 }
 
@@ -482,6 +536,54 @@ mod tests {
 
     fn task() -> Task {
         Task::new("t", TaskStatus::Working, "2026-09-01T12:00:00Z", None)
+    }
+
+    /// A poll's answer is written borrowed; its bytes are those of the copied wire form, for
+    /// every payload, with and without `_meta`, and a task whose status is not its payload's
+    /// is still written with its payload's.
+    #[test]
+    fn a_get_result_is_written_as_its_wire_form_without_copies() {
+        let payloads = [
+            TaskPayload::Working,
+            TaskPayload::Cancelled,
+            TaskPayload::Completed(
+                json!({"content": [], "isError": false})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+            TaskPayload::Failed(ErrorObject::internal("boom")),
+            TaskPayload::InputRequired(
+                serde_json::from_value(json!({
+                    "q": {"method": "roots/list", "params": {}}
+                }))
+                .unwrap(),
+            ),
+        ];
+        for payload in payloads {
+            for meta in [None, Some(Meta::default())] {
+                let mut task = DetailedTask::new(task(), payload.clone());
+                task.task.status_message = Some("half way".into());
+                let result = GetTaskResult {
+                    task,
+                    meta: meta.clone(),
+                };
+                let copied = serde_json::to_string(&GetWire {
+                    result_type: ResultType::Complete,
+                    task: DetailedWire::from_detailed(&result.task),
+                    meta,
+                })
+                .unwrap();
+                assert_eq!(serde_json::to_string(&result).unwrap(), copied);
+            }
+        }
+        let mut stale = GetTaskResult {
+            task: DetailedTask::new(task(), TaskPayload::Cancelled),
+            meta: None,
+        };
+        stale.task.task.status = TaskStatus::Working;
+        let wire = serde_json::to_value(&stale).unwrap();
+        assert_eq!(wire["status"], "cancelled");
     }
 
     #[test]
