@@ -208,8 +208,11 @@ pub fn iso8601(ms: u64) -> String {
         out[at + width] = after;
         at += width + 1;
     }
-    // Only ASCII digits and separators were written.
-    out.iter().map(|&b| char::from(b)).collect()
+    // Only ASCII digits and separators were written: the check cannot fail, and copies the
+    // text at once (a `char` at a time cost 500 instructions per timestamp, two per poll).
+    core::str::from_utf8(&out)
+        .map(str::to_owned)
+        .unwrap_or_default()
 }
 
 pub(super) fn store_error(e: StoreError) -> ErrorObject {
