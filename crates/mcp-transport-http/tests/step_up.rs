@@ -200,6 +200,29 @@ async fn the_endpoint_challenges_before_the_tool_runs() {
     );
 }
 
+/// A `tools/call` whose params repeat a member the step-up check does not need (`"uri"`, kept
+/// by the call as an unknown member) is challenged like any other: the check reads the tool's
+/// name from the decoded params. Before, its raw probe refused the repeated member, saw no
+/// tool, and the call was refused later, as `-32003`, without the challenge a client can act
+/// on.
+#[tokio::test]
+async fn a_call_with_a_repeated_unknown_member_is_challenged_too() {
+    let (url, _stop) = serve(false).await;
+    let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"checkout","arguments":{{}},"uri":"a","uri":"b",{meta}}}}}"#
+    );
+    let response = post_text(&url, "narrow-token", "tools/call", "checkout", body).await;
+    assert_eq!(response.0, 403);
+    assert_eq!(
+        response.1,
+        format!(
+            "Bearer resource_metadata=\"{}\", error=\"insufficient_scope\", scope=\"shop.checkout\"",
+            url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
+        )
+    );
+}
+
 #[tokio::test]
 async fn a_hiding_server_lists_only_what_the_token_reaches() {
     let scripted = Arc::new(ScriptedAs {
@@ -222,11 +245,22 @@ async fn a_hiding_server_lists_only_what_the_token_reaches() {
 
 /// POSTs `body` with `token` (hyper, no other client): the status and `WWW-Authenticate`.
 async fn reqwest_free_post(url: &str, token: &str, body: &Value) -> (u16, String) {
+    let method = body["method"].as_str().unwrap();
+    let name = body["params"]["name"].as_str().unwrap();
+    post_text(url, token, method, name, body.to_string()).await
+}
+
+/// POSTs `body`, as it is written, with the headers of `method` and `name`.
+async fn post_text(
+    url: &str,
+    token: &str,
+    method: &str,
+    name: &str,
+    body: String,
+) -> (u16, String) {
     use http_body_util::{BodyExt, Full};
     use hyper_util::client::legacy::Client as HyperClient;
     use hyper_util::rt::TokioExecutor;
-    let method = body["method"].as_str().unwrap().to_owned();
-    let name = body["params"]["name"].as_str().unwrap().to_owned();
     let request = hyper::Request::post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
@@ -234,7 +268,7 @@ async fn reqwest_free_post(url: &str, token: &str, body: &Value) -> (u16, String
         .header("mcp-method", method)
         .header("mcp-name", name)
         .header("authorization", format!("Bearer {token}"))
-        .body(Full::new(bytes::Bytes::from(body.to_string())))
+        .body(Full::new(bytes::Bytes::from(body)))
         .unwrap();
     let response = HyperClient::builder(TokioExecutor::new())
         .build_http::<Full<bytes::Bytes>>()

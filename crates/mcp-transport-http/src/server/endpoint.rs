@@ -183,7 +183,7 @@ impl Endpoint {
                 Err(refused) => return refused,
             };
             drop(bytes);
-            if let Some(refused) = self.check_scopes(&message, scopes.as_deref()) {
+            if let Some(refused) = self.check_scopes(&message, typed.as_ref(), scopes.as_deref()) {
                 return refused;
             }
             // Held until the answer is sent, and by a legacy request that runs on after its client
@@ -219,9 +219,13 @@ impl Endpoint {
 
     /// The step-up challenge for a request whose method or target needs scopes its token
     /// lacks (see [`check_scopes`]); nothing to look up when no layer requires a scope.
+    /// The target is read from the params the body's one pass decoded, when it did: the raw
+    /// probe refuses params that name a member it reads twice (a `tools/call` with two
+    /// `"uri"`s, which the call's own type keeps as unknown members), and then saw no target.
     fn check_scopes(
         &self,
         message: &JsonRpcMessage,
+        typed: Option<&ClientRequest>,
         granted: Option<&[String]>,
     ) -> Option<Response<McpBody>> {
         let JsonRpcMessage::Request(request) = message else {
@@ -233,7 +237,10 @@ impl Endpoint {
         let probe;
         let target = match mcp_types::methods::name_param(&request.method) {
             Some(field) => {
-                probe = ParamsProbe::read(request.params.as_deref());
+                probe = match typed {
+                    Some(typed) => ParamsProbe::of(typed),
+                    None => ParamsProbe::read(request.params.as_deref()),
+                };
                 probe.named(field).and_then(serde_json::Value::as_str)
             }
             None => None,
