@@ -181,14 +181,7 @@ async fn the_endpoint_challenges_before_the_tool_runs() {
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                   "io.modelcontextprotocol/clientCapabilities": {}}}});
     let response = reqwest_free_post(&url, "narrow-token", &body).await;
-    assert_eq!(response.0, 403);
-    assert_eq!(
-        response.1,
-        format!(
-            "Bearer resource_metadata=\"{}\", error=\"insufficient_scope\", scope=\"shop.checkout\"",
-            url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
-        )
-    );
+    assert_challenged(&url, &response);
     // The same token calls what it may.
     let browse = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "browse", "arguments": {},
@@ -213,14 +206,7 @@ async fn a_call_with_a_repeated_unknown_member_is_challenged_too() {
         r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"checkout","arguments":{{}},"uri":"a","uri":"b",{meta}}}}}"#
     );
     let response = post_text(&url, "narrow-token", "tools/call", "checkout", body).await;
-    assert_eq!(response.0, 403);
-    assert_eq!(
-        response.1,
-        format!(
-            "Bearer resource_metadata=\"{}\", error=\"insufficient_scope\", scope=\"shop.checkout\"",
-            url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
-        )
-    );
+    assert_challenged(&url, &response);
 }
 
 #[tokio::test]
@@ -241,6 +227,18 @@ async fn a_hiding_server_lists_only_what_the_token_reaches() {
         .collect();
     assert_eq!(names, ["browse"]);
     client.close().await;
+}
+
+/// A 403 whose challenge asks for `shop.checkout`, pointing at the resource's metadata.
+fn assert_challenged(url: &str, response: &(u16, String)) {
+    assert_eq!(response.0, 403);
+    assert_eq!(
+        response.1,
+        format!(
+            "Bearer resource_metadata=\"{}\", error=\"insufficient_scope\", scope=\"shop.checkout\"",
+            url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
+        )
+    );
 }
 
 /// POSTs `body` with `token` (hyper, no other client): the status and `WWW-Authenticate`.
