@@ -103,9 +103,9 @@ pub(super) fn serve_modern<'a>(
     // A method the wire types know but the core does not serve may be an extension's (the
     // Tasks extension's `tasks/get`, `tasks/update`, `tasks/cancel`): its envelope is checked
     // above like any request's, then the extension answers it for the caller the context names.
-    if !modern_method_served(&inner.server, method)
-        && let Some(extension) = inner.server.extension_methods.get(method)
-    {
+    // Asked once: the method table is scanned by name.
+    let served = modern_method_served(&inner.server, method);
+    if !served && let Some(extension) = inner.server.extension_methods.get(method) {
         let mut ctx = modern_context(inner, request, meta.clone(), transport, sink, cancel);
         if let Err(e) = bind_caller(inner, transport, &mut ctx) {
             return refuse(e);
@@ -118,7 +118,7 @@ pub(super) fn serve_modern<'a>(
             Some(typed),
         ));
     }
-    if !modern_method_served(&inner.server, method) {
+    if !served {
         return refuse(ErrorObject::method_not_found(&request.method));
     }
     let ctx = modern_context(inner, request, meta.clone(), transport, sink, cancel);
