@@ -69,7 +69,8 @@ impl Harness {
     /// instance stops, and a new one that knows none of its sessions takes its place behind
     /// the same proxy URL.
     pub async fn restart(&self) {
-        self.proxy.cut_open_streams();
-        self.upstream.restart().await;
+        self.upstream
+            .restart_then(|| self.proxy.cut_open_streams())
+            .await;
     }
 }

@@ -298,14 +298,22 @@ impl Upstream {
     /// Stops the current instance (its open streams end within 100 ms) and starts a new one,
     /// which knows none of the old sessions.
     pub async fn restart(&self) {
-        let old = lock(&self.running).take();
+        self.restart_then(|| {}).await;
+    }
+
+    /// Starts a new instance and points the proxy at it, runs `before_stop`, then stops the
+    /// old one. The new instance is listening before anything the old one served is cut, so
+    /// a request sent again after the cut always meets the new instance: how many times a
+    /// client sends it does not depend on how long the old instance takes to stop.
+    pub async fn restart_then(&self, before_stop: impl FnOnce()) {
+        let (addr, instance) = serve(&self.server).await;
+        *lock(&self.addr) = addr;
+        let old = lock(&self.running).replace(instance);
+        before_stop();
         if let Some(old) = old {
             let _ = old.stop.send(());
             let _ = tokio::time::timeout(Duration::from_secs(5), old.done).await;
         }
-        let (addr, instance) = serve(&self.server).await;
-        *lock(&self.addr) = addr;
-        *lock(&self.running) = Some(instance);
     }
 }
 

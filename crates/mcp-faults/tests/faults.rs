@@ -270,3 +270,26 @@ async fn a_delay_holds_the_request_then_forwards_it() {
     assert!(reply.body().contains("set a"), "{}", reply.text());
     assert_eq!(harness.counters.executed("set"), 1);
 }
+
+/// A restart starts the new instance before the old one's streams are cut: at the moment of
+/// the cut, the proxy already points at an instance that accepts connections. Were the old
+/// instance stopped first, a client that sends its request again right after the cut would
+/// meet a refused connection (a 502 from the proxy) once or more, depending on how long the
+/// old instance takes to stop, and a test counting the sends would fail by chance.
+#[tokio::test]
+async fn a_restart_listens_anew_before_it_cuts_anything() {
+    let harness = Harness::start().await;
+    let slot = harness.upstream.addr_slot();
+    let before = *slot.lock().unwrap();
+    let mut at_cut = None;
+    harness
+        .upstream
+        .restart_then(|| at_cut = Some(*slot.lock().unwrap()))
+        .await;
+    let at_cut = at_cut.expect("the callback ran");
+    assert_ne!(at_cut, before, "the proxy points at the new instance");
+    assert_eq!(*slot.lock().unwrap(), at_cut);
+    TcpStream::connect(at_cut)
+        .await
+        .expect("the new instance listens when the cut comes");
+}
