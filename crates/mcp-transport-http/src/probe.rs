@@ -44,30 +44,53 @@ impl ParamsProbe {
             .and_then(|m| m.protocol_version.as_ref())
             .and_then(Value::as_str)
     }
+}
 
-    /// The same parts, read from params that decoded as their method's type.
-    pub(crate) fn of(typed: &ClientRequest) -> Self {
-        let text = |v: &str| Some(Value::String(v.to_owned()));
-        let mut probe = ParamsProbe {
-            meta: Some(MetaProbe {
-                protocol_version: typed
-                    .meta()
-                    .and_then(|m| m.protocol_version.as_deref())
-                    .and_then(text),
-            }),
-            ..ParamsProbe::default()
-        };
+/// What the server reads of a request's params to check its headers: borrowed from the
+/// request the body's one pass decoded (no copy), or read from the raw JSON when the params
+/// did not decode as their method's type. Only string values count, the same either way.
+pub(crate) enum Probe<'a> {
+    Typed(&'a ClientRequest),
+    Raw(ParamsProbe),
+}
+
+impl<'a> Probe<'a> {
+    /// From the decoded request when there is one, from `raw` otherwise.
+    pub(crate) fn new(
+        typed: Option<&'a ClientRequest>,
+        raw: Option<&serde_json::value::RawValue>,
+    ) -> Self {
         match typed {
-            ClientRequest::CallTool(p) => probe.name = text(&p.name),
-            ClientRequest::GetPrompt(p) => probe.name = text(&p.name),
-            ClientRequest::ReadResource(p) => probe.uri = text(&p.uri),
-            ClientRequest::GetTask(p) | ClientRequest::CancelTask(p) => {
-                probe.task_id = text(&p.task_id);
-            }
-            ClientRequest::UpdateTask(p) => probe.task_id = text(&p.task_id),
-            _ => {}
+            Some(typed) => Probe::Typed(typed),
+            None => Probe::Raw(ParamsProbe::read(raw)),
         }
-        probe
+    }
+
+    /// `_meta`'s protocol version, if it is a string.
+    pub(crate) fn protocol_version(&self) -> Option<&str> {
+        match self {
+            Probe::Typed(typed) => typed.meta().and_then(|m| m.protocol_version.as_deref()),
+            Probe::Raw(probe) => probe.protocol_version(),
+        }
+    }
+
+    /// The string value of the parameter `Mcp-Name` repeats, by its name in the method table
+    /// ([`mcp_types::methods::name_param`]): `name`, `uri` or `taskId`, of the methods that
+    /// have it.
+    pub(crate) fn named(&self, field: &str) -> Option<&str> {
+        match self {
+            Probe::Typed(typed) => match (*typed, field) {
+                (ClientRequest::CallTool(p), "name") => Some(&p.name),
+                (ClientRequest::GetPrompt(p), "name") => Some(&p.name),
+                (ClientRequest::ReadResource(p), "uri") => Some(&p.uri),
+                (ClientRequest::GetTask(p) | ClientRequest::CancelTask(p), "taskId") => {
+                    Some(&p.task_id)
+                }
+                (ClientRequest::UpdateTask(p), "taskId") => Some(&p.task_id),
+                _ => None,
+            },
+            Probe::Raw(probe) => probe.named(field).and_then(Value::as_str),
+        }
     }
 }
 
@@ -156,21 +179,21 @@ mod tests {
         probe(params).meta.and_then(|m| m.protocol_version)
     }
 
-    /// The probe read from decoded params and the one read from the raw JSON, as
-    /// `(version, name, uri, taskId)`.
-    /// `(version, name, uri, taskId)` of one probe.
-    type Read = (Option<Value>, Option<Value>, Option<Value>, Option<Value>);
+    /// `(version, name, uri, taskId)` as read by the probe of the decoded params and by the
+    /// one of the raw JSON.
+    type Read = [Option<String>; 4];
 
     fn both_probes(method: &str, params: &str) -> [Read; 2] {
         let raw = serde_json::value::RawValue::from_string(params.to_owned()).unwrap();
         let typed = ClientRequest::from_parts(method, Some(&raw)).unwrap();
-        [ParamsProbe::of(&typed), probe(params)].map(|p| {
-            (
-                p.meta.and_then(|m| m.protocol_version),
-                p.name,
-                p.uri,
-                p.task_id,
-            )
+        [Probe::new(Some(&typed), None), Probe::new(None, Some(&raw))].map(|p| {
+            [
+                p.protocol_version(),
+                p.named("name"),
+                p.named("uri"),
+                p.named("taskId"),
+            ]
+            .map(|v| v.map(str::to_owned))
         })
     }
 
@@ -194,8 +217,20 @@ mod tests {
             assert_eq!(typed, raw, "{method} {params}");
         }
         let [typed, _] = both_probes("tasks/get", &format!(r#"{{"taskId":"t-1",{meta}}}"#));
-        assert_eq!(typed.0, Some(Value::from("2026-07-28")));
-        assert_eq!(typed.3, Some(Value::from("t-1")));
+        assert!(matches!(
+            Probe::new(None, None),
+            Probe::Raw(ParamsProbe { meta: None, .. })
+        ));
+        assert_eq!(typed[0].as_deref(), Some("2026-07-28"));
+        assert_eq!(typed[3].as_deref(), Some("t-1"));
+        let [typed, raw] = both_probes("tools/call", r#"{"name":"echo","uri":"file:///x"}"#);
+        assert_eq!(typed[1].as_deref(), Some("echo"));
+        // A member its method does not have: kept as unknown by the decoded params, never
+        // asked for (only the method's own `Mcp-Name` parameter is).
+        assert_eq!(
+            (typed[2].as_deref(), raw[2].as_deref()),
+            (None, Some("file:///x"))
+        );
     }
 
     #[test]

@@ -26,7 +26,7 @@ use super::reply::{accepted, error, not_allowed, plain, plain_owned};
 use super::request::{
     Incoming, accepted_media, check_post_headers, header_str, names, parse_message, read_body,
 };
-use crate::probe::ParamsProbe;
+use crate::probe::Probe;
 
 /// The endpoint as it runs: built from a [`Config`] once, shared by every request.
 pub(crate) struct Endpoint {
@@ -81,15 +81,37 @@ impl Endpoint {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        // In a fleet, the bus is heard from the first request on (mounted in another router,
-        // this is where the endpoint starts).
-        self.sessions.join_fleet();
+        self.handle_or(request, peer, None)
+    }
+
+    /// [`Endpoint::handle`], or `answered` as it is when the caller has decided the answer
+    /// already (the listener's readiness path, a 404): the same future either way, so the
+    /// caller wraps no future of its own around the endpoint's (each level copies the whole
+    /// request future once more on the way in).
+    pub(crate) fn handle_or<B>(
+        &self,
+        request: Request<B>,
+        peer: Option<std::net::IpAddr>,
+        answered: Option<Response<McpBody>>,
+    ) -> impl Future<Output = Response<McpBody>> + Send + '_
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
         let (parts, body) = request.into_parts();
-        // Behind a trusted proxy, the client it names (security review X3).
-        let peer = peer.map(|peer| {
-            super::proxy::client_address(&self.config.trusted_proxies, peer, &parts.headers)
-        });
-        let checked = check_origin_and_host(&self.config, &parts);
+        let (checked, peer) = match answered {
+            Some(answer) => (Err(answer), None),
+            None => {
+                // In a fleet, the bus is heard from the first request on (mounted in another
+                // router, this is where the endpoint starts).
+                self.sessions.join_fleet();
+                // Behind a trusted proxy, the client it names (security review X3).
+                let peer = peer.map(|peer| {
+                    super::proxy::client_address(&self.config.trusted_proxies, peer, &parts.headers)
+                });
+                (check_origin_and_host(&self.config, &parts), peer)
+            }
+        };
         // The served future is made in this block, not before it: one made outside would be
         // kept twice (as captured, then as awaited).
         async move {
@@ -245,11 +267,8 @@ impl Endpoint {
         let probe;
         let target = match mcp_types::methods::name_param(&request.method) {
             Some(field) => {
-                probe = match typed {
-                    Some(typed) => ParamsProbe::of(typed),
-                    None => ParamsProbe::read(request.params.as_deref()),
-                };
-                probe.named(field).and_then(serde_json::Value::as_str)
+                probe = Probe::new(typed, request.params.as_deref());
+                probe.named(field)
             }
             None => None,
         };
@@ -302,11 +321,11 @@ impl Endpoint {
             Some(typed) => Ok(typed),
             None => ClientRequest::from_request(&request),
         });
-        let probe = match &typed {
-            Some(Ok(typed)) => ParamsProbe::of(typed),
-            _ => ParamsProbe::read(request.params.as_deref()),
-        };
-        let meta_version = probe.protocol_version().map(str::to_owned);
+        let probe = Probe::new(
+            typed.as_ref().and_then(|t| t.as_ref().ok()),
+            request.params.as_deref(),
+        );
+        let meta_version = probe.protocol_version();
         if meta_version.is_none()
             && let Some(id) = session_id
         {
@@ -316,15 +335,13 @@ impl Endpoint {
             }));
         }
         let version_header = match header_str(&incoming.headers, &names::PROTOCOL_VERSION) {
-            Ok(v) => v.map(str::to_owned),
+            Ok(v) => v,
             Err(e) => {
                 let mismatch = ErrorObject::header_mismatch(e);
                 return Routed::Ready(Box::new(error(Some(request.id), mismatch)));
             }
         };
-        let handshake_header = version_header
-            .as_deref()
-            .is_some_and(|v| LEGACY_VERSIONS.contains(&v));
+        let handshake_header = version_header.is_some_and(|v| LEGACY_VERSIONS.contains(&v));
         let Some(meta_version) = meta_version else {
             // Legacy clients open a session with `initialize` and no modern header or envelope.
             if request.method == mcp_types::methods::INITIALIZE
@@ -351,8 +368,8 @@ impl Endpoint {
             &incoming.headers,
             &request,
             &probe,
-            &meta_version,
-            version_header.as_deref(),
+            meta_version,
+            version_header,
         ) {
             return Routed::Ready(Box::new(error(Some(request.id), mismatch)));
         }

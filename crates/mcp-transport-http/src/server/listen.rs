@@ -195,13 +195,9 @@ fn route_path<'a>(
                 .is_some_and(|p| requested == p.metadata_path());
         (!served).then(|| plain(StatusCode::NOT_FOUND, "Not Found"))
     };
-    // The endpoint's future is made in this block: one made outside would be kept twice.
-    async move {
-        match answered {
-            Some(answer) => answer,
-            None => endpoint.handle(request, Some(peer)).await,
-        }
-    }
+    // The endpoint's own future, with no level around it: a level here would copy it once
+    // more on every request.
+    endpoint.handle_or(request, Some(peer), answered)
 }
 
 /// Resolves when the process is asked to stop: SIGTERM (what `kill`, systemd and container

@@ -14,7 +14,7 @@ use super::body::McpBody;
 use super::reply::{accepted, json, sse_response, status_for};
 use super::request::{header_str, names};
 use crate::headers;
-use crate::probe::ParamsProbe;
+use crate::probe::Probe;
 
 /// Hands a 2026-07-28 request to the service, with its params if `route` decoded them.
 pub(crate) fn handle_modern(
@@ -36,7 +36,7 @@ pub(crate) fn check_modern_headers(
     service: &Service,
     headers: &HeaderMap,
     request: &mcp_types::JsonRpcRequest,
-    probe: &ParamsProbe,
+    probe: &Probe<'_>,
     meta_version: &str,
     version_header: Option<&str>,
 ) -> Result<(), ErrorObject> {
@@ -69,15 +69,13 @@ fn check_param_headers(
     service: &Service,
     headers: &HeaderMap,
     request: &mcp_types::JsonRpcRequest,
-    probe: &ParamsProbe,
+    probe: &Probe<'_>,
 ) -> Result<(), String> {
     if request.method != mcp_types::methods::TOOLS_CALL {
         return Ok(());
     }
     let Some(mirrored) = probe
-        .name
-        .as_ref()
-        .and_then(Value::as_str)
+        .named("name")
         .and_then(|name| service.param_headers(name))
     else {
         return Ok(());
@@ -112,7 +110,7 @@ fn check_param_headers(
 fn check_routing_headers(
     headers: &HeaderMap,
     method: &str,
-    probe: &ParamsProbe,
+    probe: &Probe<'_>,
 ) -> Result<(), String> {
     match header_str(headers, &names::METHOD)? {
         None => return Err("the Mcp-Method header is required".to_owned()),
@@ -125,7 +123,7 @@ fn check_routing_headers(
     let Some(field) = mcp_types::methods::name_param(method) else {
         return Ok(());
     };
-    let Some(expected) = probe.named(field).and_then(Value::as_str) else {
+    let Some(expected) = probe.named(field) else {
         return Ok(());
     };
     match header_str(headers, &names::NAME)? {
