@@ -48,7 +48,6 @@ pub(crate) enum Method {
     Raw(RawMethod),
 }
 
-/// A [`Method::Raw`] handler: the params as they came, the server's identity to stamp with.
 /// Params the core's own decode of a request already produced: a method the wire types know
 /// (the Tasks extension's) is not decoded a second time, `_meta` included.
 pub(crate) trait FromRequest: Sized {
@@ -74,17 +73,28 @@ impl FromRequest for mcp_types::ext::tasks::UpdateTaskParams {
     }
 }
 
+/// A [`Method::Raw`] handler: the params as they came (and as the core decoded them, when it
+/// knows the method), the server's identity to stamp with.
 pub(crate) type RawMethod = Arc<
     dyn Fn(
             RequestContext,
             Option<&RawValue>,
             Option<ClientRequest>,
-            Arc<Implementation>,
+            Identity,
         ) -> BoxFuture<'static, HandlerResult<Box<RawValue>>>
         + Send
         + Sync,
 >;
 type Accepts = Arc<dyn Fn(&JsonObject) -> bool + Send + Sync>;
+
+/// The server's identity, for a [`RawMethod`] to stamp its result with: as a value, and as
+/// the `_meta` that holds only it, already serialized ([`crate::stamp::server_info_bytes`]),
+/// for a result that copies it in.
+#[derive(Clone)]
+pub(crate) struct Identity {
+    pub(crate) info: Arc<Implementation>,
+    pub(crate) meta: Arc<RawValue>,
+}
 
 /// A method an extension adds: its handler, whether its result is cacheable (gets `ttlMs` and
 /// `cacheScope` on 2026-07-28 when the handler set none), the extension it belongs to (none
@@ -382,14 +392,20 @@ impl Extension {
             let answer = handler(ctx, params);
             Box::pin(async move {
                 let mut result = answer.await?;
-                match era {
-                    Era::Modern => result.stamp_modern(&Stamp {
-                        server_info: &server_info,
-                        cache: CacheHints::default(),
-                    }),
-                    Era::Legacy => result.strip_legacy(),
-                }
-                serde_json::value::to_raw_value(&result).map_err(|e| {
+                let written = match era {
+                    Era::Modern => {
+                        let stamp = Stamp {
+                            server_info: &server_info.info,
+                            cache: CacheHints::default(),
+                        };
+                        result.write_modern(&stamp, &server_info.meta)
+                    }
+                    Era::Legacy => {
+                        result.strip_legacy();
+                        serde_json::value::to_raw_value(&result)
+                    }
+                };
+                written.map_err(|e| {
                     tracing::warn!(method, error = %e, "an extension's result could not be encoded");
                     ErrorObject::internal("Internal error")
                 })

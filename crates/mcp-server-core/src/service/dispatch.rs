@@ -201,8 +201,11 @@ pub(super) fn extension_request<'a>(
     let handler = match &method.handler {
         Method::Object(handler) => handler,
         Method::Raw(raw) => {
-            let server_info = inner.server.info.clone();
-            return raw(ctx, request.params.as_deref(), typed, server_info);
+            let identity = crate::extension::Identity {
+                info: inner.server.info.clone(),
+                meta: inner.server_info.clone(),
+            };
+            return raw(ctx, request.params.as_deref(), typed, identity);
         }
     };
     let mut params: JsonObject = match request.params.as_deref() {

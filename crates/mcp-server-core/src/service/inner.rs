@@ -29,7 +29,7 @@ pub(crate) struct Inner {
     pub(super) legacy_capabilities: ServerCapabilities,
     pub(super) notifier: ChangeNotifier,
     /// The `_meta` holding the server's identity, serialized once (`stamp::server_info_bytes`).
-    pub(super) server_info: Box<serde_json::value::RawValue>,
+    pub(super) server_info: Arc<serde_json::value::RawValue>,
     /// Whether [`Service::join_fleet`](super::Service::join_fleet) ran.
     pub(super) fleet_joined: std::sync::atomic::AtomicBool,
 }

@@ -87,7 +87,7 @@ impl Service {
                 capabilities,
                 legacy_capabilities,
                 notifier: ChangeNotifier::for_fleet(server.fleet.clone()),
-                server_info: crate::stamp::server_info_bytes(&server.info),
+                server_info: crate::stamp::server_info_bytes(&server.info).into(),
                 fleet_joined: std::sync::atomic::AtomicBool::new(false),
                 server,
             }),
