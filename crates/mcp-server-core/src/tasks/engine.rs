@@ -380,7 +380,7 @@ impl TaskEngine {
         let owner = self.caller(caller)?;
         let record = self.owned(&params.task_id, &owner).await?;
         Ok(GetTaskResult {
-            task: detailed(&record),
+            task: into_detailed(record),
             meta: None,
         })
     }
@@ -473,6 +473,27 @@ pub fn detailed(record: &TaskRecord) -> DetailedTask {
         None => TaskPayload::Working,
     };
     DetailedTask::new(base(record), payload)
+}
+
+/// [`detailed`] of a record read for it alone: its parts are moved into the view, not copied.
+fn into_detailed(record: TaskRecord) -> DetailedTask {
+    let task = Task {
+        status: record.status(),
+        task_id: record.id,
+        status_message: record.status_message,
+        created_at: iso8601(record.created_at_ms),
+        last_updated_at: iso8601(record.last_updated_at_ms),
+        ttl_ms: record.ttl_ms,
+        poll_interval_ms: record.poll_interval_ms,
+    };
+    let payload = match record.terminal {
+        Some(Terminal::Completed(r)) => TaskPayload::Completed(r),
+        Some(Terminal::Failed(e)) => TaskPayload::Failed(e),
+        Some(Terminal::Cancelled) => TaskPayload::Cancelled,
+        None if !record.outstanding.is_empty() => TaskPayload::InputRequired(record.outstanding),
+        None => TaskPayload::Working,
+    };
+    DetailedTask::new(task, payload)
 }
 
 /// Reads an answer as the result of the kind of request it answers.
@@ -776,5 +797,74 @@ pub(super) async fn changed(feed: &mut Option<watch::Receiver<u64>>) -> bool {
     match feed {
         Some(rx) => rx.changed().await.is_ok(),
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_types::ext::tasks::TaskStatus;
+
+    /// The view a poll moves out of its record is the one [`detailed`] copies out of it.
+    #[test]
+    fn a_record_moved_into_its_view_gives_the_view_copied_from_it() {
+        let mut outstanding = InputRequests::new();
+        outstanding.insert("roots".to_owned(), InputRequest::ListRoots(None));
+        let mut result = mcp_types::JsonObject::new();
+        result.insert("content".to_owned(), serde_json::json!([]));
+        let base = TaskRecord {
+            id: "t-1".to_owned(),
+            owner: Some("alice".to_owned()),
+            client_support: crate::gating::ClientSupport::default(),
+            status_message: Some("on its way".to_owned()),
+            created_at_ms: 1_782_345_600_123,
+            last_updated_at_ms: 1_782_345_601_456,
+            ttl_ms: Some(60_000),
+            poll_interval_ms: Some(500),
+            outstanding: InputRequests::new(),
+            answers: BTreeMap::new(),
+            used_keys: Default::default(),
+            cancel_requested: false,
+            terminal: None,
+            lease: None,
+        };
+        let records = [
+            base.clone(),
+            TaskRecord {
+                outstanding: outstanding.clone(),
+                ..base.clone()
+            },
+            TaskRecord {
+                terminal: Some(Terminal::Completed(result)),
+                ..base.clone()
+            },
+            TaskRecord {
+                terminal: Some(Terminal::Failed(ErrorObject::internal("boom"))),
+                outstanding,
+                ..base.clone()
+            },
+            TaskRecord {
+                terminal: Some(Terminal::Cancelled),
+                status_message: None,
+                ttl_ms: None,
+                ..base
+            },
+        ];
+        let mut statuses = Vec::new();
+        for record in records {
+            let copied = detailed(&record);
+            statuses.push(copied.task.status);
+            assert_eq!(into_detailed(record), copied);
+        }
+        assert_eq!(
+            statuses,
+            [
+                TaskStatus::Working,
+                TaskStatus::InputRequired,
+                TaskStatus::Completed,
+                TaskStatus::Failed,
+                TaskStatus::Cancelled
+            ]
+        );
     }
 }
