@@ -24,14 +24,15 @@ pub(crate) fn optional<T>(value: Option<Option<T>>) -> Option<T> {
     value.flatten()
 }
 
-/// An `Arc<T>` read straight into its allocation. serde's own `Arc<T>` reads a `Box<T>`
-/// first and moves it into a second allocation: an allocation, a copy and a free more for
-/// every client's capabilities and identity in every request's `_meta` (issue #35).
+/// An `Arc<T>` read straight into its allocation (serde's own `Arc<T>` reads a `Box<T>`
+/// first and moves it into a second allocation), or the thread's last one when the client
+/// sent the same text again ([`crate::intern`]): a client's capabilities and identity come
+/// with every request's `_meta` (issue #35, #50).
 pub(crate) struct Shared<T>(pub(crate) alloc::sync::Arc<T>);
 
-impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Shared<T> {
+impl<'de, T: crate::intern::Interned> serde::Deserialize<'de> for Shared<T> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        T::deserialize(deserializer).map(|value| Shared(alloc::sync::Arc::new(value)))
+        crate::intern::read(deserializer).map(Shared)
     }
 }
 

@@ -71,6 +71,7 @@ pub mod frame;
 mod future;
 mod id;
 mod identity;
+mod intern;
 pub mod jsonrpc;
 mod level;
 pub mod lifecycle;
