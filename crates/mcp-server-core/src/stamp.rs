@@ -58,35 +58,7 @@ macro_rules! stamped_task {
     )*};
 }
 
-stamped_task!(CreateTaskResult, TaskAck);
-
-/// A poll's answer: without a `_meta` of its own (as the engine makes it), written with the
-/// one holding the server's identity copied in, as [`write_call_result`] does for a call.
-impl Stamped for GetTaskResult {
-    fn stamp_modern(&mut self, stamp: &Stamp<'_>) {
-        stamp_meta(&mut self.meta, stamp.server_info);
-    }
-
-    fn strip_legacy(&mut self) {}
-
-    fn write_modern(
-        mut self,
-        stamp: &Stamp<'_>,
-        server_info: &RawValue,
-    ) -> Result<Box<RawValue>, serde_json::Error> {
-        if self.meta.is_some() {
-            self.stamp_modern(stamp);
-            return serde_json::value::to_raw_value(&self);
-        }
-        struct WithMeta<'a>(&'a GetTaskResult, &'a RawValue);
-        impl Serialize for WithMeta<'_> {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                self.0.serialize_with_meta(&self.1, s)
-            }
-        }
-        serde_json::value::to_raw_value(&WithMeta(&self, server_info))
-    }
-}
+stamped_task!(CreateTaskResult, GetTaskResult, TaskAck);
 
 /// A result the engine sends.
 pub(crate) trait Stamped {
@@ -111,7 +83,7 @@ pub(crate) trait Stamped {
     }
 }
 
-fn stamp_meta(meta: &mut Option<Meta>, info: &Arc<Implementation>) {
+pub(crate) fn stamp_meta(meta: &mut Option<Meta>, info: &Arc<Implementation>) {
     let meta = meta.get_or_insert_with(Meta::default);
     if meta.server_info.is_none() {
         meta.server_info = Some(info.clone());
@@ -284,59 +256,6 @@ mod tests {
             let (derived, written) = both(case);
             assert_eq!(written, derived);
             assert!(written.contains(r#""_meta":{"io.modelcontextprotocol/serverInfo":{"name":"stamp-test","version":"1.2.3"}}"#), "{written}");
-        }
-    }
-
-    #[test]
-    fn a_poll_answer_is_written_byte_for_byte_as_the_derived_serialize_writes_it() {
-        use mcp_types::ext::tasks::{DetailedTask, Task, TaskPayload, TaskStatus};
-        let info = Arc::new(Implementation::new("stamp-test", "1.2.3"));
-        let stamp = Stamp {
-            server_info: &info,
-            cache: CacheHints::default(),
-        };
-        let task = |status| {
-            let mut task = Task::new("t-\"1\"", status, "2026-09-01T12:00:00Z", Some(60_000));
-            task.status_message = Some("half way \u{2603}".to_owned());
-            task
-        };
-        let mut result = JsonObject::new();
-        result.insert(
-            "content".into(),
-            serde_json::json!([{"type": "text", "text": "x"}]),
-        );
-        let detailed = [
-            DetailedTask::new(task(TaskStatus::Working), TaskPayload::Working),
-            DetailedTask::new(task(TaskStatus::Working), TaskPayload::Completed(result)),
-            DetailedTask::new(
-                task(TaskStatus::Working),
-                TaskPayload::Failed(mcp_types::ErrorObject::internal("boom")),
-            ),
-            DetailedTask::new(task(TaskStatus::Working), TaskPayload::Cancelled),
-            // A status that is not its payload's: written with the payload's.
-            DetailedTask {
-                task: task(TaskStatus::Completed),
-                payload: TaskPayload::Working,
-            },
-        ];
-        for task in detailed {
-            for meta in [None, Some(Meta::default())] {
-                let result = GetTaskResult {
-                    task: task.clone(),
-                    meta,
-                };
-                let mut derived = result.clone();
-                derived.stamp_modern(&stamp);
-                let derived = serde_json::to_string(&derived).unwrap();
-                let written = result
-                    .write_modern(&stamp, &server_info_bytes(&info))
-                    .unwrap();
-                assert_eq!(written.get(), derived);
-                assert!(
-                    derived.ends_with(r#","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"stamp-test","version":"1.2.3"}}}"#),
-                    "{derived}"
-                );
-            }
         }
     }
 }

@@ -244,7 +244,10 @@ mod tests {
 
     #[test]
     fn text_longer_than_the_limit_is_read_every_time() {
-        let long = format!(r#"{{"experimental":{{"x":{{"pad":"{}"}}}}}}"#, "p".repeat(MAX_TEXT));
+        let long = format!(
+            r#"{{"experimental":{{"x":{{"pad":"{}"}}}}}}"#,
+            "p".repeat(MAX_TEXT)
+        );
         let (a, b) = (meta(&long), meta(&long));
         assert!(!Arc::ptr_eq(caps(&a), caps(&b)));
         assert_eq!(caps(&a), caps(&b));
@@ -253,9 +256,13 @@ mod tests {
     #[test]
     fn a_value_from_any_deserializer_is_read_as_before() {
         // serde_json's `Value` hands its text over too (written anew).
-        let value = serde_json::json!({CAPS: {"elicitation": {}}, INFO: {"name": "v", "version": "2"}});
+        let value =
+            serde_json::json!({CAPS: {"elicitation": {}}, INFO: {"name": "v", "version": "2"}});
         let from_value: Meta = serde_json::from_value(value.clone()).unwrap();
-        assert_eq!(from_value, serde_json::from_str(&value.to_string()).unwrap());
+        assert_eq!(
+            from_value,
+            serde_json::from_str(&value.to_string()).unwrap()
+        );
         assert_eq!(from_value.client_info.as_ref().unwrap().name, "v");
         // serde's buffered content (an untagged enum) hands the value itself over.
         #[derive(serde::Deserialize)]
@@ -285,7 +292,12 @@ mod tests {
         );
         // Text that is not JSON at all is refused by the skim, where it stops.
         let broken = format!(r#"{{"{CAPS}": {{"elicitation" 5}}}}"#);
-        let error = serde_json::from_str::<Meta>(&broken).unwrap_err().to_string();
-        assert!(error.starts_with("expected `:` at line 1 column"), "{error}");
+        let error = serde_json::from_str::<Meta>(&broken)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("expected `:` at line 1 column"),
+            "{error}"
+        );
     }
 }

@@ -10,8 +10,7 @@ use mcp_state_seal::Principal;
 use mcp_types::capabilities::ClientCapabilities;
 use mcp_types::elicitation::ElicitResult;
 use mcp_types::ext::tasks::{
-    self as wire, CreateTaskResult, DetailedTask, GetTaskResult, Task, TaskAck, TaskPayload,
-    UpdateTaskParams,
+    self as wire, CreateTaskResult, DetailedTask, Task, TaskAck, TaskPayload, UpdateTaskParams,
 };
 use mcp_types::mrtr::{InputRequest, InputRequests};
 use mcp_types::roots::ListRootsResult;
@@ -167,6 +166,22 @@ pub fn owner_key(principal: Option<&Principal>) -> Option<String> {
 /// Every `tasks/get` renders two of these; the digits are written by hand because `format!`
 /// made them 40 % of the engine's own cost of a poll (callgrind, issue #21).
 pub fn iso8601(ms: u64) -> String {
+    match iso8601_text(ms) {
+        // Only ASCII digits and separators were written: the check cannot fail, and copies
+        // the text at once (a `char` at a time cost 500 instructions per timestamp).
+        Ok(out) => core::str::from_utf8(&out)
+            .map(str::to_owned)
+            .unwrap_or_default(),
+        Err(t) => format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+            t[0], t[1], t[2], t[3], t[4], t[5], t[6]
+        ),
+    }
+}
+
+/// [`iso8601`]'s text on the stack, for a year of four digits (or, past year 9999, its
+/// fields: year, month, day, hours, minutes, seconds, milliseconds).
+pub(crate) fn iso8601_text(ms: u64) -> Result<[u8; 24], [i64; 7]> {
     let secs = ms / 1000;
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
@@ -179,28 +194,33 @@ pub fn iso8601(ms: u64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
+    let rem = rem as i64;
+    let fields = [
+        year,
+        month,
+        day,
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        (ms % 1000) as i64,
+    ];
     if !(0..10_000).contains(&year) {
         // Past year 9999 (ms near u64::MAX): as many year digits as it takes.
-        return format!(
-            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-            rem / 3600,
-            rem % 3600 / 60,
-            rem % 60,
-            ms % 1000
-        );
+        return Err(fields);
     }
     let mut out = [0u8; 24];
-    let fields: [(u64, usize, u8); 7] = [
-        (year as u64, 4, b'-'),
-        (month as u64, 2, b'-'),
-        (day as u64, 2, b'T'),
-        (rem / 3600, 2, b':'),
-        (rem % 3600 / 60, 2, b':'),
-        (rem % 60, 2, b'.'),
-        (ms % 1000, 3, b'Z'),
+    let layout: [(usize, u8); 7] = [
+        (4, b'-'),
+        (2, b'-'),
+        (2, b'T'),
+        (2, b':'),
+        (2, b':'),
+        (2, b'.'),
+        (3, b'Z'),
     ];
     let mut at = 0;
-    for (mut value, width, after) in fields {
+    for (value, (width, after)) in fields.into_iter().zip(layout) {
+        let mut value = value.unsigned_abs();
         for i in (0..width).rev() {
             out[at + i] = b'0' + (value % 10) as u8;
             value /= 10;
@@ -208,11 +228,7 @@ pub fn iso8601(ms: u64) -> String {
         out[at + width] = after;
         at += width + 1;
     }
-    // Only ASCII digits and separators were written: the check cannot fail, and copies the
-    // text at once (a `char` at a time cost 500 instructions per timestamp, two per poll).
-    core::str::from_utf8(&out)
-        .map(str::to_owned)
-        .unwrap_or_default()
+    Ok(out)
 }
 
 pub(super) fn store_error(e: StoreError) -> ErrorObject {
@@ -376,13 +392,10 @@ impl TaskEngine {
         &self,
         caller: TaskCaller<'_>,
         params: TaskIdParams,
-    ) -> Result<GetTaskResult, ErrorObject> {
+    ) -> Result<super::poll::Poll, ErrorObject> {
         let owner = self.caller(caller)?;
         let record = self.owned(&params.task_id, &owner).await?;
-        Ok(GetTaskResult {
-            task: into_detailed(record),
-            meta: None,
-        })
+        Ok(super::poll::Poll::of(record))
     }
 
     /// `tasks/update`: answers to the questions the task has outstanding; an answer to a key
@@ -473,27 +486,6 @@ pub fn detailed(record: &TaskRecord) -> DetailedTask {
         None => TaskPayload::Working,
     };
     DetailedTask::new(base(record), payload)
-}
-
-/// [`detailed`] of a record read for it alone: its parts are moved into the view, not copied.
-fn into_detailed(record: TaskRecord) -> DetailedTask {
-    let task = Task {
-        status: record.status(),
-        task_id: record.id,
-        status_message: record.status_message,
-        created_at: iso8601(record.created_at_ms),
-        last_updated_at: iso8601(record.last_updated_at_ms),
-        ttl_ms: record.ttl_ms,
-        poll_interval_ms: record.poll_interval_ms,
-    };
-    let payload = match record.terminal {
-        Some(Terminal::Completed(r)) => TaskPayload::Completed(r),
-        Some(Terminal::Failed(e)) => TaskPayload::Failed(e),
-        Some(Terminal::Cancelled) => TaskPayload::Cancelled,
-        None if !record.outstanding.is_empty() => TaskPayload::InputRequired(record.outstanding),
-        None => TaskPayload::Working,
-    };
-    DetailedTask::new(task, payload)
 }
 
 /// Reads an answer as the result of the kind of request it answers.
@@ -797,74 +789,5 @@ pub(super) async fn changed(feed: &mut Option<watch::Receiver<u64>>) -> bool {
     match feed {
         Some(rx) => rx.changed().await.is_ok(),
         None => std::future::pending().await,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use mcp_types::ext::tasks::TaskStatus;
-
-    /// The view a poll moves out of its record is the one [`detailed`] copies out of it.
-    #[test]
-    fn a_record_moved_into_its_view_gives_the_view_copied_from_it() {
-        let mut outstanding = InputRequests::new();
-        outstanding.insert("roots".to_owned(), InputRequest::ListRoots(None));
-        let mut result = mcp_types::JsonObject::new();
-        result.insert("content".to_owned(), serde_json::json!([]));
-        let base = TaskRecord {
-            id: "t-1".to_owned(),
-            owner: Some("alice".to_owned()),
-            client_support: crate::gating::ClientSupport::default(),
-            status_message: Some("on its way".to_owned()),
-            created_at_ms: 1_782_345_600_123,
-            last_updated_at_ms: 1_782_345_601_456,
-            ttl_ms: Some(60_000),
-            poll_interval_ms: Some(500),
-            outstanding: InputRequests::new(),
-            answers: BTreeMap::new(),
-            used_keys: Default::default(),
-            cancel_requested: false,
-            terminal: None,
-            lease: None,
-        };
-        let records = [
-            base.clone(),
-            TaskRecord {
-                outstanding: outstanding.clone(),
-                ..base.clone()
-            },
-            TaskRecord {
-                terminal: Some(Terminal::Completed(result)),
-                ..base.clone()
-            },
-            TaskRecord {
-                terminal: Some(Terminal::Failed(ErrorObject::internal("boom"))),
-                outstanding,
-                ..base.clone()
-            },
-            TaskRecord {
-                terminal: Some(Terminal::Cancelled),
-                status_message: None,
-                ttl_ms: None,
-                ..base
-            },
-        ];
-        let mut statuses = Vec::new();
-        for record in records {
-            let copied = detailed(&record);
-            statuses.push(copied.task.status);
-            assert_eq!(into_detailed(record), copied);
-        }
-        assert_eq!(
-            statuses,
-            [
-                TaskStatus::Working,
-                TaskStatus::InputRequired,
-                TaskStatus::Completed,
-                TaskStatus::Failed,
-                TaskStatus::Cancelled
-            ]
-        );
     }
 }

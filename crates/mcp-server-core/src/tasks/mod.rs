@@ -23,6 +23,7 @@ mod answers;
 mod body;
 mod config;
 mod engine;
+mod poll;
 mod replay;
 mod rerun;
 mod store;

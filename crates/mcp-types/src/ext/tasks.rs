@@ -367,69 +367,35 @@ impl<'a> DetailedRef<'a> {
 }
 
 /// [`GetWire`] borrowed (see [`DetailedRef`]): a poll's answer is written without copying
-/// the task, its result or `_meta` first. `M` is the `_meta` written: the result's own, or
-/// one given already serialized ([`GetTaskResult::serialize_with_meta`]).
+/// the task, its result or `_meta` first.
 #[derive(Serialize)]
-struct GetRef<'a, M> {
+struct GetRef<'a> {
     #[serde(rename = "resultType")]
     result_type: ResultType,
     #[serde(flatten)]
     task: DetailedRef<'a>,
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    meta: Option<&'a M>,
-}
-
-/// [`GetWire`] with its `_meta` borrowed, for a task whose status is not its payload's.
-#[derive(Serialize)]
-struct GetWireRef<'a, M> {
-    #[serde(rename = "resultType")]
-    result_type: ResultType,
-    #[serde(flatten)]
-    task: DetailedWire,
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    meta: Option<&'a M>,
-}
-
-impl GetTaskResult {
-    /// Serializes the result with `meta` as its `_meta`, in place of its own: for a server
-    /// that keeps its `_meta` already serialized (a `&serde_json::value::RawValue`). The
-    /// members and their order are those [`Serialize`] writes for a result whose `meta` is
-    /// `meta` decoded.
-    pub fn serialize_with_meta<M: Serialize, S: Serializer>(
-        &self,
-        meta: &M,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        self.write(Some(meta), s)
-    }
-
-    fn write<M: Serialize, S: Serializer>(
-        &self,
-        meta: Option<&M>,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        match DetailedRef::of(&self.task) {
-            Some(task) => GetRef {
-                result_type: ResultType::Complete,
-                task,
-                meta,
-            }
-            .serialize(s),
-            // A task built with another status than its payload's is written with its
-            // payload's, as decoding would read it.
-            None => GetWireRef {
-                result_type: ResultType::Complete,
-                task: DetailedWire::from_detailed(&self.task),
-                meta,
-            }
-            .serialize(s),
-        }
-    }
+    meta: Option<&'a Meta>,
 }
 
 impl Serialize for GetTaskResult {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.write(self.meta.as_ref(), s)
+        match DetailedRef::of(&self.task) {
+            Some(task) => GetRef {
+                result_type: ResultType::Complete,
+                task,
+                meta: self.meta.as_ref(),
+            }
+            .serialize(s),
+            // A task built with another status than its payload's is written with its
+            // payload's, as decoding would read it.
+            None => GetWire {
+                result_type: ResultType::Complete,
+                task: DetailedWire::from_detailed(&self.task),
+                meta: self.meta.clone(),
+            }
+            .serialize(s),
+        }
     }
 }
 
