@@ -191,11 +191,11 @@ impl SealingBoundary {
         lifetime: f64,
         unique: bool,
     ) -> Result<String, SealError> {
-        let iat = epoch_secs(now);
+        let (iat, exp) = claim_times(now, lifetime);
         let jti = if unique { Some(self.new_jti()?) } else { None };
         let stamp = Stamp {
             iat,
-            exp: iat + lifetime,
+            exp,
             binding,
             audience: self.audience.as_deref(),
             principal_claim: principal.map(|p| p.claim(&self.rng)).transpose()?,
@@ -385,9 +385,66 @@ impl fmt::Debug for SealingBoundary {
 }
 
 /// Seconds since the Unix epoch as a float, like Python's `time.time()`.
+/// A seal's `iat` (`now`, to the millisecond below) and `exp` (`lifetime` seconds later):
+/// each the double nearest to a whole number of milliseconds when the lifetime is one, so
+/// each is written from its integer digits, not searched for its shortest digits (a
+/// Python SDK's `time.time()` has microseconds; any number is accepted when opening).
+fn claim_times(now: SystemTime, lifetime: f64) -> (f64, f64) {
+    let Ok(since) = now.duration_since(UNIX_EPOCH) else {
+        let iat = epoch_secs(now);
+        return (iat, iat + lifetime);
+    };
+    #[allow(clippy::cast_precision_loss)] // below 2^53 ms until the year 285,000
+    let ms = since.as_millis() as f64;
+    let exp_ms = ms + lifetime * 1000.0;
+    let exp = if exp_ms.fract() == 0.0 {
+        exp_ms / 1000.0
+    } else {
+        ms / 1000.0 + lifetime
+    };
+    (ms / 1000.0, exp)
+}
+
 fn epoch_secs(t: SystemTime) -> f64 {
     match t.duration_since(UNIX_EPOCH) {
         Ok(d) => d.as_secs_f64(),
         Err(before) => -before.duration().as_secs_f64(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::pywrite::write_float;
+
+    fn text(x: f64) -> String {
+        let mut out = Vec::new();
+        write_float(&mut out, x);
+        String::from_utf8(out).unwrap()
+    }
+
+    /// A seal's times are whole milliseconds, written as such; a lifetime that is not a
+    /// whole number of milliseconds is added as it is.
+    #[test]
+    fn a_seal_is_stamped_to_the_millisecond() {
+        let now = UNIX_EPOCH + Duration::from_nanos(1_782_345_600_123_456_789);
+        let (iat, exp) = claim_times(now, 600.0);
+        assert_eq!(
+            (text(iat), text(exp)),
+            ("1782345600.123".into(), "1782346200.123".into())
+        );
+        let (iat, exp) = claim_times(now, 0.0005);
+        assert_eq!(iat, 1_782_345_600.123);
+        assert_eq!(exp, 1_782_345_600.123 + 0.0005);
+        let (iat, exp) = claim_times(UNIX_EPOCH + Duration::from_secs(1_782_345_600), 60.5);
+        assert_eq!(
+            (text(iat), text(exp)),
+            ("1782345600.0".into(), "1782345660.5".into())
+        );
+        // Before the epoch (a clock set wrong): as before, to the nanosecond.
+        let (iat, exp) = claim_times(UNIX_EPOCH - Duration::from_millis(1500), 1.0);
+        assert_eq!((iat, exp), (-1.5, -0.5));
     }
 }

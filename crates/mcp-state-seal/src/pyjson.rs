@@ -184,6 +184,61 @@ mod tests {
         }
     }
 
+    /// A whole number of milliseconds is written from its integer digits: the same text as
+    /// the shortest digits give, on the grid, at its edges and off it.
+    #[test]
+    fn milliseconds_render_as_the_shortest_digits_do() {
+        let shortest = |x: f64| {
+            let mut buf = FloatBuf::new();
+            buf.push_shortest(x);
+            String::from_utf8(buf.as_bytes().to_vec()).unwrap()
+        };
+        let limit = 1u64 << 43;
+        let mut ms: Vec<u64> = vec![1000, 1001, 1010, 1100, 1999, 10_000, 1_782_345_600_500];
+        ms.extend([
+            limit * 1000 - 1,
+            (limit - 1) * 1000,
+            limit * 1000,
+            limit * 1000 + 7,
+        ]);
+        // A fixed walk over the range (xorshift), every digit count of both parts.
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..200_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let scale = 10u64.pow(u32::try_from(state % 16).unwrap() + 4);
+            ms.push(state % scale);
+        }
+        let mut fast = 0;
+        for m in ms {
+            let x = m as f64 / 1000.0;
+            let mut buf = FloatBuf::new();
+            if buf.push_millis(x) {
+                fast += 1;
+                let text = String::from_utf8(buf.as_bytes().to_vec()).unwrap();
+                assert_eq!(text, shortest(x), "{m} ms");
+                assert_eq!(text.parse::<f64>().unwrap(), x, "{m} ms");
+            }
+            assert_eq!(repr(x), shortest(x), "{m} ms");
+            // The next double: off the grid (not taken) below 2^33 s; nearer the limit, the
+            // nearest double to the next millisecond, whose text is again the shortest.
+            let next = f64::from_bits(x.to_bits() + 1);
+            let mut buf = FloatBuf::new();
+            if buf.push_millis(next) {
+                assert!(next >= (1u64 << 33) as f64, "{next}");
+                assert_eq!(buf.as_bytes(), shortest(next).as_bytes(), "{next}");
+            }
+        }
+        assert!(
+            fast > 150_000,
+            "{fast} of the values took the whole-millisecond path"
+        );
+        assert_eq!(repr(1_782_345_600.123), "1782345600.123");
+        assert_eq!(repr(1_782_345_600.12), "1782345600.12");
+        assert_eq!(repr(1_782_345_600.0), "1782345600.0");
+    }
+
     #[test]
     fn strings_escape_like_python_ensure_ascii() {
         assert_eq!(esc("plain /path"), r#""plain /path""#);

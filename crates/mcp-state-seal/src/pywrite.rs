@@ -164,10 +164,18 @@ impl FloatBuf {
         if x == 0.0 {
             return self.push_all(b"0.0");
         }
+        if !self.push_millis(x.abs()) {
+            self.push_shortest(x.abs());
+        }
+    }
+
+    /// [`push_py_float`](Self::push_py_float) of a positive, finite `x`, from Rust's
+    /// shortest digits.
+    pub(crate) fn push_shortest(&mut self, x: f64) {
         // Rust's `{:e}` prints the same shortest round-trip digits as Python's repr
         // (both pick the closest shortest string); only the layout differs.
         let mut sci = FloatBuf::new();
-        let _ = write!(sci, "{:e}", x.abs());
+        let _ = write!(sci, "{x:e}");
         let text = sci.as_bytes();
         let e_at = text.iter().position(|&b| b == b'e').unwrap_or(text.len());
         let mut digits = [0u8; 24];
@@ -214,6 +222,58 @@ impl FloatBuf {
                 self.push_all(b".0");
             }
         }
+    }
+}
+
+impl FloatBuf {
+    /// The fixed notation of a positive `x` that is the double nearest to a whole number of
+    /// milliseconds, below 2^43 (a seal's times, now and for the next 278 years), written
+    /// from its integer digits; `false` (nothing written) for any other `x`.
+    ///
+    /// That is the shortest text that reads back as `x`, as `float.__repr__` picks it: `x`
+    /// is the nearest double to `m / 1000` (IEEE division of two exact integers rounds
+    /// correctly), a double below 2^43 is less than 0.001 from its neighbours, so no other
+    /// text of at most three decimals reads as `x`, and fewer digits than `m / 1000`'s
+    /// (trailing zeros dropped) would be another such text.
+    pub(crate) fn push_millis(&mut self, x: f64) -> bool {
+        const LIMIT: f64 = (1u64 << 43) as f64;
+        if !(1.0..LIMIT).contains(&x) {
+            return false;
+        }
+        let m = (x * 1000.0).round();
+        if m / 1000.0 != x {
+            return false;
+        }
+        // `m` is a whole number below 2^53: exact as an integer.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let m = m as u64;
+        let (whole, mut frac) = (m / 1000, m % 1000);
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut n = whole;
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.push_all(&digits[at..]);
+        self.push(b'.');
+        if frac == 0 {
+            self.push(b'0');
+            return true;
+        }
+        let mut width = 3;
+        while frac % 10 == 0 {
+            frac /= 10;
+            width -= 1;
+        }
+        for i in (0..width).rev() {
+            self.push(b'0' + (frac / 10u64.pow(i) % 10) as u8);
+        }
+        true
     }
 }
 
