@@ -456,8 +456,7 @@ impl Server {
             .stamped_request(
                 methods::TASKS_GET,
                 move |ctx, params: mcp_types::tasks::TaskIdParams| {
-                    let engine = get.clone();
-                    async move { engine.get(ctx.task_caller(), params).await }
+                    get.get(ctx.task_caller(), params)
                 },
             )
             .stamped_request(

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -387,15 +388,21 @@ impl TaskEngine {
         }
     }
 
-    /// `tasks/get`: the caller's task as it stands, with its payload.
-    pub(crate) async fn get(
+    /// `tasks/get`: the caller's task as it stands, with its payload. The caller is checked
+    /// at once, so the future keeps neither the request's context nor its `_meta`: only the
+    /// task id and the owner (a poll is the request a client sends most often).
+    pub(crate) fn get(
         &self,
         caller: TaskCaller<'_>,
         params: TaskIdParams,
-    ) -> Result<super::poll::Poll, ErrorObject> {
-        let owner = self.caller(caller)?;
-        let record = self.owned(&params.task_id, &owner).await?;
-        Ok(super::poll::Poll::of(record))
+    ) -> impl Future<Output = Result<super::poll::Poll, ErrorObject>> + Send + use<> {
+        let owner = self.caller(caller);
+        let id = params.task_id;
+        let engine = self.clone();
+        async move {
+            let record = engine.owned(&id, &owner?).await?;
+            Ok(super::poll::Poll::of(record))
+        }
     }
 
     /// `tasks/update`: answers to the questions the task has outstanding; an answer to a key
