@@ -27,6 +27,7 @@ mod poll;
 mod replay;
 mod rerun;
 mod store;
+mod time;
 
 pub use config::{
     DEFAULT_CANCEL_GRACE, DEFAULT_LEASE, DEFAULT_MAX_ANONYMOUS_TASKS_PER_ADDRESS,
@@ -34,13 +35,14 @@ pub use config::{
     TaskConfig, TaskSupport,
 };
 pub(crate) use engine::{TaskCaller, TaskCtx, TaskEngine};
-pub use engine::{detailed, iso8601, owner_key};
+pub use engine::{detailed, owner_key};
 pub(crate) use replay::Replay;
 pub use replay::{MAX_REPLAY_BYTES, MAX_TASK_RUNS};
 pub use store::{
     BoxFuture, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_OWNER, InMemoryTaskStore, Lease,
     StoreError, TaskRecord, TaskStore, Terminal, system_now_ms,
 };
+pub use time::iso8601;
 
 #[cfg(test)]
 mod tests {

@@ -10,8 +10,8 @@ use mcp_types::{ErrorObject, JsonObject, ResultType};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
 
-use super::engine::{iso8601, iso8601_text};
 use super::store::{TaskRecord, Terminal};
+use super::time::{iso8601, iso8601_text};
 use crate::stamp::{Stamp, Stamped, stamp_meta};
 
 /// The answer to a poll of the task `record`, and its `_meta` once stamped.
