@@ -222,7 +222,7 @@ fn params_text(input: &[u8], key: usize, next: Option<usize>) -> Option<&str> {
 
 /// The name serde_json gives the one member of the map a `RawValue` is read from: given it,
 /// `Box<RawValue>` takes the member's text as the value's, as it is.
-const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+pub(crate) const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 /// `text` (one JSON object, just read in full) as a `RawValue`, without reading it again: a
 /// copy into one allocation of its length. `Box<RawValue>` is read here from a one-member map

@@ -130,12 +130,15 @@ struct Timestamp(u64);
 
 impl Serialize for Timestamp {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match iso8601_text(self.0) {
-            Ok(text) => match core::str::from_utf8(&text) {
-                Ok(text) => s.serialize_str(text),
-                Err(_) => s.serialize_str(&iso8601(self.0)),
-            },
-            Err(_) => s.serialize_str(&iso8601(self.0)),
+        let text = iso8601_text(self.0);
+        match text
+            .as_ref()
+            .ok()
+            .and_then(|t| core::str::from_utf8(t).ok())
+        {
+            Some(text) => s.serialize_str(text),
+            // Past year 9999: the formatted text.
+            None => s.serialize_str(&iso8601(self.0)),
         }
     }
 }
