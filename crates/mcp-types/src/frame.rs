@@ -15,6 +15,7 @@
 //! before: every answer, refusal and error message stays byte for byte what it was. The
 //! `frame` fuzz target runs both on the same bytes and fails on any difference.
 
+use crate::intern::RAW_VALUE_TOKEN;
 use crate::prelude::*;
 
 use core::fmt;
@@ -219,10 +220,6 @@ fn params_text(input: &[u8], key: usize, next: Option<usize>) -> Option<&str> {
     }
     core::str::from_utf8(text).ok()
 }
-
-/// The name serde_json gives the one member of the map a `RawValue` is read from: given it,
-/// `Box<RawValue>` takes the member's text as the value's, as it is.
-pub(crate) const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 /// `text` (one JSON object, just read in full) as a `RawValue`, without reading it again: a
 /// copy into one allocation of its length. `Box<RawValue>` is read here from a one-member map

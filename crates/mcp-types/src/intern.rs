@@ -27,10 +27,10 @@ use serde::de::{DeserializeOwned, Deserializer};
 #[allow(unused_imports)]
 use crate::prelude::*;
 
-// The name serde_json gives a value it should hand over as its text: a newtype struct of
-// this name is read as a one-member map, that name to the text.
-#[cfg(feature = "std")]
-use crate::frame::RAW_VALUE_TOKEN;
+/// The name serde_json gives a value it should hand over as its text: a newtype struct of
+/// this name is read as a one-member map, that name to the text ([`crate::frame`] hands a
+/// text to `RawValue` under it too).
+pub(crate) const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 /// The longest text kept: `clientCapabilities` with a few extensions and a `clientInfo`
 /// with icons fit many times over.
