@@ -30,6 +30,9 @@ const LAYERS: &[(&str, Option<&[&str]>)] = &[
             "rustls",
         ]),
     ),
+    // The gateway kit: servers mounted in process and upstreams proxied over the transports
+    // (above both of them and the client).
+    ("mcp-proxy", Some(&["serde_json", "tokio", "tracing"])),
     ("mcp", None),
     (
         "mcp-term",
