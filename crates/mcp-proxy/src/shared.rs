@@ -2,6 +2,7 @@
 //! snapshot built from that. A mount that stops answering loses its tools from the catalog
 //! (and `notifications/tools/list_changed` goes out); one that answers again gets them back.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
@@ -27,6 +28,8 @@ pub(crate) struct Shared {
     pub notifier: OnceLock<ChangeNotifier>,
     /// How many tools a `tools/list` page holds.
     pub page_size: usize,
+    /// A background refresh started by a list runs (one at a time, however many lists come).
+    refreshing: AtomicBool,
 }
 
 impl Shared {
@@ -43,6 +46,7 @@ impl Shared {
             catalog: RwLock::new(Arc::new(catalog)),
             notifier: OnceLock::new(),
             page_size,
+            refreshing: AtomicBool::new(false),
         }
     }
 
@@ -74,9 +78,12 @@ impl Shared {
                 .copied()
                 .filter(|&i| self.mounts[i].may_try())
                 .collect();
-            if !due.is_empty() {
+            if !due.is_empty() && !self.refreshing.swap(true, Ordering::SeqCst) {
                 let shared = self.clone();
-                tokio::spawn(async move { drop(shared.refresh(&due).await) });
+                tokio::spawn(async move {
+                    drop(shared.refresh(&due).await);
+                    shared.refreshing.store(false, Ordering::SeqCst);
+                });
             }
         }
         catalog.page(cursor, self.page_size)
@@ -90,7 +97,8 @@ impl Shared {
         };
         let mut failures = Vec::new();
         let mut fetches = tokio::task::JoinSet::new();
-        for &i in which {
+        // Another refresh may have brought some back while this one waited for the lock.
+        for &i in which.iter().filter(|&&i| listed[i].is_none()) {
             let mount = self.mounts[i].clone();
             fetches.spawn(async move { (i, fetch(&mount).await) });
         }

@@ -332,3 +332,40 @@ async fn the_mounted_servers_policy_and_handler_see_the_callers_principal() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn lists_that_find_an_upstream_missing_ask_it_again_one_at_a_time() {
+    within(async {
+        let asked = Arc::new(AtomicUsize::new(0));
+        let counted = asked.clone();
+        // Lists nothing, slowly: refused after 300 ms, every time.
+        let down = Server::new("down").on_list_tools(move |_ctx, _params| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                Err::<ListToolsResult, _>(ErrorObject::internal("still down"))
+            }
+        });
+        let gateway = Gateway::new("hub")
+            .mount("a", echo_server("A", Arc::default()))
+            .mount("down", down)
+            .build()
+            .await
+            .unwrap();
+        assert_eq!(gateway.missing(), ["down"]);
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+        let client = connect(&gateway.into_service(), Mode::Auto).await;
+        let mut lists = tokio::task::JoinSet::new();
+        for _ in 0..20 {
+            let client = client.clone();
+            lists.spawn(async move { client.list_tools(None).await.unwrap().tools.len() });
+        }
+        while let Some(listed) = lists.join_next().await {
+            assert_eq!(listed.unwrap(), 1);
+        }
+        // The 20 lists answered at once from the catalog; one refresh asked `down` again.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(asked.load(Ordering::SeqCst), 2);
+    })
+    .await;
+}

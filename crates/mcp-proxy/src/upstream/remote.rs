@@ -408,7 +408,11 @@ impl RemoteLink {
 
     /// Forgets connection `n` after it failed, so that the next request connects again.
     async fn lost(&self, n: u64) {
-        let mut conn = self.conn.lock().await;
+        let wait = self.proxy.connect_timeout * 2;
+        // Whoever holds the lock is connecting (bounded); a new connection replaces this one.
+        let Ok(mut conn) = tokio::time::timeout(wait, self.conn.lock()).await else {
+            return;
+        };
         if conn
             .client
             .as_ref()
