@@ -118,8 +118,16 @@ pub mod client {
     pub use mcp_client::*;
 }
 
+/// The gateway kit (feature `proxy`): [`proxy::Gateway`] mounts servers of this process and
+/// [`proxy::Proxy`] upstreams (a child over stdio, a Streamable HTTP URL) under prefixes and
+/// serves their tools as one, each upstream's failures kept to its own tools.
+#[cfg(feature = "proxy")]
+pub mod proxy {
+    pub use mcp_proxy::*;
+}
+
 /// Anything that can become a running [`Service`]: an [`McpServer`], a low-level [`Server`],
-/// or a service.
+/// a service, or a built gateway (feature `proxy`).
 #[cfg(feature = "server")]
 pub trait IntoService {
     /// Builds the service (an `McpServer` checks its definitions here).
@@ -144,6 +152,13 @@ impl IntoService for Server {
 impl IntoService for Service {
     fn into_service(self) -> Result<Service, BuildError> {
         Ok(self)
+    }
+}
+
+#[cfg(feature = "proxy")]
+impl IntoService for mcp_proxy::GatewayServer {
+    fn into_service(self) -> Result<Service, BuildError> {
+        Ok(mcp_proxy::GatewayServer::into_service(self))
     }
 }
 
