@@ -29,7 +29,10 @@
 //! extension is not declared upstream); `subscriptions/listen` and resource subscriptions; an
 //! upstream's own `notifications/tools/list_changed` (its tools are read again only after it
 //! was lost). Tools an upstream adds after the build get no per-tool facts (`Mcp-Param-*`
-//! checks, `tool_layer` policy).
+//! checks, `tool_layer` policy). The catalog is one for every caller: the gateway lists each
+//! upstream as nobody (an in-process server whose policy refuses an anonymous `tools/list`
+//! is missing), and an in-process server's layers see the caller's principal but not its
+//! token's scopes (`RequireScopes` there refuses: `RequestContext` does not carry them).
 //!
 //! Two servers of this process, mounted under `a` and `b`:
 //!

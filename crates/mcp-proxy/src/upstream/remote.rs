@@ -30,6 +30,8 @@ pub const DEFAULT_MAX_LIST_PAGES: usize = 100;
 pub const RECONNECT_START: Duration = Duration::from_secs(1);
 /// The longest wait before connecting again.
 pub const RECONNECT_CAP: Duration = Duration::from_secs(30);
+/// How long closing a lost connection may take.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 type Connect =
     Arc<dyn Fn(ClientBuilder) -> BoxFuture<'static, Result<Client, ClientError>> + Send + Sync>;
@@ -417,8 +419,13 @@ impl RemoteLink {
             .client
             .as_ref()
             .is_some_and(|(current, _)| *current == n)
+            && let Some((_, old)) = conn.client.take()
         {
-            conn.client = None;
+            // Closed in the background, within a bound: a child process is ended, an HTTP
+            // session deleted. Calls still holding it fail as the connection did.
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(CLOSE_WAIT, old.close()).await;
+            });
         }
     }
 
