@@ -13,6 +13,7 @@ use mcp_types::version::Era;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 
+#[cfg(feature = "http")]
 use crate::error::ProxyError;
 use crate::failure::UpstreamFailure;
 
