@@ -9,6 +9,10 @@
 //! one format only; when this toolchain writes another format than the baseline's, the
 //! baseline is rebuilt from its commit when the clone has it (`--baseline-rev`), and the
 //! check fails, saying so, when it has not.
+//!
+//! A library that is new since the tag or the saved baseline has no API to keep yet: it is
+//! skipped, saying so. One that has no saved file but was a package at the baseline's commit
+//! (a file lost) fails the check.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -36,6 +40,10 @@ pub(crate) fn check(packages: &[Package]) -> Result<(), String> {
     let version = &packages[0].version;
     if let Some(tag) = previous_tag(version)? {
         for p in libraries(packages) {
+            if existed_at(&tag, p) == Some(false) {
+                println!("release: {} is new since {tag}: no API to keep yet", p.name);
+                continue;
+            }
             run(semver_checks()
                 .args(["--package", &p.name, "--baseline-rev", &tag])
                 .arg("--all-features"))?;
@@ -45,6 +53,15 @@ pub(crate) fn check(packages: &[Package]) -> Result<(), String> {
     }
     let saved = Saved::read()?;
     for p in libraries(packages) {
+        let packed = packed_baseline(p);
+        if against(p, packed.is_file(), existed_at(&saved.commit, p), &saved)? == Against::New {
+            println!(
+                "release: {} is new since the saved baseline (commit {}): no API to keep yet",
+                p.name,
+                short(&saved.commit)
+            );
+            continue;
+        }
         let current = rustdoc_json(p, &work_dir().join("current"))?;
         let current_format = format_version(&current)?;
         if current_format == saved.format {
@@ -70,9 +87,73 @@ pub(crate) fn check(packages: &[Package]) -> Result<(), String> {
     }
     println!(
         "release: the public API keeps semver against the saved baseline (commit {})",
-        &saved.commit[..12.min(saved.commit.len())]
+        short(&saved.commit)
     );
     Ok(())
+}
+
+fn short(commit: &str) -> &str {
+    &commit[..12.min(commit.len())]
+}
+
+/// What library `p` is compared with.
+#[derive(Debug, PartialEq, Eq)]
+enum Against {
+    /// Its saved rustdoc JSON.
+    Saved,
+    /// Nothing: it is new since the baseline.
+    New,
+}
+
+/// What library `p` is compared with, from whether its baseline file is saved and whether its
+/// package was there at the baseline's commit (`None`: this clone lacks that commit). A
+/// library absent from the baseline is new; one the baseline's commit had, yet without a
+/// saved file, is an error (the file was lost, or never written).
+fn against(
+    p: &Package,
+    file_saved: bool,
+    existed: Option<bool>,
+    saved: &Saved,
+) -> Result<Against, String> {
+    match (file_saved, existed) {
+        (true, _) => Ok(Against::Saved),
+        (false, Some(false) | None) => Ok(Against::New),
+        (false, Some(true)) => Err(format!(
+            "{} has no saved API baseline ({}), yet it was a package at the baseline's commit \
+             {}: `cargo xtask release --save-baseline` adds it",
+            p.name,
+            packed_baseline(p).display(),
+            short(&saved.commit)
+        )),
+    }
+}
+
+/// Whether package `p` (its manifest, at the path it has now) was in revision `rev`; `None`
+/// when this clone lacks `rev`.
+fn existed_at(rev: &str, p: &Package) -> Option<bool> {
+    if !has_commit(rev) {
+        return None;
+    }
+    let root = workspace_root();
+    let manifest = p
+        .dir
+        .strip_prefix(&root)
+        .unwrap_or(&p.dir)
+        .join("Cargo.toml");
+    let object = format!("{rev}:{}", manifest.to_string_lossy().replace('\\', "/"));
+    Some(
+        Command::new("git")
+            .current_dir(root)
+            .args(["cat-file", "-e", &object])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success()),
+    )
+}
+
+/// Where the saved baseline of `p` is (or would be).
+fn packed_baseline(p: &Package) -> PathBuf {
+    baseline_dir().join(format!("{}.json.gz", p.name))
 }
 
 fn semver_checks() -> Command {
@@ -191,7 +272,7 @@ fn format_version(json: &Path) -> Result<u64, String> {
 
 /// The saved baseline of `p`, unpacked under target/semver/baseline.
 fn unpack(p: &Package) -> Result<PathBuf, String> {
-    let packed = baseline_dir().join(format!("{}.json.gz", p.name));
+    let packed = packed_baseline(p);
     if !packed.is_file() {
         return Err(format!(
             "{} has no saved API baseline ({}): a new library? `cargo xtask release \
@@ -283,15 +364,79 @@ mod tests {
     }
 
     #[test]
-    fn the_committed_baseline_has_a_file_per_published_library() {
-        Saved::read().unwrap();
+    fn the_committed_baseline_has_a_file_per_published_library_it_had() {
+        let saved = Saved::read().unwrap();
         let packages = crate::release::workspace().unwrap().published;
         for p in libraries(&packages) {
+            let existed = existed_at(&saved.commit, p);
+            let file = packed_baseline(p).is_file();
             assert!(
-                baseline_dir().join(format!("{}.json.gz", p.name)).is_file(),
-                "{} has no saved baseline",
+                file || existed != Some(true),
+                "{} has no saved baseline, and the baseline's commit had it",
                 p.name
             );
+            let expected = if file { Against::Saved } else { Against::New };
+            assert_eq!(
+                against(p, file, existed, &saved),
+                Ok(expected),
+                "{}",
+                p.name
+            );
+        }
+    }
+
+    #[test]
+    fn a_library_absent_from_the_baseline_is_new_and_a_lost_file_is_an_error() {
+        let saved = Saved {
+            commit: "0123456789abcdef0123".into(),
+            format: 57,
+        };
+        let packages = crate::release::workspace().unwrap().published;
+        let p = libraries(&packages).next().unwrap();
+        assert_eq!(against(p, true, Some(true), &saved), Ok(Against::Saved));
+        assert_eq!(against(p, true, None, &saved), Ok(Against::Saved));
+        assert_eq!(against(p, false, Some(false), &saved), Ok(Against::New));
+        assert_eq!(against(p, false, None, &saved), Ok(Against::New));
+        assert_eq!(
+            against(p, false, Some(true), &saved),
+            Err(format!(
+                "{} has no saved API baseline ({}), yet it was a package at the baseline's \
+                 commit 0123456789ab: `cargo xtask release --save-baseline` adds it",
+                p.name,
+                packed_baseline(p).display()
+            ))
+        );
+    }
+
+    #[test]
+    fn a_package_is_looked_for_at_a_revision_by_its_manifest() {
+        let packages = crate::release::workspace().unwrap().published;
+        let proxy = packages
+            .iter()
+            .find(|p| p.name == "keel-mcp-proxy")
+            .unwrap();
+        let root = workspace_root();
+        assert_eq!(existed_at("HEAD", proxy), Some(true));
+        assert_eq!(
+            existed_at("0000000000000000000000000000000000000000", proxy),
+            None
+        );
+        // The commit that added the package had it, its parent did not (when this clone holds
+        // that history).
+        let added = crate::git_output(
+            &root,
+            &[
+                "log",
+                "--diff-filter=A",
+                "--format=%H",
+                "--",
+                "crates/mcp-proxy/Cargo.toml",
+            ],
+        )
+        .unwrap();
+        if let Some(added) = added.lines().last() {
+            assert_eq!(existed_at(added, proxy), Some(true));
+            assert_eq!(existed_at(&format!("{added}^"), proxy), Some(false));
         }
     }
 
