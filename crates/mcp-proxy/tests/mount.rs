@@ -369,3 +369,145 @@ async fn lists_that_find_an_upstream_missing_ask_it_again_one_at_a_time() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_mounted_servers_progress_and_logs_reach_the_caller() {
+    within(async {
+        let steps = ToolDef::new("steps").handler(|ctx, _args: Value| async move {
+            for step in 1..=3 {
+                ctx.progress(f64::from(step), Some(3.0), Some(&format!("step {step}")))
+                    .await;
+            }
+            ctx.log(
+                mcp_types::logging::LoggingLevel::Warning,
+                Some("steps"),
+                json!("done stepping"),
+            )
+            .await;
+            "stepped"
+        });
+        let gateway = Gateway::new("hub")
+            .mount("m", McpServer::new("m").tool(steps))
+            .into_service()
+            .await
+            .unwrap();
+        let progress = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let logs = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (p, l) = (progress.clone(), logs.clone());
+        let client = Client::builder()
+            .log_level(mcp_types::logging::LoggingLevel::Info)
+            .on_progress(move |n| {
+                p.lock()
+                    .unwrap()
+                    .push((n.progress.to_string(), n.message.unwrap_or_default()));
+            })
+            .on_log(move |m| l.lock().unwrap().push((m.logger, m.data)))
+            .connect(MemoryTransport::new(&gateway))
+            .await
+            .unwrap();
+        let options = mcp_client::CallOptions {
+            progress: true,
+            ..mcp_client::CallOptions::default()
+        };
+        let result = client
+            .call_tool_with("m_steps", json!({}), options)
+            .await
+            .unwrap();
+        assert_eq!(result.content[0].as_text(), Some("stepped"));
+        assert_eq!(
+            *progress.lock().unwrap(),
+            [
+                ("1.0".to_owned(), "step 1".to_owned()),
+                ("2.0".to_owned(), "step 2".to_owned()),
+                ("3.0".to_owned(), "step 3".to_owned())
+            ]
+        );
+        assert_eq!(
+            *logs.lock().unwrap(),
+            [(Some("steps".to_owned()), json!("done stepping"))]
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_mounted_server_slower_than_the_local_timeout_is_named_and_the_other_answers() {
+    within(async {
+        let slow = ToolDef::new("wait").handler(|_ctx, _args: Value| async {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            "waited"
+        });
+        let gateway = Gateway::new("hub")
+            .local_timeout(Duration::from_millis(200))
+            .mount("slow", McpServer::new("slow").tool(slow))
+            .mount("a", echo_server("A", Arc::default()))
+            .into_service()
+            .await
+            .unwrap();
+        let client = connect(&gateway, Mode::Auto).await;
+        let started = std::time::Instant::now();
+        let result = client.call_tool("slow_wait", json!({})).await.unwrap();
+        assert_eq!(
+            result.content[0].as_text(),
+            Some("upstream 'slow' did not answer within 200 ms")
+        );
+        assert_eq!(result.is_error, Some(true));
+        assert!(started.elapsed() < Duration::from_secs(2));
+        let served = client
+            .call_tool("a_echo", json!({"text": "x"}))
+            .await
+            .unwrap();
+        assert_eq!(served.content[0].as_text(), Some("A: x"));
+        // A deadline is not a lost connection: the slow server keeps its tools.
+        assert_eq!(client.list_all_tools().await.unwrap().len(), 2);
+    })
+    .await;
+}
+
+/// Sets its flag when dropped (a cancelled handler is dropped, or sees its token and ends).
+struct Dropped(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test]
+async fn a_caller_that_gives_up_cancels_the_call_in_the_mounted_server() {
+    within(async {
+        let cancelled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = cancelled.clone();
+        let hang = ToolDef::new("hang").handler(move |ctx, _args: Value| {
+            let guard = Dropped(flag.clone());
+            async move {
+                let _guard = guard;
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(20), ctx.cancellation().cancelled())
+                        .await;
+                "ended"
+            }
+        });
+        let gateway = Gateway::new("hub")
+            .mount("m", McpServer::new("m").tool(hang))
+            .into_service()
+            .await
+            .unwrap();
+        let client = Client::builder()
+            .request_timeout(Duration::from_millis(300))
+            .connect(MemoryTransport::new(&gateway))
+            .await
+            .unwrap();
+        let e = client.call_tool("m_hang", json!({})).await.unwrap_err();
+        assert!(matches!(e, ClientError::Timeout { .. }), "{e:?}");
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !cancelled.load(Ordering::SeqCst) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the mounted hang was not cancelled"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+}
