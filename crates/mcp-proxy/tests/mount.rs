@@ -511,3 +511,66 @@ async fn a_caller_that_gives_up_cancels_the_call_in_the_mounted_server() {
     })
     .await;
 }
+
+#[derive(Clone, serde::Deserialize, schemars::JsonSchema)]
+struct Confirm {
+    #[allow(dead_code)]
+    ok: bool,
+}
+
+#[tokio::test]
+async fn an_upstream_that_asks_for_input_is_a_tool_error_naming_it_not_a_round() {
+    use mcp_server_core::registry::{Accepted, Resolution, Resolver};
+    within(async {
+        let asked = Arc::new(AtomicUsize::new(0));
+        let counted = asked.clone();
+        let confirm = Resolver::new("confirm", move |_input| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async { Resolution::<Confirm>::elicit("Really?") }
+        });
+        let delete = ToolDef::new("delete")
+            .resolve::<Accepted<Confirm>>("confirm", confirm)
+            .handler_resolved(
+                |_ctx, _args: Value, _resolved| async move { Ok::<_, String>("deleted") },
+            );
+        let gateway = Gateway::new("hub")
+            .mount("m", McpServer::new("m").tool(delete))
+            .into_service()
+            .await
+            .unwrap();
+        for mode in [Mode::Auto, Mode::Legacy] {
+            let answered = Arc::new(AtomicUsize::new(0));
+            let counter = answered.clone();
+            let client = Client::builder()
+                .mode(mode)
+                .elicitation(move |_info, _params| {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    async {
+                        Ok(mcp_types::elicitation::ElicitResult::accept(
+                            [(
+                                "ok".to_owned(),
+                                mcp_types::elicitation::ElicitValue::Bool(true),
+                            )]
+                            .into(),
+                        ))
+                    }
+                })
+                .connect(MemoryTransport::new(&gateway))
+                .await
+                .unwrap();
+            let result = client.call_tool("m_delete", json!({})).await.unwrap();
+            assert_eq!(
+                result.content[0].as_text(),
+                Some(
+                    "upstream 'm' asked for input (an InputRequiredResult), which this gateway \
+                     does not pass through"
+                )
+            );
+            assert_eq!(result.is_error, Some(true));
+            // The caller was never asked: no round reached it.
+            assert_eq!(answered.load(Ordering::SeqCst), 0);
+        }
+        assert_eq!(asked.load(Ordering::SeqCst), 2);
+    })
+    .await;
+}
