@@ -43,7 +43,7 @@ pub(crate) async fn call(
     };
     if failure.is_connection_lost() {
         tracing::warn!(upstream = mount.ns.label(), why = %crate::shared::describe(&failure), "an upstream's connection was lost; its tools are left out until it answers again");
-        shared.lost(route.upstream).await;
+        shared.lost(route.upstream);
     }
     failure.answer(&mount.ns).map(Outcome::Complete)
 }

@@ -4,7 +4,6 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
-use std::time::Duration;
 
 use mcp_server_core::ChangeNotifier;
 use mcp_types::ErrorObject;
@@ -14,15 +13,12 @@ use crate::catalog::{Catalog, fetch, merge};
 use crate::failure::UpstreamFailure;
 use crate::upstream::Mounted;
 
-/// The longest a change to the catalog waits for another one in progress.
-const CHANGE_WAIT: Duration = Duration::from_secs(30);
-
 /// The gateway's state, behind its two handlers.
 pub(crate) struct Shared {
     /// The mounts, in mount order.
     pub mounts: Vec<Arc<Mounted>>,
     /// What each mount listed last (`None`: it did not answer). Held while the catalog changes.
-    listed: tokio::sync::Mutex<Vec<Option<Vec<Tool>>>>,
+    listed: std::sync::Mutex<Vec<Option<Vec<Tool>>>>,
     catalog: RwLock<Arc<Catalog>>,
     /// The gateway service's notifier, once it exists.
     pub notifier: OnceLock<ChangeNotifier>,
@@ -42,7 +38,7 @@ impl Shared {
     ) -> Shared {
         Shared {
             mounts,
-            listed: tokio::sync::Mutex::new(listed),
+            listed: std::sync::Mutex::new(listed),
             catalog: RwLock::new(Arc::new(catalog)),
             notifier: OnceLock::new(),
             page_size,
@@ -90,31 +86,41 @@ impl Shared {
     }
 
     /// Asks mounts `which` for their tools again, at once, and takes what they answer;
-    /// returns why those that did not answer failed.
+    /// returns why those that did not answer failed. No lock is held while they are asked:
+    /// a slow upstream delays no other change to the catalog.
     pub(crate) async fn refresh(&self, which: &[usize]) -> Vec<(usize, UpstreamFailure)> {
-        let Ok(mut listed) = tokio::time::timeout(CHANGE_WAIT, self.listed.lock()).await else {
-            return Vec::new();
+        // Another refresh may have brought some back already.
+        let due: Vec<usize> = {
+            let listed = self.listed();
+            which
+                .iter()
+                .copied()
+                .filter(|&i| listed[i].is_none())
+                .collect()
         };
-        let mut failures = Vec::new();
         let mut fetches = tokio::task::JoinSet::new();
-        // Another refresh may have brought some back while this one waited for the lock.
-        for &i in which.iter().filter(|&&i| listed[i].is_none()) {
+        for i in due {
             let mount = self.mounts[i].clone();
             fetches.spawn(async move { (i, fetch(&mount).await) });
         }
-        let mut changed = false;
+        let mut answers = Vec::new();
+        let mut failures = Vec::new();
         while let Some(done) = fetches.join_next().await {
             let Ok((i, result)) = done else {
                 continue;
             };
-            let now = match result {
-                Ok(tools) => Some(tools),
+            match result {
+                Ok(tools) => answers.push((i, tools)),
                 Err(failure) => {
                     tracing::warn!(upstream = self.mounts[i].ns.label(), why = %describe(&failure), "an upstream did not list its tools");
                     failures.push((i, failure));
-                    None
                 }
-            };
+            }
+        }
+        let mut listed = self.listed();
+        let mut changed = false;
+        for (i, tools) in answers {
+            let now = Some(tools);
             changed |= listed[i] != now;
             listed[i] = now;
         }
@@ -125,13 +131,18 @@ impl Shared {
     }
 
     /// Takes mount `i`'s tools out of the catalog after its connection was lost.
-    pub(crate) async fn lost(&self, i: usize) {
-        let Ok(mut listed) = tokio::time::timeout(CHANGE_WAIT, self.listed.lock()).await else {
-            return;
-        };
+    pub(crate) fn lost(&self, i: usize) {
+        let mut listed = self.listed();
         if listed[i].take().is_some() {
             self.rebuild(&listed);
         }
+    }
+
+    /// What each mount listed last, locked (briefly: nothing waits while it is held).
+    fn listed(&self) -> std::sync::MutexGuard<'_, Vec<Option<Vec<Tool>>>> {
+        self.listed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// A new snapshot from `listed` (the first mount keeps a name two expose), announced to

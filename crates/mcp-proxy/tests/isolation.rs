@@ -167,3 +167,44 @@ async fn an_upstream_lost_mid_call_is_named_and_comes_back_with_list_changes() {
     })
     .await;
 }
+
+/// An in-process server whose first `tools/list` fails at once and every later one after 3 s.
+fn slow_lister() -> mcp_server_core::Server {
+    let lists = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    mcp_server_core::Server::new("slow-lister").on_list_tools(move |_ctx, _params| {
+        let n = lists.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        async move {
+            if n > 0 {
+                tokio::time::sleep(Duration::from_secs(3)).await;
+            }
+            Err::<mcp_types::tools::ListToolsResult, _>(mcp_types::ErrorObject::internal("down"))
+        }
+    })
+}
+
+#[tokio::test]
+async fn a_slow_refresh_of_one_upstream_delays_no_failure_of_another() {
+    within(async {
+        let a = Harness::start().await;
+        let service = Gateway::new("hub")
+            .mount("a", Proxy::http(&a.url()).unwrap())
+            .mount("slow", slow_lister())
+            .into_service()
+            .await
+            .unwrap();
+        let client = connect(&service, Mode::Auto).await;
+        // The first list starts asking `slow` again in the background (3 s).
+        assert_eq!(client.list_all_tools().await.unwrap().len(), 5);
+        a.fault(Rule::tool("charge", Fault::ResetAfterForward).times(1));
+        let started = Instant::now();
+        let charged = client.call_tool("a_charge", json!({})).await.unwrap();
+        assert!(text(&charged).1);
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(client.list_all_tools().await.unwrap().len(), 0);
+    })
+    .await;
+}
