@@ -156,3 +156,47 @@ async fn a_caller_that_gives_up_cancels_the_call_upstream() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_proxys_size_and_tool_caps_hold() {
+    within(async {
+        let harness = Harness::start().await;
+        let gateway = Gateway::new("hub")
+            .mount(
+                "tiny",
+                Proxy::http(&harness.url()).unwrap().max_message_size(200),
+            )
+            .mount("two", Proxy::http(&harness.url()).unwrap().max_tools(2))
+            .build()
+            .await
+            .unwrap();
+        // `tiny` cannot take the answer to its first request; `two` keeps its first two tools.
+        assert_eq!(gateway.missing(), ["tiny"]);
+        assert_eq!(gateway.tools(), ["two_charge", "two_lookup"]);
+        let client = connect(&gateway.into_service(), Mode::Auto).await;
+        let refused = client
+            .call_tool("tiny_lookup", json!({"key": "k"}))
+            .await
+            .unwrap();
+        assert_eq!(
+            text(&refused),
+            (
+                "upstream 'tiny' is unavailable: transport error: the server's answer is larger \
+                 than the 200-byte limit (HttpTransport::max_message_size)",
+                true
+            )
+        );
+        let e = client
+            .call_tool("two_set", json!({"key": "k"}))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e,
+            mcp_client::ClientError::Server(mcp_types::ErrorObject::invalid_params(
+                "Unknown tool: two_set"
+            ))
+        );
+        assert_eq!(harness.counters.executed("lookup"), 0);
+    })
+    .await;
+}
