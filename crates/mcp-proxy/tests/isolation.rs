@@ -193,14 +193,15 @@ async fn a_slow_refresh_of_one_upstream_delays_no_failure_of_another() {
             .await
             .unwrap();
         let client = connect(&service, Mode::Auto).await;
-        // The first list starts asking `slow` again in the background (3 s).
+        // The first list starts asking `slow` again in the background (3 s); the failure
+        // below must not wait for it (the bound leaves room for a loaded machine).
         assert_eq!(client.list_all_tools().await.unwrap().len(), 5);
         a.fault(Rule::tool("charge", Fault::ResetAfterForward).times(1));
         let started = Instant::now();
         let charged = client.call_tool("a_charge", json!({})).await.unwrap();
         assert!(text(&charged).1);
         assert!(
-            started.elapsed() < Duration::from_secs(1),
+            started.elapsed() < Duration::from_secs(2),
             "{:?}",
             started.elapsed()
         );
