@@ -226,7 +226,7 @@ mod tests {
         let listed = [Some(vec![tool("a_b")]), Some(vec![tool("b")]), None];
         assert_eq!(
             merge(&m, &listed, 1, true).unwrap_err().to_string(),
-            "tool \"a_b\" is exposed by both upstream '(root)' and upstream 'a'"
+            "tool \"a_b\" is exposed by both upstream '(root: t)' and upstream 'a'"
         );
         let kept = merge(&m, &listed, 1, false).unwrap();
         assert_eq!(kept.tools.len(), 1);

@@ -207,7 +207,7 @@ impl GatewayServer {
             .collect()
     }
 
-    /// The mounts (by prefix, `(root)` for `""`) whose tools are missing because they did not
+    /// The mounts (by prefix, `(root: {server})` for `""`) whose tools are missing because they did not
     /// answer.
     pub fn missing(&self) -> Vec<String> {
         let catalog = self.shared.catalog();

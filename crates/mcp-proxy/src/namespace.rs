@@ -15,6 +15,8 @@ pub const MAX_PREFIX: usize = 64;
 pub(crate) struct Namespace {
     prefix: Arc<str>,
     separator: char,
+    /// How the mount is named in errors and logs.
+    label: Arc<str>,
 }
 
 impl Namespace {
@@ -25,6 +27,7 @@ impl Namespace {
         Ok(Namespace {
             prefix: prefix.into(),
             separator,
+            label: if prefix.is_empty() { "(root)" } else { prefix }.into(),
         })
     }
 
@@ -63,13 +66,19 @@ impl Namespace {
         }
     }
 
-    /// How the mount is named in errors and logs: its prefix, or `(root)`.
+    /// How the mount is named in errors and logs: its prefix, or for a root mount
+    /// `(root: {server})` once [`named`](Self::named), `(root)` before.
     pub(crate) fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Names a root mount after its server (several may share the root); a prefix names
+    /// itself.
+    pub(crate) fn named(mut self, server: &str) -> Namespace {
         if self.prefix.is_empty() {
-            "(root)"
-        } else {
-            &self.prefix
+            self.label = format!("(root: {server})").into();
         }
+        self
     }
 }
 
@@ -129,6 +138,11 @@ mod tests {
         assert_eq!(ns.qualify("echo"), "echo");
         assert_eq!(ns.strip("echo"), Some("echo"));
         assert_eq!(ns.label(), "(root)");
+        assert_eq!(ns.clone().named("Files").label(), "(root: Files)");
+        assert_eq!(
+            Namespace::new("a", '_').unwrap().named("Files").label(),
+            "a"
+        );
         assert_eq!(ns.rewrite_message("Unknown tool: x"), "Unknown tool: x");
     }
 

@@ -134,7 +134,7 @@ async fn collisions_bad_prefixes_and_a_prefix_twice_are_refused_at_build() {
         };
         assert_eq!(
             (name.as_str(), first.as_str(), second.as_str()),
-            ("echo", "(root)", "(root)")
+            ("echo", "(root: A)", "(root: B)")
         );
 
         // `a` + `_` + `echo` against a root tool named `a_echo`.
@@ -148,7 +148,7 @@ async fn collisions_bad_prefixes_and_a_prefix_twice_are_refused_at_build() {
             .unwrap_err();
         assert_eq!(
             e.to_string(),
-            "tool \"a_echo\" is exposed by both upstream '(root)' and upstream 'a'"
+            "tool \"a_echo\" is exposed by both upstream '(root: X)' and upstream 'a'"
         );
 
         let e = Gateway::new("hub")

@@ -116,6 +116,10 @@ impl Mounted {
         gateway: Implementation,
         local_timeout: Duration,
     ) -> Mounted {
+        let ns = match &upstream.0 {
+            Spec::Local(service) => ns.named(&service.server_info().name),
+            Spec::Remote(proxy) => ns.named(&proxy.described),
+        };
         let (link, limits) = match upstream.0 {
             Spec::Local(service) => (
                 Link::Local(LocalLink::new(service)),

@@ -42,7 +42,8 @@ type Connect =
 #[derive(Clone)]
 pub struct Proxy {
     connect: Connect,
-    described: String,
+    /// What it is, for a root mount's name in errors and logs (`HTTP {url}`, `stdio {program}`).
+    pub(crate) described: String,
     pub(crate) call_timeout: Duration,
     pub(crate) connect_timeout: Duration,
     pub(crate) max_in_flight: usize,
