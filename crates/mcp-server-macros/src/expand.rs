@@ -100,6 +100,13 @@ fn resolved(params: &[Param], argument_names: &[String], on_error: &TokenStream)
         registrations: Vec::new(),
     };
     for p in params {
+        if let ParamKind::State { inner } = &p.kind {
+            let ident = local(p);
+            out.reads.push(state_read(&ident, inner, on_error));
+            out.registrations
+                .push(quote!(__def = __def.requires_state::<#inner>();));
+            continue;
+        }
         let ParamKind::Resolve { path, span } = &p.kind else {
             continue;
         };
@@ -135,13 +142,23 @@ fn call_args(params: &[Param], argument: impl Fn(&Param) -> TokenStream) -> Vec<
         .map(|p| match &p.kind {
             ParamKind::Context { by_ref: true } => quote!(&__ctx),
             ParamKind::Context { by_ref: false } => quote!(::core::clone::Clone::clone(&__ctx)),
-            ParamKind::Resolve { .. } => {
+            ParamKind::Resolve { .. } | ParamKind::State { .. } => {
                 let ident = local(p);
                 quote!(#ident)
             }
             ParamKind::Argument => argument(p),
         })
         .collect()
+}
+
+/// The statement reading a `State<T>` parameter from the request's context.
+fn state_read(ident: &Ident, inner: &Type, on_error: &TokenStream) -> TokenStream {
+    quote! {
+        let #ident: __mcp::State<#inner> = match __mcp::derive::state::<#inner>(&__ctx) {
+            ::core::result::Result::Ok(__value) => __value,
+            ::core::result::Result::Err(__e) => #on_error,
+        };
+    }
 }
 
 /// The generated code's own name for a parameter's value, never equal to a user's name.
@@ -440,13 +457,32 @@ fn resource_parts(item: &Item, target: Target) -> Parts {
     let ret = return_type(item);
     if !uri.contains('{') {
         let args = call_args(&item.params, |_| quote!(::core::unreachable!()));
-        let (call, closure) = call_and_closure(
-            item,
-            target,
-            &args,
-            quote!(|__ctx: __mcp::Context|),
-            quote!(__MCP_CALL.await),
-        );
+        // A resource that takes state reads it first, and can fail doing so.
+        let on_error = quote!(return ::core::result::Result::Err(__e));
+        let states: Vec<(TokenStream, &Type)> = item
+            .params
+            .iter()
+            .filter_map(|p| match &p.kind {
+                ParamKind::State { inner } => {
+                    Some((state_read(&local(p), inner, &on_error), inner))
+                }
+                _ => None,
+            })
+            .collect();
+        let body = if states.is_empty() {
+            quote!(__MCP_CALL.await)
+        } else {
+            let reads = states.iter().map(|(read, _)| read);
+            quote! {
+                #(#reads)*
+                ::core::result::Result::Ok::<#ret, ::std::string::String>(__MCP_CALL.await)
+            }
+        };
+        let needs = states
+            .iter()
+            .map(|(_, inner)| quote!(__def = __def.requires_state::<#inner>();));
+        let (call, closure) =
+            call_and_closure(item, target, &args, quote!(|__ctx: __mcp::Context|), body);
         let closure = with_call(closure, &call);
         return Parts {
             prelude: TokenStream::new(),
@@ -456,6 +492,7 @@ fn resource_parts(item: &Item, target: Target) -> Parts {
                 #scopes
                 #title
                 #mime
+                #(#needs)*
                 __mcp::derive::ResourceEntry::Static(__def.handler(#closure))
             }},
         };
@@ -545,6 +582,7 @@ fn resolver(item: &Item) -> TokenStream {
     let mut reads_names = Vec::new();
     let mut extract = Vec::new();
     let mut deps = Vec::new();
+    let mut states: Vec<Type> = Vec::new();
     for p in &item.params {
         let ident = &p.ident;
         match &p.kind {
@@ -575,6 +613,11 @@ fn resolver(item: &Item) -> TokenStream {
                     };
                 });
                 deps.push((path.clone(), conv, *span));
+            }
+            ParamKind::State { inner } => {
+                let on_error = quote!(return __mcp::Resolution::reject(__e));
+                extract.push(state_read(&local(p), inner, &on_error));
+                states.push(inner.clone());
             }
             ParamKind::Context { .. } => {}
         }
@@ -617,6 +660,7 @@ fn resolver(item: &Item) -> TokenStream {
                     })
                     .reads([#(#reads_names),*] as [&str; #reads_len])
                     .depends_on([#(<#dep_paths as __mcp::derive::ResolverFn>::KEY),*] as [&str; #deps_len])
+                    #(.requires_state::<#states>())*
                 }
 
                 fn collect(into: &mut ::std::vec::Vec<__mcp::Resolver>) {

@@ -54,6 +54,8 @@ pub(crate) struct Options {
 pub(crate) enum ParamKind {
     /// The request context (`ctx: &Context` or `ctx: Context`).
     Context { by_ref: bool },
+    /// The server's application state (`notes: State<Notes>`): `inner` is `Notes`.
+    State { inner: Type },
     /// Filled by a resolver.
     Resolve { path: Path, span: Span },
     /// A tool argument, prompt argument or template variable; for a resolver, a tool argument
@@ -127,6 +129,27 @@ pub(crate) fn context_type(ty: &Type) -> Option<bool> {
         "Context" | "RequestContext" => Some(by_ref),
         _ => None,
     }
+}
+
+/// Whether `ty` is the server's application state, `State<T>` (by the last segment, as
+/// `Context` is): `Some((T, false))`, or `Some((T, true))` for a reference to one.
+pub(crate) fn state_type(ty: &Type) -> Option<(Type, bool)> {
+    let (inner, by_ref) = match ty {
+        Type::Reference(r) => (&*r.elem, true),
+        other => (other, false),
+    };
+    let Type::Path(path) = inner else { return None };
+    let segment = path.path.segments.last()?;
+    if segment.ident != "State" {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &segment.arguments else {
+        return None;
+    };
+    let [syn::GenericArgument::Type(t)] = args.args.iter().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    Some((t.clone(), by_ref))
 }
 
 /// How a resolved parameter of type `ty` is read: the type the engine converts to, and whether

@@ -102,7 +102,7 @@ pub use mcp_server_core::tasks;
 #[cfg(feature = "server")]
 pub use mcp_server_core::{
     CacheHints, CancellationToken, ChangeNotifier, Extension, ExtensionIdError, Handle, HandleKind,
-    MemoryConnection, PeerError, RequestContext, ResponseStream, Server, Service, Session,
+    MemoryConnection, PeerError, RequestContext, ResponseStream, Server, Service, Session, State,
     TransportContext, client_group,
 };
 #[cfg(feature = "server")]
@@ -296,6 +296,7 @@ pub use serde;
 #[cfg(feature = "server")]
 #[doc(hidden)]
 pub mod __private {
+    pub use mcp_server_core::State;
     pub use mcp_server_core::registry::derive;
     pub use mcp_server_core::registry::{
         Accepted, Context, McpServer, PromptDef, Resolution, ResolvedValues, Resolver,

@@ -8,7 +8,8 @@ use std::time::Duration;
 use mcp::types::JsonRpcMessage;
 use mcp::types::elicitation::ElicitAction;
 use mcp::{
-    Context, ElicitationResult, McpServer, MemoryConnection, Resolution, Service, TransportContext,
+    Context, ElicitationResult, McpServer, MemoryConnection, Resolution, Service, State,
+    TransportContext,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -715,4 +716,230 @@ async fn methods_share_the_servers_state() {
         )
         .await;
     assert_eq!(read[0]["result"]["contents"][0]["text"], "");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Application state: one store given to the server, reached by a tool, its resolver, a
+// prompt, a static resource and a template, with no global.
+
+#[derive(Default)]
+struct Notes {
+    by_id: std::sync::Mutex<BTreeMap<u32, String>>,
+}
+
+impl Notes {
+    fn get(&self, id: &str) -> Option<String> {
+        let id: u32 = id.parse().ok()?;
+        self.by_id.lock().unwrap().get(&id).cloned()
+    }
+}
+
+/// The audit trail a second state type holds.
+#[derive(Default)]
+struct Trail(std::sync::Mutex<Vec<String>>);
+
+#[mcp::resolver]
+async fn confirm_forget(id: &str, notes: State<Notes>) -> Resolution<Confirm> {
+    match notes.get(id) {
+        None => Resolution::reject(format!("no note {id}")),
+        Some(text) => Resolution::elicit(format!("Forget \"{text}\"?")),
+    }
+}
+
+/// Forget a note, after asking.
+#[mcp::tool(destructive)]
+async fn forget(
+    id: String,
+    notes: State<Notes>,
+    trail: mcp::State<Trail>,
+    #[resolve(confirm_forget)] confirm: ElicitationResult<Confirm>,
+) -> String {
+    if !matches!(confirm, ElicitationResult::Accepted(Confirm { ok: true })) {
+        return format!("kept {id}");
+    }
+    let Ok(key) = id.parse::<u32>() else {
+        return format!("no note {id}");
+    };
+    notes.by_id.lock().unwrap().remove(&key);
+    trail.0.lock().unwrap().push(format!("forgot {id}"));
+    format!("forgot {id}")
+}
+
+/// Summarize the notes.
+#[mcp::prompt]
+async fn summarize(notes: State<Notes>) -> String {
+    format!("Summarize {} note(s).", notes.by_id.lock().unwrap().len())
+}
+
+/// What was done.
+#[mcp::resource("notes://trail")]
+async fn trail(trail: State<Trail>) -> String {
+    trail.0.lock().unwrap().join("; ")
+}
+
+/// One note.
+#[mcp::resource("notes://{id}")]
+async fn note(id: String, notes: State<Notes>) -> Result<String, String> {
+    notes.get(&id).ok_or_else(|| format!("no note {id}"))
+}
+
+fn notes_server() -> McpServer {
+    McpServer::new("Notes")
+        .tool(forget)
+        .prompt(summarize)
+        .resource(trail)
+        .resource(note)
+}
+
+fn with_notes() -> Service {
+    let notes = Notes::default();
+    notes
+        .by_id
+        .lock()
+        .unwrap()
+        .extend([(1, "milk".to_owned()), (2, "eggs".to_owned())]);
+    notes_server()
+        .with_state(notes)
+        .with_state(Trail::default())
+        .into_service()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn state_reaches_tools_resolvers_prompts_and_resources_in_both_eras() {
+    let service = with_notes();
+    let mut c = Client::new(&service);
+    let rounds = c
+        .modern(
+            "tools/call",
+            json!({"name": "forget", "arguments": {"id": "1"}}),
+            caps(),
+            |key, request| {
+                assert_eq!(key, "confirm_forget");
+                assert_eq!(request["params"]["message"], "Forget \"milk\"?");
+                json!({"action": "accept", "content": {"ok": true}})
+            },
+        )
+        .await;
+    assert_eq!(rounds.len(), 2);
+    assert_eq!(text(&rounds[1]), "forgot 1");
+
+    // The resolver reads the same store: the note is gone now.
+    let gone = c
+        .modern(
+            "tools/call",
+            json!({"name": "forget", "arguments": {"id": "1"}}),
+            caps(),
+            |_, _| panic!("no question for a note that is gone"),
+        )
+        .await;
+    assert_eq!(gone[0]["result"]["isError"], true, "{}", gone[0]);
+    assert!(text(&gone[0]).ends_with("no note 1"), "{}", gone[0]);
+
+    let prompt = c
+        .modern(
+            "prompts/get",
+            json!({"name": "summarize"}),
+            json!({}),
+            |_, _| Value::Null,
+        )
+        .await;
+    assert_eq!(
+        prompt[0]["result"]["messages"][0]["content"]["text"],
+        "Summarize 1 note(s)."
+    );
+    let read = c
+        .modern(
+            "resources/read",
+            json!({"uri": "notes://2"}),
+            json!({}),
+            |_, _| Value::Null,
+        )
+        .await;
+    assert_eq!(read[0]["result"]["contents"][0]["text"], "eggs");
+
+    // 2025-11-25: the same store, the question asked live.
+    let mut legacy = Client::new(&service);
+    legacy.initialize(caps()).await;
+    let messages = legacy
+        .send(
+            "tools/call",
+            json!({"name": "forget", "arguments": {"id": "2"}}),
+            |request| {
+                assert_eq!(request["params"]["message"], "Forget \"eggs\"?");
+                json!({"result": {"action": "accept", "content": {"ok": true}}})
+            },
+        )
+        .await;
+    assert_eq!(text(messages.last().unwrap()), "forgot 2");
+    let trail = legacy
+        .send("resources/read", json!({"uri": "notes://trail"}), |_| {
+            Value::Null
+        })
+        .await;
+    assert_eq!(
+        trail.last().unwrap()["result"]["contents"][0]["text"],
+        "forgot 1; forgot 2"
+    );
+}
+
+#[test]
+fn a_state_taken_and_not_given_fails_the_build_naming_what_takes_it() {
+    let none = notes_server().build().unwrap_err().to_string();
+    assert_eq!(
+        none,
+        "tool 'forget' takes State<macros::Notes>, and the server has none: add \
+         .with_state(…) with a macros::Notes to McpServer::new(\"Notes\")"
+    );
+    let only_notes = notes_server()
+        .with_state(Notes::default())
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        only_notes,
+        "tool 'forget' takes State<macros::Trail>, and the server has only macros::Notes: add \
+         .with_state(…) with a macros::Trail to McpServer::new(\"Notes\")"
+    );
+    // A resolver's own need is named through its tool.
+    let ask = McpServer::new("Ask")
+        .with_state(Trail::default())
+        .tool(
+            mcp::ToolDef::new("ask")
+                .resolver(<confirm_forget as mcp::__private::derive::ResolverFn>::resolver())
+                .handler(|_, _: Value| async { String::new() }),
+        )
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        ask,
+        "tool 'ask' (through its resolver 'confirm_forget') takes State<macros::Notes>, and the \
+         server has only macros::Trail: add .with_state(…) with a macros::Notes to \
+         McpServer::new(\"Ask\")"
+    );
+}
+
+#[tokio::test]
+async fn a_hand_built_tool_reads_state_from_its_context() {
+    let count = mcp::ToolDef::new("count")
+        .requires_state::<std::sync::atomic::AtomicU32>()
+        .handler(|ctx: Context, _: Value| async move {
+            let n = ctx.state::<std::sync::atomic::AtomicU32>().unwrap();
+            let was = n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            assert!(ctx.state::<Notes>().is_none());
+            (was + 1).to_string()
+        });
+    let service = McpServer::new("Count")
+        .with_state(std::sync::atomic::AtomicU32::new(41))
+        .tool(count)
+        .into_service()
+        .unwrap();
+    let mut c = Client::new(&service);
+    let r = c
+        .modern("tools/call", json!({"name": "count"}), json!({}), |_, _| {
+            Value::Null
+        })
+        .await;
+    assert_eq!(text(&r[0]), "42");
 }

@@ -275,3 +275,16 @@ const fn str_eq(a: &str, b: &str) -> bool {
     }
     true
 }
+
+/// A `State<T>` parameter's value. The build checked that the server has a `T` (every
+/// annotated item declares what it takes), so the error is for a context made some other way.
+pub fn state<T: Send + Sync + 'static>(
+    ctx: &crate::RequestContext,
+) -> Result<crate::State<T>, String> {
+    ctx.state::<T>().ok_or_else(|| {
+        format!(
+            "this server has no state of type {}: give it one with McpServer::with_state",
+            std::any::type_name::<T>()
+        )
+    })
+}

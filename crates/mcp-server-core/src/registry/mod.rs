@@ -53,6 +53,7 @@ mod call;
 pub mod derive;
 mod error;
 mod handlers;
+mod needs;
 mod page;
 mod policy;
 mod prompt;
@@ -194,6 +195,7 @@ pub struct McpServer {
     extensions: Vec<crate::Extension>,
     apps: Vec<AppDef>,
     policy: crate::policy::Policy,
+    state: crate::state::StateMap,
 }
 
 impl fmt::Debug for McpServer {
@@ -238,7 +240,18 @@ impl McpServer {
             extensions: Vec::new(),
             apps: Vec::new(),
             policy: crate::policy::Policy::default(),
+            state: crate::state::StateMap::default(),
         }
+    }
+
+    /// Gives the server a value of application state (a database pool, a store, a client of
+    /// another service). Tools, resolvers, prompts and resources take it as a parameter,
+    /// `notes: State<Notes>`, and hand-written handlers ask `ctx.state::<Notes>()`. One value
+    /// per type; the same type again replaces the value. A definition that takes a type the
+    /// server was not given fails [`build`](Self::build).
+    pub fn with_state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.state.insert(value);
+        self
     }
 
     /// Sets the version in `serverInfo`.
@@ -418,6 +431,14 @@ impl McpServer {
         }
         self.check_extensions()?;
         self.check_policy()?;
+        needs::check(needs::Defs {
+            server: &self.name,
+            state: &self.state,
+            tools: &self.tools,
+            prompts: &self.prompts,
+            resources: &self.resources,
+            templates: &self.templates,
+        })?;
         let skills = match &self.skills_dir {
             Some(dir) => Some(Arc::new(skills::SkillCatalog::load(
                 dir,
@@ -464,6 +485,7 @@ impl McpServer {
         for (name, support) in task_tools {
             server = server.tool_task_support(name, support);
         }
+        server.state = std::mem::take(&mut self.state);
         server.policy = self.take_policy();
         // A tool's layers live with the rest of its facts, in the tool table.
         for (tool, layers) in server.policy.take_targets(mcp_types::methods::TOOLS_CALL) {

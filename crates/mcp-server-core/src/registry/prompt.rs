@@ -93,6 +93,8 @@ pub struct PromptDef {
     pub(crate) hand_built: bool,
     pub(crate) completers: BTreeMap<String, Completer>,
     pub(crate) scopes: Vec<String>,
+    /// The application state it (or one of its resolvers) takes.
+    pub(crate) needs: Vec<crate::state::StateNeed>,
 }
 
 impl fmt::Debug for PromptDef {
@@ -107,6 +109,7 @@ impl PromptDef {
     /// A prompt named `name`.
     pub fn new(name: impl Into<String>) -> Self {
         PromptDef {
+            needs: Vec::new(),
             prompt: Prompt {
                 name: name.into(),
                 title: None,
@@ -123,6 +126,14 @@ impl PromptDef {
             completers: BTreeMap::new(),
             scopes: Vec::new(),
         }
+    }
+
+    /// Declares that this prompt takes the server's application state of type `T` (from
+    /// `ctx.state::<T>()`): the server's build fails unless it was given a `T` with
+    /// `with_state`. An annotated function's `State<T>` parameter declares it by itself.
+    pub fn requires_state<T: Send + Sync + 'static>(mut self) -> Self {
+        crate::state::StateNeed::of::<T>().add_to(&mut self.needs);
+        self
     }
 
     /// The scopes a caller's token must grant to get the prompt: a [`RequireScopes`](crate::policy::RequireScopes)

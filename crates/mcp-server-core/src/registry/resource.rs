@@ -115,6 +115,8 @@ pub struct ResourceDef {
     pub(crate) resource: Resource,
     pub(crate) body: Option<ReadBody>,
     pub(crate) scopes: Vec<String>,
+    /// The application state it (or one of its resolvers) takes.
+    pub(crate) needs: Vec<crate::state::StateNeed>,
 }
 
 impl fmt::Debug for ResourceDef {
@@ -129,6 +131,7 @@ impl ResourceDef {
     /// A resource at `uri` named `name`.
     pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
         ResourceDef {
+            needs: Vec::new(),
             resource: Resource {
                 uri: uri.into(),
                 name: name.into(),
@@ -144,6 +147,14 @@ impl ResourceDef {
             body: None,
             scopes: Vec::new(),
         }
+    }
+
+    /// Declares that this resource takes the server's application state of type `T` (from
+    /// `ctx.state::<T>()`): the server's build fails unless it was given a `T` with
+    /// `with_state`. An annotated function's `State<T>` parameter declares it by itself.
+    pub fn requires_state<T: Send + Sync + 'static>(mut self) -> Self {
+        crate::state::StateNeed::of::<T>().add_to(&mut self.needs);
+        self
     }
 
     /// The scopes a caller's token must grant to read the resource: a [`RequireScopes`](crate::policy::RequireScopes)
@@ -300,6 +311,8 @@ pub struct ResourceTemplateDef {
     pub(crate) body: Option<ReadBody>,
     pub(crate) hand_built: bool,
     pub(crate) completers: BTreeMap<String, Completer>,
+    /// The application state it (or one of its resolvers) takes.
+    pub(crate) needs: Vec<crate::state::StateNeed>,
 }
 
 impl fmt::Debug for ResourceTemplateDef {
@@ -314,6 +327,7 @@ impl ResourceTemplateDef {
     /// A template such as `vault://{item}` named `name`.
     pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> Self {
         ResourceTemplateDef {
+            needs: Vec::new(),
             template: ResourceTemplate {
                 uri_template: uri_template.into(),
                 name: name.into(),
@@ -331,6 +345,14 @@ impl ResourceTemplateDef {
             hand_built: false,
             completers: BTreeMap::new(),
         }
+    }
+
+    /// Declares that this template takes the server's application state of type `T` (from
+    /// `ctx.state::<T>()`): the server's build fails unless it was given a `T` with
+    /// `with_state`. An annotated function's `State<T>` parameter declares it by itself.
+    pub fn requires_state<T: Send + Sync + 'static>(mut self) -> Self {
+        crate::state::StateNeed::of::<T>().add_to(&mut self.needs);
+        self
     }
 
     /// Sets the description.

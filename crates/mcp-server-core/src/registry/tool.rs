@@ -221,6 +221,8 @@ pub struct ToolDef {
     pub(crate) task: crate::tasks::TaskSupport,
     pub(crate) ui: Option<mcp_types::ext::apps::UiToolMeta>,
     pub(crate) scopes: Vec<String>,
+    /// The application state it (or one of its resolvers) takes.
+    pub(crate) needs: Vec<crate::state::StateNeed>,
 }
 
 impl fmt::Debug for ToolDef {
@@ -254,6 +256,7 @@ impl ToolDef {
     /// A tool named `name` with no arguments and no body yet.
     pub fn new(name: impl Into<String>) -> Self {
         ToolDef {
+            needs: Vec::new(),
             tool: Tool {
                 name: name.into(),
                 title: None,
@@ -275,6 +278,14 @@ impl ToolDef {
             ui: None,
             scopes: Vec::new(),
         }
+    }
+
+    /// Declares that this tool takes the server's application state of type `T` (from
+    /// `ctx.state::<T>()`): the server's build fails unless it was given a `T` with
+    /// `with_state`. An annotated function's `State<T>` parameter declares it by itself.
+    pub fn requires_state<T: Send + Sync + 'static>(mut self) -> Self {
+        crate::state::StateNeed::of::<T>().add_to(&mut self.needs);
+        self
     }
 
     /// The tool's name.
