@@ -9,7 +9,7 @@ use syn::{Ident, ItemImpl, LitStr, Path, Type};
 
 use crate::check::return_type;
 use crate::model::{
-    Item, Kind, Param, ParamKind, header_json_type, is_option, resolved_conversion,
+    Item, Kind, Param, ParamKind, header_json_type, is_option, json_output, resolved_conversion,
 };
 
 pub(crate) fn krate(item: &Item) -> Path {
@@ -279,13 +279,21 @@ fn tool_parts(item: &Item, target: Target) -> Parts {
         .as_ref()
         .map(|t| quote!(__def = __def.title(#t);));
     let icons = item.options.icons.iter().map(|i| quote!(__def = __def.icon(__mcp::Icon { src: ::std::string::String::from(#i), mime_type: None, sizes: None, theme: None, extra: ::core::default::Default::default() });));
-    let output = item
-        .options
-        .output
-        .as_ref()
-        .map(|o| quote!(__def = __def.output::<#o>();));
-    let settings = tool_settings(item);
     let ret = return_type(item);
+    // An explicit `output = T` wins; otherwise a `Json<T>` return infers it (when `T` has a
+    // schema that is an object).
+    let output = match (&item.options.output, json_output(&ret)) {
+        (Some(o), _) => Some(quote!(__def = __def.output::<#o>();)),
+        (None, Some(t)) => Some(quote! {
+            __def = {
+                #[allow(unused_imports)]
+                use __mcp::derive::{InferWithSchema as _, InferWithoutSchema as _};
+                (&__mcp::derive::InferOutput::<#t>::new()).infer(__def)
+            };
+        }),
+        (None, None) => None,
+    };
+    let settings = tool_settings(item);
     let body = quote! {
         #(#reads)*
         ::core::result::Result::Ok::<#ret, ::std::string::String>(__MCP_CALL.await)

@@ -172,6 +172,15 @@ pub(crate) fn resolved_conversion(ty: &Type) -> (Type, bool) {
     }
 }
 
+/// The `T` of a tool's `Json<T>` or `Result<Json<T>, _>` return type.
+pub(crate) fn json_output(ty: &Type) -> Option<&Type> {
+    match last_segment(ty)? {
+        (name, Some(inner)) if name == "Result" => json_output(inner),
+        (name, Some(inner)) if name == "Json" => Some(inner),
+        _ => None,
+    }
+}
+
 /// Whether `ty` is `Option<_>`.
 pub(crate) fn is_option(ty: &Type) -> bool {
     last_segment(ty).is_some_and(|(name, arg)| name == "Option" && arg.is_some())

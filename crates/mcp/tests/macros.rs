@@ -943,3 +943,109 @@ async fn a_hand_built_tool_reads_state_from_its_context() {
         .await;
     assert_eq!(text(&r[0]), "42");
 }
+
+// ---------------------------------------------------------------------------------------------
+// `Json<T>` infers the tool's `outputSchema`.
+
+#[derive(serde::Serialize, JsonSchema)]
+struct Note {
+    id: u32,
+    text: String,
+}
+
+#[derive(serde::Serialize, JsonSchema)]
+struct Other {
+    n: i64,
+}
+
+/// Serializable, with no schema: such a tool still compiles, and lists none.
+#[derive(serde::Serialize)]
+struct Bare {
+    x: bool,
+}
+
+#[mcp::tool]
+async fn a_note() -> mcp::Json<Note> {
+    mcp::Json(Note {
+        id: 1,
+        text: "milk".into(),
+    })
+}
+
+#[mcp::tool]
+async fn maybe_note(fail: bool) -> Result<mcp::Json<Note>, String> {
+    if fail {
+        return Err("no note".into());
+    }
+    Ok(mcp::Json(Note {
+        id: 2,
+        text: "eggs".into(),
+    }))
+}
+
+#[mcp::tool(output = Other)]
+async fn overridden() -> mcp::Json<Other> {
+    mcp::Json(Other { n: 3 })
+}
+
+#[mcp::tool]
+async fn many_notes() -> mcp::Json<Vec<Note>> {
+    mcp::Json(Vec::new())
+}
+
+#[mcp::tool]
+async fn bare() -> mcp::Json<Bare> {
+    mcp::Json(Bare { x: true })
+}
+
+#[tokio::test]
+async fn a_json_return_lists_its_output_schema() {
+    let service = McpServer::new("Out")
+        .tool(a_note)
+        .tool(maybe_note)
+        .tool(overridden)
+        .tool(many_notes)
+        .tool(bare)
+        .into_service()
+        .unwrap();
+    let mut c = Client::new(&service);
+    let list = c
+        .modern("tools/list", json!({}), json!({}), |_, _| Value::Null)
+        .await;
+    let tools = list[0]["result"]["tools"].as_array().unwrap().clone();
+    let schema = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no tool {name}"))
+            .get("outputSchema")
+            .cloned()
+    };
+    let note = json!({
+        "title": "Note",
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer", "format": "uint32", "minimum": 0},
+            "text": {"type": "string"}
+        },
+        "required": ["id", "text"]
+    });
+    assert_eq!(schema("a_note"), Some(note.clone()));
+    assert_eq!(schema("maybe_note"), Some(note));
+    assert_eq!(schema("overridden").unwrap()["title"], "Other");
+    // An output schema describes an object: a list gets none.
+    assert_eq!(schema("many_notes"), None);
+    assert_eq!(schema("bare"), None);
+    let call = c
+        .modern(
+            "tools/call",
+            json!({"name": "a_note"}),
+            json!({}),
+            |_, _| Value::Null,
+        )
+        .await;
+    assert_eq!(
+        call[0]["result"]["structuredContent"],
+        json!({"id": 1, "text": "milk"})
+    );
+}

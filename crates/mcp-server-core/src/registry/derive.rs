@@ -288,3 +288,38 @@ pub fn state<T: Send + Sync + 'static>(
         )
     })
 }
+
+/// The `outputSchema` a tool returning `Json<T>` infers: `(&InferOutput::<T>::new()).infer(def)`
+/// picks [`InferWithSchema`] when `T` has a JSON Schema (its `&self` is the receiver as
+/// written), and [`InferWithoutSchema`] (one reference further, which leaves the definition
+/// as it is) when it does not, so a `Json<T>` of a type without one still compiles, as before.
+pub struct InferOutput<T>(PhantomData<T>);
+
+impl<T> InferOutput<T> {
+    #[allow(clippy::new_without_default)] // only the generated code makes one
+    pub fn new() -> Self {
+        InferOutput(PhantomData)
+    }
+}
+
+/// See [`InferOutput`]: `T` has a schema.
+pub trait InferWithSchema {
+    fn infer(&self, def: ToolDef) -> ToolDef;
+}
+
+impl<T: schemars::JsonSchema> InferWithSchema for InferOutput<T> {
+    fn infer(&self, def: ToolDef) -> ToolDef {
+        def.output_inferred::<T>()
+    }
+}
+
+/// See [`InferOutput`]: `T` has none.
+pub trait InferWithoutSchema {
+    fn infer(&self, def: ToolDef) -> ToolDef;
+}
+
+impl<T> InferWithoutSchema for &InferOutput<T> {
+    fn infer(&self, def: ToolDef) -> ToolDef {
+        def
+    }
+}

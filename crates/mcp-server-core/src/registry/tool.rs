@@ -340,9 +340,22 @@ impl ToolDef {
         self
     }
 
-    /// Sets the output schema; return [`Json<O>`] so `structuredContent` follows it.
+    /// Sets the output schema; return [`Json<O>`] so `structuredContent` follows it. An
+    /// annotated tool that returns `Json<O>` gets it without this, when `O` has a schema.
     pub fn output<O: JsonSchema>(mut self) -> Self {
         self.tool.output_schema = Some(schema_object::<O>());
+        self
+    }
+
+    /// The output schema of a tool returning `Json<O>`, unless one is set already: `O`'s, when
+    /// it describes an object (an `outputSchema` must), none otherwise.
+    pub(crate) fn output_inferred<O: JsonSchema>(mut self) -> Self {
+        if self.tool.output_schema.is_none() {
+            let schema = schema_object::<O>();
+            if schema.get("type").and_then(Value::as_str) == Some("object") {
+                self.tool.output_schema = Some(schema);
+            }
+        }
         self
     }
 
