@@ -327,6 +327,7 @@ fn tool_parts(item: &Item, target: Target) -> Parts {
             #output
             #settings
             #(#registrations)*
+            __def = __def.__crate_version(::core::option_env!("CARGO_PKG_VERSION"));
             for __r in __resolvers {
                 __def = __def.resolver(__r);
             }
@@ -397,6 +398,7 @@ fn prompt_parts(item: &Item, target: Target) -> Parts {
             #scopes
             #(#declare)*
             #(#registrations)*
+            __def = __def.__crate_version(::core::option_env!("CARGO_PKG_VERSION"));
             for __r in __resolvers {
                 __def = __def.resolver(__r);
             }
@@ -501,6 +503,7 @@ fn resource_parts(item: &Item, target: Target) -> Parts {
                 #title
                 #mime
                 #(#needs)*
+                __def = __def.__crate_version(::core::option_env!("CARGO_PKG_VERSION"));
                 __mcp::derive::ResourceEntry::Static(__def.handler(#closure))
             }},
         };
@@ -539,6 +542,7 @@ fn resource_parts(item: &Item, target: Target) -> Parts {
             #description
             #mime
             #(#registrations)*
+            __def = __def.__crate_version(::core::option_env!("CARGO_PKG_VERSION"));
             for __r in __resolvers {
                 __def = __def.resolver(__r);
             }

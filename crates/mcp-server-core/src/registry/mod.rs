@@ -175,7 +175,9 @@ pub const DEFAULT_PAGE_SIZE: usize = 100;
 /// ```
 pub struct McpServer {
     name: String,
-    version: String,
+    /// Set by [`McpServer::version`]; otherwise the version of the crate that defines the
+    /// first annotated item, else this SDK's.
+    version: Option<String>,
     title: Option<String>,
     instructions: Option<String>,
     tools: Vec<ToolDef>,
@@ -220,7 +222,7 @@ impl McpServer {
     pub fn new(name: impl Into<String>) -> Self {
         McpServer {
             name: name.into(),
-            version: env!("CARGO_PKG_VERSION").to_owned(),
+            version: None,
             title: None,
             instructions: None,
             tools: Vec::new(),
@@ -254,9 +256,27 @@ impl McpServer {
         self
     }
 
-    /// Sets the version in `serverInfo`.
+    /// The version in `serverInfo`: the one set, else that of the crate defining the first
+    /// annotated tool, prompt or resource, else this SDK's.
+    fn reported_version(&self) -> &str {
+        let stamped = (self.tools.iter().map(|t| t.crate_version))
+            .chain(self.prompts.iter().map(|p| p.crate_version))
+            .chain(self.resources.iter().map(|r| r.crate_version))
+            .chain(self.templates.iter().map(|t| t.crate_version))
+            .flatten()
+            .next();
+        self.version
+            .as_deref()
+            .or(stamped)
+            .unwrap_or(env!("CARGO_PKG_VERSION"))
+    }
+
+    /// Sets the version in `serverInfo`. Without it, the server reports the version of the
+    /// crate that defines its first annotated tool, prompt or resource (your crate's
+    /// `CARGO_PKG_VERSION`), else this SDK's; a server built by hand says
+    /// `.version(env!("CARGO_PKG_VERSION"))`.
     pub fn version(mut self, version: impl Into<String>) -> Self {
-        self.version = version.into();
+        self.version = Some(version.into());
         self
     }
 
@@ -448,7 +468,7 @@ impl McpServer {
         };
         let registry = Arc::new(Registry::build(&self, skills)?);
         let mut server = Server::new(&self.name)
-            .version(&self.version)
+            .version(self.reported_version())
             .change_notifications(self.change_notifications)
             .logging(self.logging);
         if let Some(title) = &self.title {

@@ -95,6 +95,8 @@ pub struct PromptDef {
     pub(crate) scopes: Vec<String>,
     /// The application state it (or one of its resolvers) takes.
     pub(crate) needs: Vec<crate::state::StateNeed>,
+    /// The defining crate's version (`__crate_version`).
+    pub(crate) crate_version: Option<&'static str>,
 }
 
 impl fmt::Debug for PromptDef {
@@ -109,6 +111,7 @@ impl PromptDef {
     /// A prompt named `name`.
     pub fn new(name: impl Into<String>) -> Self {
         PromptDef {
+            crate_version: None,
             needs: Vec::new(),
             prompt: Prompt {
                 name: name.into(),
@@ -126,6 +129,15 @@ impl PromptDef {
             completers: BTreeMap::new(),
             scopes: Vec::new(),
         }
+    }
+
+    /// The version of the crate that defines this prompt, which an annotated function records;
+    /// the server reports it as its own unless [`McpServer::version`](super::McpServer::version)
+    /// says otherwise.
+    #[doc(hidden)]
+    pub fn __crate_version(mut self, version: Option<&'static str>) -> Self {
+        self.crate_version = version;
+        self
     }
 
     /// Declares that this prompt takes the server's application state of type `T` (from

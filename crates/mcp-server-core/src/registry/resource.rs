@@ -117,6 +117,8 @@ pub struct ResourceDef {
     pub(crate) scopes: Vec<String>,
     /// The application state it (or one of its resolvers) takes.
     pub(crate) needs: Vec<crate::state::StateNeed>,
+    /// The defining crate's version (`__crate_version`).
+    pub(crate) crate_version: Option<&'static str>,
 }
 
 impl fmt::Debug for ResourceDef {
@@ -131,6 +133,7 @@ impl ResourceDef {
     /// A resource at `uri` named `name`.
     pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
         ResourceDef {
+            crate_version: None,
             needs: Vec::new(),
             resource: Resource {
                 uri: uri.into(),
@@ -147,6 +150,15 @@ impl ResourceDef {
             body: None,
             scopes: Vec::new(),
         }
+    }
+
+    /// The version of the crate that defines this resource, which an annotated function records;
+    /// the server reports it as its own unless [`McpServer::version`](super::McpServer::version)
+    /// says otherwise.
+    #[doc(hidden)]
+    pub fn __crate_version(mut self, version: Option<&'static str>) -> Self {
+        self.crate_version = version;
+        self
     }
 
     /// Declares that this resource takes the server's application state of type `T` (from
@@ -313,6 +325,8 @@ pub struct ResourceTemplateDef {
     pub(crate) completers: BTreeMap<String, Completer>,
     /// The application state it (or one of its resolvers) takes.
     pub(crate) needs: Vec<crate::state::StateNeed>,
+    /// The defining crate's version (`__crate_version`).
+    pub(crate) crate_version: Option<&'static str>,
 }
 
 impl fmt::Debug for ResourceTemplateDef {
@@ -327,6 +341,7 @@ impl ResourceTemplateDef {
     /// A template such as `vault://{item}` named `name`.
     pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> Self {
         ResourceTemplateDef {
+            crate_version: None,
             needs: Vec::new(),
             template: ResourceTemplate {
                 uri_template: uri_template.into(),
@@ -345,6 +360,15 @@ impl ResourceTemplateDef {
             hand_built: false,
             completers: BTreeMap::new(),
         }
+    }
+
+    /// The version of the crate that defines this template, which an annotated function records;
+    /// the server reports it as its own unless [`McpServer::version`](super::McpServer::version)
+    /// says otherwise.
+    #[doc(hidden)]
+    pub fn __crate_version(mut self, version: Option<&'static str>) -> Self {
+        self.crate_version = version;
+        self
     }
 
     /// Declares that this template takes the server's application state of type `T` (from

@@ -223,6 +223,8 @@ pub struct ToolDef {
     pub(crate) scopes: Vec<String>,
     /// The application state it (or one of its resolvers) takes.
     pub(crate) needs: Vec<crate::state::StateNeed>,
+    /// The defining crate's version (`__crate_version`).
+    pub(crate) crate_version: Option<&'static str>,
 }
 
 impl fmt::Debug for ToolDef {
@@ -256,6 +258,7 @@ impl ToolDef {
     /// A tool named `name` with no arguments and no body yet.
     pub fn new(name: impl Into<String>) -> Self {
         ToolDef {
+            crate_version: None,
             needs: Vec::new(),
             tool: Tool {
                 name: name.into(),
@@ -278,6 +281,15 @@ impl ToolDef {
             ui: None,
             scopes: Vec::new(),
         }
+    }
+
+    /// The version of the crate that defines this tool, which an annotated function records;
+    /// the server reports it as its own unless [`McpServer::version`](super::McpServer::version)
+    /// says otherwise.
+    #[doc(hidden)]
+    pub fn __crate_version(mut self, version: Option<&'static str>) -> Self {
+        self.crate_version = version;
+        self
     }
 
     /// Declares that this tool takes the server's application state of type `T` (from
