@@ -238,10 +238,10 @@ fn check_template_argument(cx: &mut Errors, template: &Template, p: &Param) {
         };
         cx.push(p.ident.span(), message);
     }
-    if last_segment(&p.ty).is_none_or(|(n, _)| n != "String") {
+    if matches!(p.ty, Type::Reference(_)) {
         cx.push(
             p.ty.span(),
-            "URI template variables are strings: take `String`",
+            "URI template variables are read from the URI's text into an owned value: take `String`, an integer, or any type that implements `FromStr`",
         );
     }
 }
@@ -273,7 +273,7 @@ fn check_resource_uri(cx: &mut Errors, item: &Item, template: &Template) {
                 .map_or_else(|| item.sig.ident.span(), |u| u.span());
             cx.push(
                 span,
-                format!("the URI template variable `{{{var}}}` has no parameter `{var}: String`"),
+                format!("the URI template variable `{{{var}}}` has no parameter `{var}` (a `String`, or any type that implements `FromStr`)"),
             );
         }
     }

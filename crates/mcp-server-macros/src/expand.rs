@@ -5,6 +5,7 @@
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
 use syn::{Ident, ItemImpl, LitStr, Path, Type};
 
 use crate::check::return_type;
@@ -508,7 +509,8 @@ fn resource_parts(item: &Item, target: Target) -> Parts {
             }},
         };
     }
-    let on_error = quote!(return ::core::result::Result::Err(__e));
+    let on_error =
+        quote!(return ::core::result::Result::Err(__mcp::derive::ReadFailure::Message(__e)));
     let argument_names: Vec<String> = item
         .params
         .iter()
@@ -517,14 +519,16 @@ fn resource_parts(item: &Item, target: Target) -> Parts {
         .collect();
     let r = resolved(&item.params, &argument_names, &on_error);
     let (reads, checks, registrations) = (r.reads, r.checks, r.registrations);
+    let (vars, check_vars) = template_vars(item);
+    let reads = reads.into_iter().chain(vars);
     let args = call_args(&item.params, |p| {
-        let var = p.ident.to_string();
-        quote!(__vars.get(#var).cloned().unwrap_or_default())
+        let ident = local(p);
+        quote!(#ident)
     });
     let body = quote! {
         let _ = &__uri;
         #(#reads)*
-        ::core::result::Result::Ok::<#ret, ::std::string::String>(__MCP_CALL.await)
+        ::core::result::Result::Ok::<#ret, __mcp::derive::ReadFailure>(__MCP_CALL.await)
     };
     let (call, closure) = call_and_closure(
         item,
@@ -540,7 +544,9 @@ fn resource_parts(item: &Item, target: Target) -> Parts {
             let mut __resolvers: ::std::vec::Vec<__mcp::Resolver> = ::std::vec::Vec::new();
             let mut __def = __mcp::ResourceTemplateDef::new(#uri, #name);
             #description
+            #title
             #mime
+            #check_vars
             #(#registrations)*
             __def = __def.__crate_version(::core::option_env!("CARGO_PKG_VERSION"));
             for __r in __resolvers {
@@ -549,6 +555,42 @@ fn resource_parts(item: &Item, target: Target) -> Parts {
             __mcp::derive::ResourceEntry::Template(__def.handler(#closure))
         }},
     }
+}
+
+/// A template's variables, each parsed into its parameter's type in the body, and the check
+/// that runs before the resolvers: text that does not parse means the resource does not exist.
+fn template_vars(item: &Item) -> (Vec<TokenStream>, Option<TokenStream>) {
+    let vars: Vec<&Param> = item
+        .params
+        .iter()
+        .filter(|p| matches!(p.kind, ParamKind::Argument))
+        .collect();
+    let reads = vars
+        .iter()
+        .map(|p| {
+            let (ident, ty, var) = (local(p), &p.ty, p.ident.to_string());
+            quote_spanned! {p.ty.span()=>
+                let #ident: #ty = match __mcp::derive::template_var::<#ty>(&__vars, #var) {
+                    ::core::result::Result::Ok(__value) => __value,
+                    ::core::result::Result::Err(__e) => return ::core::result::Result::Err(__e),
+                };
+            }
+        })
+        .collect();
+    let typed: Vec<TokenStream> = vars
+        .iter()
+        .filter(|p| crate::model::last_segment(&p.ty).is_none_or(|(n, _)| n != "String"))
+        .map(|p| {
+            let (ty, var) = (&p.ty, p.ident.to_string());
+            quote!(__mcp::derive::template_var::<#ty>(__vars, #var).is_ok())
+        })
+        .collect();
+    let check = (!typed.is_empty()).then(|| {
+        quote! {
+            __def = __def.__check_vars(|__vars: &::std::collections::BTreeMap<::std::string::String, ::std::string::String>| true #(&& #typed)*);
+        }
+    });
+    (reads, check)
 }
 
 /// A free function item: the shell, then its parts behind the definition type.

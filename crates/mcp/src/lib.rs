@@ -122,7 +122,7 @@ pub use mcp_server_core::policy;
 pub use mcp_server_core::registry::{
     Accepted, AppDef, BuildError, Context, ElicitModel, ElicitationResult, FromResolved,
     IntoPromptDef, IntoPromptResult, IntoReadResult, IntoResourceDef, IntoToolDef, IntoToolResult,
-    Json, McpServer, PromptDef, Ready, Refusal, Resolution, ResolvedValues, Resolver,
+    Json, McpServer, NotFound, PromptDef, Ready, Refusal, Resolution, ResolvedValues, Resolver,
     ResolverInput, ResourceDef, ResourceTemplateDef, SkillsLimits, ToolDef, ToolOutcome, ToolReply,
     UiPermissions, UiVisibility,
 };

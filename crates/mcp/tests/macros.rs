@@ -1049,3 +1049,100 @@ async fn a_json_return_lists_its_output_schema() {
         json!({"id": 1, "text": "milk"})
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Template variables of any `FromStr` type, and "not found" from resources.
+
+#[mcp::resolver]
+async fn confirm_read(n: &str) -> Resolution<Confirm> {
+    Resolution::elicit(format!("Read item {n}?"))
+}
+
+/// An item by number, after asking.
+#[mcp::resource("items://{n}")]
+async fn item(n: u32, #[resolve(confirm_read)] confirm: Confirm) -> Result<String, mcp::NotFound> {
+    if !confirm.ok || n > 100 {
+        return Err(mcp::NotFound);
+    }
+    Ok(format!("item {}", n + 1))
+}
+
+/// A static resource that is gone.
+#[mcp::resource("items://gone")]
+async fn gone() -> Result<String, mcp::NotFound> {
+    Err(mcp::NotFound)
+}
+
+/// A static resource that fails.
+#[mcp::resource("items://broken")]
+async fn broken() -> Result<String, String> {
+    Err("the disk is full".into())
+}
+
+#[tokio::test]
+async fn template_variables_parse_and_missing_resources_answer_not_found_in_each_era() {
+    let service = McpServer::new("Items")
+        .resource(item)
+        .resource(gone)
+        .resource(broken)
+        .into_service()
+        .unwrap();
+    let mut c = Client::new(&service);
+    let read = |uri: &str| json!({"uri": uri});
+    let ok = c
+        .modern("resources/read", read("items://7"), caps(), |key, _| {
+            assert_eq!(key, "confirm_read");
+            json!({"action": "accept", "content": {"ok": true}})
+        })
+        .await;
+    assert_eq!(ok[1]["result"]["contents"][0]["text"], "item 8");
+    let not_found =
+        |uri: &str| json!({"code": -32602, "message": "Resource not found", "data": {"uri": uri}});
+    // A variable that does not parse: not found, before the resolver asks anything.
+    for uri in ["items://abc", "items://-1", "items://gone"] {
+        let r = c
+            .modern("resources/read", read(uri), caps(), |_, _| {
+                panic!("asked for {uri}")
+            })
+            .await;
+        assert_eq!(r[0]["error"], not_found(uri), "{uri}");
+    }
+    // `Err(NotFound)` from the body, after the question.
+    let big = c
+        .modern(
+            "resources/read",
+            read("items://101"),
+            caps(),
+            |_, _| json!({"action": "accept", "content": {"ok": true}}),
+        )
+        .await;
+    assert_eq!(big[1]["error"], not_found("items://101"));
+    let failed = c
+        .modern("resources/read", read("items://broken"), caps(), |_, _| {
+            Value::Null
+        })
+        .await;
+    assert_eq!(failed[0]["error"]["code"], -32603);
+    assert_eq!(failed[0]["error"]["message"], "the disk is full");
+
+    let mut legacy = Client::new(&service);
+    legacy.initialize(caps()).await;
+    for uri in ["items://abc", "items://gone"] {
+        let r = legacy
+            .send("resources/read", read(uri), |_| panic!("asked"))
+            .await;
+        assert_eq!(
+            r.last().unwrap()["error"],
+            json!({"code": -32002, "message": "Resource not found", "data": {"uri": uri}}),
+            "{uri}"
+        );
+    }
+    let r = legacy
+        .send(
+            "resources/read",
+            read("items://3"),
+            |_| json!({"result": {"action": "accept", "content": {"ok": true}}}),
+        )
+        .await;
+    assert_eq!(r.last().unwrap()["result"]["contents"][0]["text"], "item 4");
+}

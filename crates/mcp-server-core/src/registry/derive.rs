@@ -323,3 +323,54 @@ impl<T> InferWithoutSchema for &InferOutput<T> {
         def
     }
 }
+
+/// How a generated template body fails: the resource does not exist (a variable that does not
+/// parse), or an error with this text. No `Display`, like [`NotFound`](super::NotFound).
+#[derive(Debug)]
+pub enum ReadFailure {
+    NotFound,
+    Message(String),
+}
+
+impl<T: super::IntoReadResult> super::IntoReadResult for Result<T, ReadFailure> {
+    const MAY_ASK: bool = T::MAY_ASK;
+
+    fn into_read_result(
+        self,
+        uri: &str,
+        mime: Option<&str>,
+    ) -> Result<
+        mcp_types::mrtr::Outcome<mcp_types::resources::ReadResourceResult>,
+        mcp_types::ErrorObject,
+    > {
+        match self {
+            Ok(t) => t.into_read_result(uri, mime),
+            Err(ReadFailure::NotFound) => Err::<T, _>(super::NotFound).into_read_result(uri, mime),
+            Err(ReadFailure::Message(message)) => Err(mcp_types::ErrorObject::internal(message)),
+        }
+    }
+}
+
+/// A URI template variable's type: anything that parses from text.
+#[diagnostic::on_unimplemented(
+    message = "a URI template variable of type `{Self}` cannot be read from the URI's text",
+    note = "take `String`, or a type that implements `FromStr` (an integer, a `bool`, your own)"
+)]
+pub trait TemplateVar: Sized {
+    fn from_var(text: &str) -> Option<Self>;
+}
+
+impl<T: std::str::FromStr> TemplateVar for T {
+    fn from_var(text: &str) -> Option<Self> {
+        text.parse().ok()
+    }
+}
+
+/// The variable `name` of a matched URI, as a `T`; a text that does not parse means the
+/// resource does not exist.
+pub fn template_var<T: TemplateVar>(
+    vars: &std::collections::BTreeMap<String, String>,
+    name: &str,
+) -> Result<T, ReadFailure> {
+    T::from_var(vars.get(name).map_or("", String::as_str)).ok_or(ReadFailure::NotFound)
+}

@@ -115,7 +115,7 @@ pub use resolve::{
     Accepted, FromResolved, Question, Ready, Resolution, ResolveError, Resolved, ResolvedValues,
     Resolver, ResolverInput,
 };
-pub use resource::{IntoReadResult, ResourceDef, ResourceTemplateDef};
+pub use resource::{IntoReadResult, NotFound, ResourceDef, ResourceTemplateDef};
 pub use skills::SkillsLimits;
 pub use tool::{IntoToolResult, Json, ToolDef, ToolOutcome, ToolReply, schema_object};
 
@@ -943,6 +943,9 @@ impl Registry {
         let Some(body) = &template.def.body else {
             return Err(resource_not_found(era, &uri));
         };
+        if template.def.vars_ok.is_some_and(|ok| !ok(&vars)) {
+            return Err(resource_not_found(era, &uri));
+        }
         let json: JsonObject = vars
             .iter()
             .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
