@@ -251,7 +251,7 @@ pub(crate) async fn run_round(
             return Err(requirement.error(&format!("resolver '{key}'")));
         }
         if !modern {
-            let question = with_legacy_elicitation_id(question)?;
+            let question = with_input_key(with_legacy_elicitation_id(question)?, key);
             let Some(request) = as_server_request(question.clone()) else {
                 return Err(ErrorObject::internal(format!(
                     "resolver '{key}' asked with an unsupported method"
@@ -339,6 +339,23 @@ pub(crate) async fn prepare(
             Err(message) => Step::Fail(message),
         },
     })
+}
+
+/// A question sent live on a 2025-11-25 session carries its resolver's key in `_meta`
+/// ([`INPUT_KEY`](mcp_types::meta::INPUT_KEY)), the name a 2026-07-28 client sees it under.
+fn with_input_key(mut question: InputRequest, key: &str) -> InputRequest {
+    let meta = match &mut question {
+        InputRequest::Elicit(ElicitRequestParams::Form(p)) => &mut p.meta,
+        InputRequest::Elicit(ElicitRequestParams::Url(p)) => &mut p.meta,
+        InputRequest::CreateMessage(p) => &mut p.meta,
+        InputRequest::ListRoots(p) => &mut p.get_or_insert_with(Default::default).meta,
+        InputRequest::Unknown { .. } => return question,
+    };
+    meta.get_or_insert_with(Default::default).extra.insert(
+        mcp_types::meta::INPUT_KEY.to_owned(),
+        Value::String(key.to_owned()),
+    );
+    question
 }
 
 /// A URL question sent live on a 2025-11-25 session needs an `elicitationId`; one is made up
