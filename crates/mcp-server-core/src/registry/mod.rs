@@ -52,6 +52,7 @@ mod call;
 #[doc(hidden)]
 pub mod derive;
 mod error;
+mod extras;
 mod handlers;
 mod needs;
 mod page;

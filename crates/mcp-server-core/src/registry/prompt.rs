@@ -11,6 +11,7 @@ use mcp_types::mrtr::Outcome;
 use mcp_types::prompts::{GetPromptResult, Prompt, PromptArgument, PromptMessage};
 use mcp_types::{ErrorObject, JsonObject};
 
+use super::extras::definition_extras;
 use super::resolve::{
     FromResolved, ResolvedParam, ResolvedValues, Resolver, add_resolved, add_resolver,
 };
@@ -131,22 +132,7 @@ impl PromptDef {
         }
     }
 
-    /// The version of the crate that defines this prompt, which an annotated function records;
-    /// the server reports it as its own unless [`McpServer::version`](super::McpServer::version)
-    /// says otherwise.
-    #[doc(hidden)]
-    pub fn __crate_version(mut self, version: Option<&'static str>) -> Self {
-        self.crate_version = version;
-        self
-    }
-
-    /// Declares that this prompt takes the server's application state of type `T` (from
-    /// `ctx.state::<T>()`): the server's build fails unless it was given a `T` with
-    /// `with_state`. An annotated function's `State<T>` parameter declares it by itself.
-    pub fn requires_state<T: Send + Sync + 'static>(mut self) -> Self {
-        crate::state::StateNeed::of::<T>().add_to(&mut self.needs);
-        self
-    }
+    definition_extras!("prompt");
 
     /// The scopes a caller's token must grant to get the prompt: a [`RequireScopes`](crate::policy::RequireScopes)
     /// layer on its `prompts/get`, checked before its other layers. Over HTTP a token without

@@ -13,6 +13,7 @@ use mcp_types::resources::{ReadResourceResult, Resource, ResourceTemplate};
 use mcp_types::version::Era;
 use mcp_types::{ErrorCode, ErrorObject, JsonObject};
 
+use super::extras::definition_extras;
 use super::prompt::Completer;
 use super::resolve::{
     FromResolved, ResolvedParam, ResolvedValues, Resolver, add_resolved, add_resolver,
@@ -193,22 +194,7 @@ impl ResourceDef {
         }
     }
 
-    /// The version of the crate that defines this resource, which an annotated function records;
-    /// the server reports it as its own unless [`McpServer::version`](super::McpServer::version)
-    /// says otherwise.
-    #[doc(hidden)]
-    pub fn __crate_version(mut self, version: Option<&'static str>) -> Self {
-        self.crate_version = version;
-        self
-    }
-
-    /// Declares that this resource takes the server's application state of type `T` (from
-    /// `ctx.state::<T>()`): the server's build fails unless it was given a `T` with
-    /// `with_state`. An annotated function's `State<T>` parameter declares it by itself.
-    pub fn requires_state<T: Send + Sync + 'static>(mut self) -> Self {
-        crate::state::StateNeed::of::<T>().add_to(&mut self.needs);
-        self
-    }
+    definition_extras!("resource");
 
     /// The scopes a caller's token must grant to read the resource: a [`RequireScopes`](crate::policy::RequireScopes)
     /// layer on its `resources/read`, checked before its other layers. Over HTTP a token without
@@ -426,22 +412,7 @@ impl ResourceTemplateDef {
         self
     }
 
-    /// The version of the crate that defines this template, which an annotated function records;
-    /// the server reports it as its own unless [`McpServer::version`](super::McpServer::version)
-    /// says otherwise.
-    #[doc(hidden)]
-    pub fn __crate_version(mut self, version: Option<&'static str>) -> Self {
-        self.crate_version = version;
-        self
-    }
-
-    /// Declares that this template takes the server's application state of type `T` (from
-    /// `ctx.state::<T>()`): the server's build fails unless it was given a `T` with
-    /// `with_state`. An annotated function's `State<T>` parameter declares it by itself.
-    pub fn requires_state<T: Send + Sync + 'static>(mut self) -> Self {
-        crate::state::StateNeed::of::<T>().add_to(&mut self.needs);
-        self
-    }
+    definition_extras!("template");
 
     /// Sets the description.
     pub fn description(mut self, description: impl Into<String>) -> Self {

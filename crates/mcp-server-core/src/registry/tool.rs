@@ -15,6 +15,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::extras::definition_extras;
 use super::resolve::{
     FromResolved, ResolvedParam, ResolvedValues, Resolver, add_resolved, add_resolver,
 };
@@ -283,22 +284,7 @@ impl ToolDef {
         }
     }
 
-    /// The version of the crate that defines this tool, which an annotated function records;
-    /// the server reports it as its own unless [`McpServer::version`](super::McpServer::version)
-    /// says otherwise.
-    #[doc(hidden)]
-    pub fn __crate_version(mut self, version: Option<&'static str>) -> Self {
-        self.crate_version = version;
-        self
-    }
-
-    /// Declares that this tool takes the server's application state of type `T` (from
-    /// `ctx.state::<T>()`): the server's build fails unless it was given a `T` with
-    /// `with_state`. An annotated function's `State<T>` parameter declares it by itself.
-    pub fn requires_state<T: Send + Sync + 'static>(mut self) -> Self {
-        crate::state::StateNeed::of::<T>().add_to(&mut self.needs);
-        self
-    }
+    definition_extras!("tool");
 
     /// The tool's name.
     pub fn name(&self) -> &str {
