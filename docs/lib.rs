@@ -13,6 +13,7 @@ macro_rules! guides {
 }
 
 guides! {
+    FirstServer => "first-server.md",
     MultiRoundTrip => "multi-round-trip.md",
     Elicitation => "elicitation.md",
     Dependencies => "dependencies.md",

@@ -24,7 +24,9 @@ pub(crate) type TaskStatusFn = Arc<dyn Fn(&DetailedTask) + Send + Sync>;
 /// Which question a callback is answering.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestInfo {
-    /// The `inputRequests` key (2026-07-28) or the request id (2025-11-25).
+    /// The question's name: its `inputRequests` key (2026-07-28), the same resolver key on a
+    /// 2025-11-25 request from a server of this SDK (which sends it in `_meta`), and the
+    /// request's id on a 2025-11-25 request from any other server.
     pub key: String,
     /// The method of the call being served (`tools/call`, ...), or the legacy request's own.
     pub method: String,

@@ -97,21 +97,20 @@ fn client_builder(asked: Arc<Mutex<Vec<String>>>) -> mcp_client::ClientBuilder {
     let a3 = asked;
     Client::builder()
         .elicitation(move |info: RequestInfo, params: ElicitRequestParams| {
-            a1.lock().unwrap().push(format!("elicit {}", params.message()));
-            let _ = info;
+            a1.lock().unwrap().push(format!("elicit {} {}", info.key, params.message()));
             async move {
                 let field = if params.message().contains("briefing") { "audience" } else { "region" };
                 Ok(ElicitResult::accept(BTreeMap::from([(field.to_owned(), ElicitValue::String("eu-west-1".into()))])))
             }
         })
-        .sampling(move |_info, _params| {
-            a2.lock().unwrap().push("sample".into());
+        .sampling(move |info, _params| {
+            a2.lock().unwrap().push(format!("sample {}", info.key));
             async {
                 Ok(serde_json::from_value(json!({"role": "assistant", "content": {"type": "text", "text": "go"}, "model": "m1"})).unwrap())
             }
         })
-        .roots(move |_info| {
-            a3.lock().unwrap().push("roots".into());
+        .roots(move |info| {
+            a3.lock().unwrap().push(format!("roots {}", info.key));
             async { Ok(ListRootsResult { roots: vec![Root::new("file:///trips", None)], meta: None, extra: JsonObject::new() }) }
         })
 }
@@ -154,13 +153,21 @@ async fn the_same_callbacks_serve_both_eras_and_the_rounds_are_invisible() {
         );
         let read = client.read_resource("vault://keys").await.unwrap();
         assert_eq!(read.contents[0].text.as_deref(), Some("keys opened"));
-        let asked = asked.lock().unwrap().clone();
+        // Each question under its resolver's key, in both eras (a 2025-11-25 request carries
+        // it in `_meta`); sampling and roots of one round may come in either order.
+        let mut asked = asked.lock().unwrap().clone();
+        asked.sort();
         assert_eq!(
-            asked.iter().filter(|a| a.starts_with("elicit")).count(),
-            3,
-            "{mode:?}: {asked:?}"
+            asked,
+            [
+                "elicit audience Who is the briefing for?",
+                "elicit region Which region should the database live in?",
+                "elicit unlock Unlock?",
+                "roots roots",
+                "sample plan",
+            ],
+            "{mode:?}"
         );
-        assert!(asked.contains(&"sample".to_owned()) && asked.contains(&"roots".to_owned()));
     }
 }
 

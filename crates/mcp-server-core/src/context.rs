@@ -54,6 +54,8 @@ pub struct RequestContext {
     pub(crate) task: crate::tasks::TaskCtx,
     /// The server's sealing boundary and what its principal binding reads, for handles.
     pub(crate) sealing: Option<crate::sealing::Sealing>,
+    /// The server's application state, shared.
+    pub(crate) state: crate::state::StateMap,
 }
 
 /// Shows what the request is, never what it carries: the unsealed state and the answers may
@@ -112,6 +114,12 @@ impl RequestContext {
             self.meta = Some(Arc::new(meta));
         }
         self.client_capabilities = caps;
+    }
+
+    /// The server's application state of type `T` (given with `with_state`), if it has one.
+    /// Annotated functions take it as a parameter instead: `notes: State<Notes>`.
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<crate::State<T>> {
+        self.state.get()
     }
 
     /// The JSON-RPC id of the request.

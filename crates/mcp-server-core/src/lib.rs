@@ -81,6 +81,7 @@ mod server;
 mod service;
 mod sink;
 mod stamp;
+mod state;
 pub mod tasks;
 mod tools;
 pub mod trace;
@@ -101,6 +102,7 @@ pub use service::{
     Session, TransportContext, client_group, resource_not_found,
 };
 pub use stamp::CacheHints;
+pub use state::State;
 
 pub use mcp_state_seal as seal;
 pub use mcp_types as types;

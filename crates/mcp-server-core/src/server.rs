@@ -99,6 +99,8 @@ pub struct Server {
     pub(crate) known_prompts: std::collections::HashSet<String>,
     pub(crate) policy: crate::policy::Policy,
     pub(crate) fleet: Option<crate::fleet::Fleet>,
+    /// The application state every request's context shares ([`Server::with_state`]).
+    pub(crate) state: crate::state::StateMap,
 }
 
 /// Decides whether a subscriber (by its principal) may learn that a resource changed.
@@ -165,7 +167,17 @@ impl Server {
             known_prompts: Default::default(),
             policy: crate::policy::Policy::default(),
             fleet: None,
+            state: crate::state::StateMap::default(),
         }
+    }
+
+    /// Gives the server a value of application state (a database pool, a store): every
+    /// handler reaches it with [`RequestContext::state`](crate::RequestContext::state), and
+    /// annotated functions with a [`State<T>`](crate::State) parameter. One value per type; the
+    /// same type again replaces the value.
+    pub fn with_state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.state.insert(value);
+        self
     }
 
     /// Makes this server instance one of a fleet (see [`crate::fleet`]): 2025-11-25 sessions

@@ -152,6 +152,55 @@ impl Stamped for InputRequiredResult {
     }
 
     fn strip_legacy(&mut self) {}
+
+    /// As for a call's result: without a `_meta` of the handler's, the one holding the
+    /// server's identity is copied in already serialized.
+    fn write_modern(
+        mut self,
+        stamp: &Stamp<'_>,
+        server_info: &RawValue,
+    ) -> Result<Box<RawValue>, serde_json::Error> {
+        if self.meta.is_some() {
+            self.stamp_modern(stamp);
+            return serde_json::value::to_raw_value(&self);
+        }
+        self.result_type = ResultType::InputRequired;
+        for request in self.input_requests.iter_mut().flat_map(|r| r.values_mut()) {
+            if let InputRequest::Elicit(ElicitRequestParams::Url(url)) = request {
+                url.elicitation_id = None;
+            }
+        }
+        serde_json::value::to_raw_value(&RoundWithServerInfo {
+            round: &self,
+            server_info,
+        })
+    }
+}
+
+/// An `InputRequiredResult` without `_meta`, written with the one that holds only the
+/// server's identity, in the members' order of its derived `Serialize`.
+struct RoundWithServerInfo<'a> {
+    round: &'a InputRequiredResult,
+    server_info: &'a RawValue,
+}
+
+impl Serialize for RoundWithServerInfo<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let r = self.round;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("resultType", &r.result_type)?;
+        if let Some(requests) = &r.input_requests {
+            map.serialize_entry("inputRequests", requests)?;
+        }
+        if let Some(state) = &r.request_state {
+            map.serialize_entry("requestState", state)?;
+        }
+        map.serialize_entry("_meta", self.server_info)?;
+        for (key, value) in &r.extra {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
 }
 
 /// The `_meta` of a 2026-07-28 result whose handler set none, `{"io.modelcontextprotocol/
@@ -231,6 +280,61 @@ mod tests {
         let derived = serde_json::to_string(&derived).unwrap();
         let written = write_call_result(result, &stamp, &server_info_bytes(&info)).unwrap();
         (derived, written.get().to_owned())
+    }
+
+    #[test]
+    fn an_input_required_result_is_written_byte_for_byte_as_the_derived_serialize_writes_it() {
+        use mcp_types::elicitation::{ElicitRequestFormParams, ElicitRequestUrlParams};
+        let info = Arc::new(Implementation::new("stamp-test", "1.2.3"));
+        let stamp = Stamp {
+            server_info: &info,
+            cache: CacheHints::default(),
+        };
+        let url = ElicitRequestParams::Url(ElicitRequestUrlParams {
+            elicitation_id: Some("must-go".into()),
+            ..serde_json::from_value(serde_json::json!({
+                "mode": "url", "message": "Sign in", "url": "https://example.com/a?b=\"c\""
+            }))
+            .unwrap()
+        });
+        let form: ElicitRequestFormParams = serde_json::from_value(serde_json::json!({
+            "message": "Go on?",
+            "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+        }))
+        .unwrap();
+        let mut requests = mcp_types::mrtr::InputRequests::new();
+        requests.insert("b_url".into(), InputRequest::Elicit(url));
+        requests.insert(
+            "a_form".into(),
+            InputRequest::Elicit(ElicitRequestParams::Form(form)),
+        );
+        let mut extra = JsonObject::new();
+        extra.insert("zeta".into(), serde_json::json!([1, "two"]));
+        let cases = [
+            InputRequiredResult::new(requests.clone(), Some("sealed \u{2603} state".into())),
+            InputRequiredResult::new(requests, None),
+            InputRequiredResult {
+                request_state: Some("state only".into()),
+                extra,
+                ..InputRequiredResult::default()
+            },
+            InputRequiredResult {
+                meta: Some(Meta::default()),
+                request_state: Some("the handler's own _meta".into()),
+                ..InputRequiredResult::default()
+            },
+        ];
+        for case in cases {
+            let mut derived = case.clone();
+            derived.stamp_modern(&stamp);
+            let derived = serde_json::to_string(&derived).unwrap();
+            let written = case
+                .write_modern(&stamp, &server_info_bytes(&info))
+                .unwrap();
+            assert_eq!(written.get(), derived);
+            assert!(!derived.contains("must-go"), "{derived}");
+            assert!(derived.contains(r#""_meta":{"io.modelcontextprotocol/serverInfo":{"name":"stamp-test","version":"1.2.3"}}"#), "{derived}");
+        }
     }
 
     #[test]

@@ -700,9 +700,11 @@ async fn a_url_question_has_an_elicitation_id_on_legacy_sessions_only() {
                 "{id}"
             );
         }
+        // The live question carries its resolver's key, the name a 2026-07-28 client sees.
         assert_eq!(
             asked[0],
-            json!({"mode": "url", "message": "Pay the deposit.", "url": "https://pay.example.com/d/1", "elicitationId": id})
+            json!({"mode": "url", "message": "Pay the deposit.", "url": "https://pay.example.com/d/1", "elicitationId": id,
+                   "_meta": {"rs.keel/inputKey": "pay"}})
         );
         let mut modern = TestClient::new(&pay(named));
         let round = modern

@@ -4,7 +4,9 @@
 use syn::spanned::Spanned;
 use syn::{ReturnType, Type};
 
-use crate::model::{Item, Kind, Param, ParamKind, context_type, header_json_type, last_segment};
+use crate::model::{
+    Item, Kind, Param, ParamKind, context_type, header_json_type, last_segment, state_type,
+};
 use crate::parse::Errors;
 
 /// The type a function returns (`()` when it declares none).
@@ -117,10 +119,23 @@ fn check_named_return(cx: &mut Errors, item: &Item) {
     }
 }
 
-/// Marks the arguments that take the request context as such; only one may.
+/// Marks the arguments that take the request context as such (only one may), and those that
+/// take the server's application state.
 fn classify_context(cx: &mut Errors, item: &mut Item) {
     let mut contexts = 0;
     for p in &mut item.params {
+        if matches!(p.kind, ParamKind::Argument)
+            && let Some((inner, by_ref)) = state_type(&p.ty)
+        {
+            if by_ref {
+                cx.push(
+                    p.span,
+                    "take `State<T>` by value: it is a cheap clone of the server's shared value",
+                );
+            }
+            p.kind = ParamKind::State { inner };
+            continue;
+        }
         if matches!(p.kind, ParamKind::Argument)
             && let Some(by_ref) = context_type(&p.ty)
         {
@@ -223,10 +238,10 @@ fn check_template_argument(cx: &mut Errors, template: &Template, p: &Param) {
         };
         cx.push(p.ident.span(), message);
     }
-    if last_segment(&p.ty).is_none_or(|(n, _)| n != "String") {
+    if matches!(p.ty, Type::Reference(_)) {
         cx.push(
             p.ty.span(),
-            "URI template variables are strings: take `String`",
+            "URI template variables are read from the URI's text into an owned value: take `String`, an integer, or any type that implements `FromStr`",
         );
     }
 }
@@ -258,7 +273,7 @@ fn check_resource_uri(cx: &mut Errors, item: &Item, template: &Template) {
                 .map_or_else(|| item.sig.ident.span(), |u| u.span());
             cx.push(
                 span,
-                format!("the URI template variable `{{{var}}}` has no parameter `{var}: String`"),
+                format!("the URI template variable `{{{var}}}` has no parameter `{var}` (a `String`, or any type that implements `FromStr`)"),
             );
         }
     }

@@ -5,11 +5,12 @@
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
 use syn::{Ident, ItemImpl, LitStr, Path, Type};
 
 use crate::check::return_type;
 use crate::model::{
-    Item, Kind, Param, ParamKind, header_json_type, is_option, resolved_conversion,
+    Item, Kind, Param, ParamKind, header_json_type, is_option, json_output, resolved_conversion,
 };
 
 pub(crate) fn krate(item: &Item) -> Path {
@@ -100,6 +101,13 @@ fn resolved(params: &[Param], argument_names: &[String], on_error: &TokenStream)
         registrations: Vec::new(),
     };
     for p in params {
+        if let ParamKind::State { inner } = &p.kind {
+            let ident = local(p);
+            out.reads.push(state_read(&ident, inner, on_error));
+            out.registrations
+                .push(quote!(__def = __def.requires_state::<#inner>();));
+            continue;
+        }
         let ParamKind::Resolve { path, span } = &p.kind else {
             continue;
         };
@@ -135,13 +143,23 @@ fn call_args(params: &[Param], argument: impl Fn(&Param) -> TokenStream) -> Vec<
         .map(|p| match &p.kind {
             ParamKind::Context { by_ref: true } => quote!(&__ctx),
             ParamKind::Context { by_ref: false } => quote!(::core::clone::Clone::clone(&__ctx)),
-            ParamKind::Resolve { .. } => {
+            ParamKind::Resolve { .. } | ParamKind::State { .. } => {
                 let ident = local(p);
                 quote!(#ident)
             }
             ParamKind::Argument => argument(p),
         })
         .collect()
+}
+
+/// The statement reading a `State<T>` parameter from the request's context.
+fn state_read(ident: &Ident, inner: &Type, on_error: &TokenStream) -> TokenStream {
+    quote! {
+        let #ident: __mcp::State<#inner> = match __mcp::derive::state::<#inner>(&__ctx) {
+            ::core::result::Result::Ok(__value) => __value,
+            ::core::result::Result::Err(__e) => #on_error,
+        };
+    }
 }
 
 /// The generated code's own name for a parameter's value, never equal to a user's name.
@@ -262,13 +280,21 @@ fn tool_parts(item: &Item, target: Target) -> Parts {
         .as_ref()
         .map(|t| quote!(__def = __def.title(#t);));
     let icons = item.options.icons.iter().map(|i| quote!(__def = __def.icon(__mcp::Icon { src: ::std::string::String::from(#i), mime_type: None, sizes: None, theme: None, extra: ::core::default::Default::default() });));
-    let output = item
-        .options
-        .output
-        .as_ref()
-        .map(|o| quote!(__def = __def.output::<#o>();));
-    let settings = tool_settings(item);
     let ret = return_type(item);
+    // An explicit `output = T` wins; otherwise a `Json<T>` return infers it (when `T` has a
+    // schema that is an object).
+    let output = match (&item.options.output, json_output(&ret)) {
+        (Some(o), _) => Some(quote!(__def = __def.output::<#o>();)),
+        (None, Some(t)) => Some(quote! {
+            __def = {
+                #[allow(unused_imports)]
+                use __mcp::derive::{InferWithSchema as _, InferWithoutSchema as _};
+                (&__mcp::derive::InferOutput::<#t>::new()).infer(__def)
+            };
+        }),
+        (None, None) => None,
+    };
+    let settings = tool_settings(item);
     let body = quote! {
         #(#reads)*
         ::core::result::Result::Ok::<#ret, ::std::string::String>(__MCP_CALL.await)
@@ -302,6 +328,7 @@ fn tool_parts(item: &Item, target: Target) -> Parts {
             #output
             #settings
             #(#registrations)*
+            __def = __def.__crate_version(::core::option_env!("CARGO_PKG_VERSION"));
             for __r in __resolvers {
                 __def = __def.resolver(__r);
             }
@@ -372,6 +399,7 @@ fn prompt_parts(item: &Item, target: Target) -> Parts {
             #scopes
             #(#declare)*
             #(#registrations)*
+            __def = __def.__crate_version(::core::option_env!("CARGO_PKG_VERSION"));
             for __r in __resolvers {
                 __def = __def.resolver(__r);
             }
@@ -440,13 +468,32 @@ fn resource_parts(item: &Item, target: Target) -> Parts {
     let ret = return_type(item);
     if !uri.contains('{') {
         let args = call_args(&item.params, |_| quote!(::core::unreachable!()));
-        let (call, closure) = call_and_closure(
-            item,
-            target,
-            &args,
-            quote!(|__ctx: __mcp::Context|),
-            quote!(__MCP_CALL.await),
-        );
+        // A resource that takes state reads it first, and can fail doing so.
+        let on_error = quote!(return ::core::result::Result::Err(__e));
+        let states: Vec<(TokenStream, &Type)> = item
+            .params
+            .iter()
+            .filter_map(|p| match &p.kind {
+                ParamKind::State { inner } => {
+                    Some((state_read(&local(p), inner, &on_error), inner))
+                }
+                _ => None,
+            })
+            .collect();
+        let body = if states.is_empty() {
+            quote!(__MCP_CALL.await)
+        } else {
+            let reads = states.iter().map(|(read, _)| read);
+            quote! {
+                #(#reads)*
+                ::core::result::Result::Ok::<#ret, ::std::string::String>(__MCP_CALL.await)
+            }
+        };
+        let needs = states
+            .iter()
+            .map(|(_, inner)| quote!(__def = __def.requires_state::<#inner>();));
+        let (call, closure) =
+            call_and_closure(item, target, &args, quote!(|__ctx: __mcp::Context|), body);
         let closure = with_call(closure, &call);
         return Parts {
             prelude: TokenStream::new(),
@@ -456,11 +503,14 @@ fn resource_parts(item: &Item, target: Target) -> Parts {
                 #scopes
                 #title
                 #mime
+                #(#needs)*
+                __def = __def.__crate_version(::core::option_env!("CARGO_PKG_VERSION"));
                 __mcp::derive::ResourceEntry::Static(__def.handler(#closure))
             }},
         };
     }
-    let on_error = quote!(return ::core::result::Result::Err(__e));
+    let on_error =
+        quote!(return ::core::result::Result::Err(__mcp::derive::ReadFailure::Message(__e)));
     let argument_names: Vec<String> = item
         .params
         .iter()
@@ -469,14 +519,16 @@ fn resource_parts(item: &Item, target: Target) -> Parts {
         .collect();
     let r = resolved(&item.params, &argument_names, &on_error);
     let (reads, checks, registrations) = (r.reads, r.checks, r.registrations);
+    let (vars, check_vars) = template_vars(item);
+    let reads = reads.into_iter().chain(vars);
     let args = call_args(&item.params, |p| {
-        let var = p.ident.to_string();
-        quote!(__vars.get(#var).cloned().unwrap_or_default())
+        let ident = local(p);
+        quote!(#ident)
     });
     let body = quote! {
         let _ = &__uri;
         #(#reads)*
-        ::core::result::Result::Ok::<#ret, ::std::string::String>(__MCP_CALL.await)
+        ::core::result::Result::Ok::<#ret, __mcp::derive::ReadFailure>(__MCP_CALL.await)
     };
     let (call, closure) = call_and_closure(
         item,
@@ -492,14 +544,53 @@ fn resource_parts(item: &Item, target: Target) -> Parts {
             let mut __resolvers: ::std::vec::Vec<__mcp::Resolver> = ::std::vec::Vec::new();
             let mut __def = __mcp::ResourceTemplateDef::new(#uri, #name);
             #description
+            #title
             #mime
+            #check_vars
             #(#registrations)*
+            __def = __def.__crate_version(::core::option_env!("CARGO_PKG_VERSION"));
             for __r in __resolvers {
                 __def = __def.resolver(__r);
             }
             __mcp::derive::ResourceEntry::Template(__def.handler(#closure))
         }},
     }
+}
+
+/// A template's variables, each parsed into its parameter's type in the body, and the check
+/// that runs before the resolvers: text that does not parse means the resource does not exist.
+fn template_vars(item: &Item) -> (Vec<TokenStream>, Option<TokenStream>) {
+    let vars: Vec<&Param> = item
+        .params
+        .iter()
+        .filter(|p| matches!(p.kind, ParamKind::Argument))
+        .collect();
+    let reads = vars
+        .iter()
+        .map(|p| {
+            let (ident, ty, var) = (local(p), &p.ty, p.ident.to_string());
+            quote_spanned! {p.ty.span()=>
+                let #ident: #ty = match __mcp::derive::template_var::<#ty>(&__vars, #var) {
+                    ::core::result::Result::Ok(__value) => __value,
+                    ::core::result::Result::Err(__e) => return ::core::result::Result::Err(__e),
+                };
+            }
+        })
+        .collect();
+    let typed: Vec<TokenStream> = vars
+        .iter()
+        .filter(|p| crate::model::last_segment(&p.ty).is_none_or(|(n, _)| n != "String"))
+        .map(|p| {
+            let (ty, var) = (&p.ty, p.ident.to_string());
+            quote!(__mcp::derive::template_var::<#ty>(__vars, #var).is_ok())
+        })
+        .collect();
+    let check = (!typed.is_empty()).then(|| {
+        quote! {
+            __def = __def.__check_vars(|__vars: &::std::collections::BTreeMap<::std::string::String, ::std::string::String>| true #(&& #typed)*);
+        }
+    });
+    (reads, check)
 }
 
 /// A free function item: the shell, then its parts behind the definition type.
@@ -545,6 +636,7 @@ fn resolver(item: &Item) -> TokenStream {
     let mut reads_names = Vec::new();
     let mut extract = Vec::new();
     let mut deps = Vec::new();
+    let mut states: Vec<Type> = Vec::new();
     for p in &item.params {
         let ident = &p.ident;
         match &p.kind {
@@ -575,6 +667,11 @@ fn resolver(item: &Item) -> TokenStream {
                     };
                 });
                 deps.push((path.clone(), conv, *span));
+            }
+            ParamKind::State { inner } => {
+                let on_error = quote!(return __mcp::Resolution::reject(__e));
+                extract.push(state_read(&local(p), inner, &on_error));
+                states.push(inner.clone());
             }
             ParamKind::Context { .. } => {}
         }
@@ -617,6 +714,7 @@ fn resolver(item: &Item) -> TokenStream {
                     })
                     .reads([#(#reads_names),*] as [&str; #reads_len])
                     .depends_on([#(<#dep_paths as __mcp::derive::ResolverFn>::KEY),*] as [&str; #deps_len])
+                    #(.requires_state::<#states>())*
                 }
 
                 fn collect(into: &mut ::std::vec::Vec<__mcp::Resolver>) {

@@ -54,6 +54,8 @@ pub(crate) struct Options {
 pub(crate) enum ParamKind {
     /// The request context (`ctx: &Context` or `ctx: Context`).
     Context { by_ref: bool },
+    /// The server's application state (`notes: State<Notes>`): `inner` is `Notes`.
+    State { inner: Type },
     /// Filled by a resolver.
     Resolve { path: Path, span: Span },
     /// A tool argument, prompt argument or template variable; for a resolver, a tool argument
@@ -129,6 +131,27 @@ pub(crate) fn context_type(ty: &Type) -> Option<bool> {
     }
 }
 
+/// Whether `ty` is the server's application state, `State<T>` (by the last segment, as
+/// `Context` is): `Some((T, false))`, or `Some((T, true))` for a reference to one.
+pub(crate) fn state_type(ty: &Type) -> Option<(Type, bool)> {
+    let (inner, by_ref) = match ty {
+        Type::Reference(r) => (&*r.elem, true),
+        other => (other, false),
+    };
+    let Type::Path(path) = inner else { return None };
+    let segment = path.path.segments.last()?;
+    if segment.ident != "State" {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &segment.arguments else {
+        return None;
+    };
+    let [syn::GenericArgument::Type(t)] = args.args.iter().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    Some((t.clone(), by_ref))
+}
+
 /// How a resolved parameter of type `ty` is read: the type the engine converts to, and whether
 /// the parameter takes the inner value of `Accepted<T>` (a plain model).
 pub(crate) fn resolved_conversion(ty: &Type) -> (Type, bool) {
@@ -146,6 +169,15 @@ pub(crate) fn resolved_conversion(ty: &Type) -> (Type, bool) {
             (ty.clone(), false)
         }
         _ => (syn::parse_quote!(__mcp::Accepted<#ty>), true),
+    }
+}
+
+/// The `T` of a tool's `Json<T>` or `Result<Json<T>, _>` return type.
+pub(crate) fn json_output(ty: &Type) -> Option<&Type> {
+    match last_segment(ty)? {
+        (name, Some(inner)) if name == "Result" => json_output(inner),
+        (name, Some(inner)) if name == "Json" => Some(inner),
+        _ => None,
     }
 }
 

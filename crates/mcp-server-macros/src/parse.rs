@@ -476,3 +476,33 @@ pub(crate) fn strip_param_attrs(sig: &mut Signature) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The table of options in the `mcp` crate's documentation lists every key the macros take.
+    #[test]
+    fn the_facade_documents_every_key() {
+        let docs = include_str!("../../mcp/src/lib.rs");
+        let table: String = docs
+            .lines()
+            .skip_while(|l| !l.starts_with("//! # The macros' options"))
+            .take_while(|l| l.starts_with("//!"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(
+            !table.is_empty(),
+            "the options section is gone from crates/mcp/src/lib.rs"
+        );
+        for key in super::TOOL_KEYS
+            .iter()
+            .chain(super::PROMPT_KEYS)
+            .chain(super::RESOURCE_KEYS)
+            .chain(super::RESOLVER_KEYS)
+        {
+            assert!(
+                table.contains(&format!("| `{key}")) || table.contains(&format!(", `{key}`")),
+                "the `{key}` option is not in the table of crates/mcp/src/lib.rs"
+            );
+        }
+    }
+}

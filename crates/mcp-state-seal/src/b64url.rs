@@ -74,6 +74,15 @@ mod tests {
     }
 
     #[test]
+    fn encoding_appends_after_what_the_text_holds() {
+        let mut text = String::from("v1.");
+        encode_into(&[0xfb, 0xff, 0x00, 0x10], &mut text);
+        assert_eq!(text, "v1.-_8AEA");
+        encode_into(&[], &mut text);
+        assert_eq!(text, "v1.-_8AEA");
+    }
+
+    #[test]
     fn every_length_round_trips() {
         let data: Vec<u8> = (0..64u8)
             .map(|i| i.wrapping_mul(37).wrapping_add(250))

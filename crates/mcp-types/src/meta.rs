@@ -36,6 +36,10 @@ pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 /// OpenTelemetry `traceparent`.
 pub const TRACEPARENT: &str = "traceparent";
+/// On a 2025-11-25 server-to-client request this SDK's server sends for a resolver: the
+/// resolver's key, the one a 2026-07-28 `inputRequests` entry is named by, so that a client
+/// answers each question under the same name in both eras.
+pub const INPUT_KEY: &str = "rs.keel/inputKey";
 /// OpenTelemetry `tracestate`.
 pub const TRACESTATE: &str = "tracestate";
 /// OpenTelemetry `baggage`.

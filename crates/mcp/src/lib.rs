@@ -64,6 +64,37 @@
 //! # }
 //! ```
 //!
+//! # The macros' options
+//!
+//! Every key the attribute macros take (an unknown key is a compile error that lists these).
+//!
+//! | key | on | what it sets |
+//! |---|---|---|
+//! | `name = "…"` | tool, prompt, resource, resolver | the name on the wire (a resolver's is its `inputRequests` key); default: the function's name |
+//! | `title = "…"` | tool, prompt, resource | the display title |
+//! | `description = "…"` | tool, prompt, resource | the description; default: the function's doc comment |
+//! | `read_only`, `destructive`, `idempotent`, `open_world` | tool | the annotations `readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint` (`= false` to say so explicitly) |
+//! | `icon = "…"` | tool, prompt, resource | an icon's URL (repeat the key for several) |
+//! | `output = T` | tool | the `outputSchema`, from `T`'s JSON Schema; default: a `-> Json<T>` (or `Result<Json<T>, E>`) return gives `T`'s, when `T` derives `JsonSchema` and is an object |
+//! | `task = "optional" \| "required" \| "forbidden"` | tool | whether a client may (or must) run the tool as a task (`docs/tasks.md`); default `"forbidden"` |
+//! | `ui = "ui://…"` | tool | the MCP App the tool's result is shown in (`docs/apps.md`) |
+//! | `scopes = ["…"]` | tool, prompt, resource | the OAuth scopes a caller's token must grant (`docs/policy.md`) |
+//! | `mime_type = "…"` | resource | the resource's MIME type |
+//! | `crate = path` | tool, prompt, resource, resolver | where this crate is, for a facade that re-exports it; default `::mcp` |
+//!
+//! A resource's URI (or URI template, with `{variables}`) comes first: `#[mcp::resource("notes://{id}")]`.
+//!
+//! On a parameter:
+//!
+//! | form | what it does |
+//! |---|---|
+//! | `#[resolve(f)]` | fills the parameter with resolver `f`'s value (`T`, `Accepted<T>`, `ElicitationResult<T>` or `Ready<T>` of its `Resolution<T>`); it is not part of the input schema |
+//! | `#[mcp(default = expr)]` | a tool argument's value when the client leaves it out |
+//! | `#[mcp(header = "Name")]` | a tool argument the client also sends as the HTTP header `Mcp-Param-Name` |
+//! | `#[mcp(description = "…")]` | a parameter's description (default: its doc comment) |
+//! | `ctx: &Context` or `ctx: Context` | the request's context: progress, logs, the caller, the era |
+//! | `notes: State<Notes>` | the server's application state of type `Notes`, given with [`McpServer::with_state`] |
+//!
 //! Features: `server`, `macros` and `client` (all default).
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -91,7 +122,7 @@ pub use mcp_server_core::policy;
 pub use mcp_server_core::registry::{
     Accepted, AppDef, BuildError, Context, ElicitModel, ElicitationResult, FromResolved,
     IntoPromptDef, IntoPromptResult, IntoReadResult, IntoResourceDef, IntoToolDef, IntoToolResult,
-    Json, McpServer, PromptDef, Ready, Refusal, Resolution, ResolvedValues, Resolver,
+    Json, McpServer, NotFound, PromptDef, Ready, Refusal, Resolution, ResolvedValues, Resolver,
     ResolverInput, ResourceDef, ResourceTemplateDef, SkillsLimits, ToolDef, ToolOutcome, ToolReply,
     UiPermissions, UiVisibility,
 };
@@ -102,7 +133,7 @@ pub use mcp_server_core::tasks;
 #[cfg(feature = "server")]
 pub use mcp_server_core::{
     CacheHints, CancellationToken, ChangeNotifier, Extension, ExtensionIdError, Handle, HandleKind,
-    MemoryConnection, PeerError, RequestContext, ResponseStream, Server, Service, Session,
+    MemoryConnection, PeerError, RequestContext, ResponseStream, Server, Service, Session, State,
     TransportContext, client_group,
 };
 #[cfg(feature = "server")]
@@ -311,6 +342,7 @@ pub use serde;
 #[cfg(feature = "server")]
 #[doc(hidden)]
 pub mod __private {
+    pub use mcp_server_core::State;
     pub use mcp_server_core::registry::derive;
     pub use mcp_server_core::registry::{
         Accepted, Context, McpServer, PromptDef, Resolution, ResolvedValues, Resolver,

@@ -8,7 +8,8 @@ use std::time::Duration;
 use mcp::types::JsonRpcMessage;
 use mcp::types::elicitation::ElicitAction;
 use mcp::{
-    Context, ElicitationResult, McpServer, MemoryConnection, Resolution, Service, TransportContext,
+    Context, ElicitationResult, McpServer, MemoryConnection, Resolution, Service, State,
+    TransportContext,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -715,4 +716,433 @@ async fn methods_share_the_servers_state() {
         )
         .await;
     assert_eq!(read[0]["result"]["contents"][0]["text"], "");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Application state: one store given to the server, reached by a tool, its resolver, a
+// prompt, a static resource and a template, with no global.
+
+#[derive(Default)]
+struct Notes {
+    by_id: std::sync::Mutex<BTreeMap<u32, String>>,
+}
+
+impl Notes {
+    fn get(&self, id: &str) -> Option<String> {
+        let id: u32 = id.parse().ok()?;
+        self.by_id.lock().unwrap().get(&id).cloned()
+    }
+}
+
+/// The audit trail a second state type holds.
+#[derive(Default)]
+struct Trail(std::sync::Mutex<Vec<String>>);
+
+#[mcp::resolver]
+async fn confirm_forget(id: &str, notes: State<Notes>) -> Resolution<Confirm> {
+    match notes.get(id) {
+        None => Resolution::reject(format!("no note {id}")),
+        Some(text) => Resolution::elicit(format!("Forget \"{text}\"?")),
+    }
+}
+
+/// Forget a note, after asking.
+#[mcp::tool(destructive)]
+async fn forget(
+    id: String,
+    notes: State<Notes>,
+    trail: mcp::State<Trail>,
+    #[resolve(confirm_forget)] confirm: ElicitationResult<Confirm>,
+) -> String {
+    if !matches!(confirm, ElicitationResult::Accepted(Confirm { ok: true })) {
+        return format!("kept {id}");
+    }
+    let Ok(key) = id.parse::<u32>() else {
+        return format!("no note {id}");
+    };
+    notes.by_id.lock().unwrap().remove(&key);
+    trail.0.lock().unwrap().push(format!("forgot {id}"));
+    format!("forgot {id}")
+}
+
+/// Summarize the notes.
+#[mcp::prompt]
+async fn summarize(notes: State<Notes>) -> String {
+    format!("Summarize {} note(s).", notes.by_id.lock().unwrap().len())
+}
+
+/// What was done.
+#[mcp::resource("notes://trail")]
+async fn trail(trail: State<Trail>) -> String {
+    trail.0.lock().unwrap().join("; ")
+}
+
+/// One note.
+#[mcp::resource("notes://{id}")]
+async fn note(id: String, notes: State<Notes>) -> Result<String, String> {
+    notes.get(&id).ok_or_else(|| format!("no note {id}"))
+}
+
+fn notes_server() -> McpServer {
+    McpServer::new("Notes")
+        .tool(forget)
+        .prompt(summarize)
+        .resource(trail)
+        .resource(note)
+}
+
+fn with_notes() -> Service {
+    let notes = Notes::default();
+    notes
+        .by_id
+        .lock()
+        .unwrap()
+        .extend([(1, "milk".to_owned()), (2, "eggs".to_owned())]);
+    notes_server()
+        .with_state(notes)
+        .with_state(Trail::default())
+        .into_service()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn state_reaches_tools_resolvers_prompts_and_resources_in_both_eras() {
+    let service = with_notes();
+    let mut c = Client::new(&service);
+    let rounds = c
+        .modern(
+            "tools/call",
+            json!({"name": "forget", "arguments": {"id": "1"}}),
+            caps(),
+            |key, request| {
+                assert_eq!(key, "confirm_forget");
+                assert_eq!(request["params"]["message"], "Forget \"milk\"?");
+                json!({"action": "accept", "content": {"ok": true}})
+            },
+        )
+        .await;
+    assert_eq!(rounds.len(), 2);
+    assert_eq!(text(&rounds[1]), "forgot 1");
+
+    // The resolver reads the same store: the note is gone now.
+    let gone = c
+        .modern(
+            "tools/call",
+            json!({"name": "forget", "arguments": {"id": "1"}}),
+            caps(),
+            |_, _| panic!("no question for a note that is gone"),
+        )
+        .await;
+    assert_eq!(gone[0]["result"]["isError"], true, "{}", gone[0]);
+    assert!(text(&gone[0]).ends_with("no note 1"), "{}", gone[0]);
+
+    let prompt = c
+        .modern(
+            "prompts/get",
+            json!({"name": "summarize"}),
+            json!({}),
+            |_, _| Value::Null,
+        )
+        .await;
+    assert_eq!(
+        prompt[0]["result"]["messages"][0]["content"]["text"],
+        "Summarize 1 note(s)."
+    );
+    let read = c
+        .modern(
+            "resources/read",
+            json!({"uri": "notes://2"}),
+            json!({}),
+            |_, _| Value::Null,
+        )
+        .await;
+    assert_eq!(read[0]["result"]["contents"][0]["text"], "eggs");
+
+    // 2025-11-25: the same store, the question asked live.
+    let mut legacy = Client::new(&service);
+    legacy.initialize(caps()).await;
+    let messages = legacy
+        .send(
+            "tools/call",
+            json!({"name": "forget", "arguments": {"id": "2"}}),
+            |request| {
+                assert_eq!(request["params"]["message"], "Forget \"eggs\"?");
+                json!({"result": {"action": "accept", "content": {"ok": true}}})
+            },
+        )
+        .await;
+    assert_eq!(text(messages.last().unwrap()), "forgot 2");
+    let trail = legacy
+        .send("resources/read", json!({"uri": "notes://trail"}), |_| {
+            Value::Null
+        })
+        .await;
+    assert_eq!(
+        trail.last().unwrap()["result"]["contents"][0]["text"],
+        "forgot 1; forgot 2"
+    );
+}
+
+#[test]
+fn a_state_taken_and_not_given_fails_the_build_naming_what_takes_it() {
+    let none = notes_server().build().unwrap_err().to_string();
+    assert_eq!(
+        none,
+        "tool 'forget' takes State<macros::Notes>, and the server has none: add \
+         .with_state(…) with a macros::Notes to McpServer::new(\"Notes\")"
+    );
+    let only_notes = notes_server()
+        .with_state(Notes::default())
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        only_notes,
+        "tool 'forget' takes State<macros::Trail>, and the server has only macros::Notes: add \
+         .with_state(…) with a macros::Trail to McpServer::new(\"Notes\")"
+    );
+    // A resolver's own need is named through its tool.
+    let ask = McpServer::new("Ask")
+        .with_state(Trail::default())
+        .tool(
+            mcp::ToolDef::new("ask")
+                .resolver(<confirm_forget as mcp::__private::derive::ResolverFn>::resolver())
+                .handler(|_, _: Value| async { String::new() }),
+        )
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        ask,
+        "tool 'ask' (through its resolver 'confirm_forget') takes State<macros::Notes>, and the \
+         server has only macros::Trail: add .with_state(…) with a macros::Notes to \
+         McpServer::new(\"Ask\")"
+    );
+}
+
+#[tokio::test]
+async fn a_hand_built_tool_reads_state_from_its_context() {
+    let count = mcp::ToolDef::new("count")
+        .requires_state::<std::sync::atomic::AtomicU32>()
+        .handler(|ctx: Context, _: Value| async move {
+            let n = ctx.state::<std::sync::atomic::AtomicU32>().unwrap();
+            let was = n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            assert!(ctx.state::<Notes>().is_none());
+            (was + 1).to_string()
+        });
+    let service = McpServer::new("Count")
+        .with_state(std::sync::atomic::AtomicU32::new(41))
+        .tool(count)
+        .into_service()
+        .unwrap();
+    let mut c = Client::new(&service);
+    let r = c
+        .modern("tools/call", json!({"name": "count"}), json!({}), |_, _| {
+            Value::Null
+        })
+        .await;
+    assert_eq!(text(&r[0]), "42");
+}
+
+// ---------------------------------------------------------------------------------------------
+// `Json<T>` infers the tool's `outputSchema`.
+
+#[derive(serde::Serialize, JsonSchema)]
+struct Note {
+    id: u32,
+    text: String,
+}
+
+#[derive(serde::Serialize, JsonSchema)]
+struct Other {
+    n: i64,
+}
+
+/// Serializable, with no schema: such a tool still compiles, and lists none.
+#[derive(serde::Serialize)]
+struct Bare {
+    x: bool,
+}
+
+#[mcp::tool]
+async fn a_note() -> mcp::Json<Note> {
+    mcp::Json(Note {
+        id: 1,
+        text: "milk".into(),
+    })
+}
+
+#[mcp::tool]
+async fn maybe_note(fail: bool) -> Result<mcp::Json<Note>, String> {
+    if fail {
+        return Err("no note".into());
+    }
+    Ok(mcp::Json(Note {
+        id: 2,
+        text: "eggs".into(),
+    }))
+}
+
+#[mcp::tool(output = Other)]
+async fn overridden() -> mcp::Json<Other> {
+    mcp::Json(Other { n: 3 })
+}
+
+#[mcp::tool]
+async fn many_notes() -> mcp::Json<Vec<Note>> {
+    mcp::Json(Vec::new())
+}
+
+#[mcp::tool]
+async fn bare() -> mcp::Json<Bare> {
+    mcp::Json(Bare { x: true })
+}
+
+#[tokio::test]
+async fn a_json_return_lists_its_output_schema() {
+    let service = McpServer::new("Out")
+        .tool(a_note)
+        .tool(maybe_note)
+        .tool(overridden)
+        .tool(many_notes)
+        .tool(bare)
+        .into_service()
+        .unwrap();
+    let mut c = Client::new(&service);
+    let list = c
+        .modern("tools/list", json!({}), json!({}), |_, _| Value::Null)
+        .await;
+    let tools = list[0]["result"]["tools"].as_array().unwrap().clone();
+    let schema = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no tool {name}"))
+            .get("outputSchema")
+            .cloned()
+    };
+    let note = json!({
+        "title": "Note",
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer", "format": "uint32", "minimum": 0},
+            "text": {"type": "string"}
+        },
+        "required": ["id", "text"]
+    });
+    assert_eq!(schema("a_note"), Some(note.clone()));
+    assert_eq!(schema("maybe_note"), Some(note));
+    assert_eq!(schema("overridden").unwrap()["title"], "Other");
+    // An output schema describes an object: a list gets none.
+    assert_eq!(schema("many_notes"), None);
+    assert_eq!(schema("bare"), None);
+    let call = c
+        .modern(
+            "tools/call",
+            json!({"name": "a_note"}),
+            json!({}),
+            |_, _| Value::Null,
+        )
+        .await;
+    assert_eq!(
+        call[0]["result"]["structuredContent"],
+        json!({"id": 1, "text": "milk"})
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Template variables of any `FromStr` type, and "not found" from resources.
+
+#[mcp::resolver]
+async fn confirm_read(n: &str) -> Resolution<Confirm> {
+    Resolution::elicit(format!("Read item {n}?"))
+}
+
+/// An item by number, after asking.
+#[mcp::resource("items://{n}")]
+async fn item(n: u32, #[resolve(confirm_read)] confirm: Confirm) -> Result<String, mcp::NotFound> {
+    if !confirm.ok || n > 100 {
+        return Err(mcp::NotFound);
+    }
+    Ok(format!("item {}", n + 1))
+}
+
+/// A static resource that is gone.
+#[mcp::resource("items://gone")]
+async fn gone() -> Result<String, mcp::NotFound> {
+    Err(mcp::NotFound)
+}
+
+/// A static resource that fails.
+#[mcp::resource("items://broken")]
+async fn broken() -> Result<String, String> {
+    Err("the disk is full".into())
+}
+
+#[tokio::test]
+async fn template_variables_parse_and_missing_resources_answer_not_found_in_each_era() {
+    let service = McpServer::new("Items")
+        .resource(item)
+        .resource(gone)
+        .resource(broken)
+        .into_service()
+        .unwrap();
+    let mut c = Client::new(&service);
+    let read = |uri: &str| json!({"uri": uri});
+    let ok = c
+        .modern("resources/read", read("items://7"), caps(), |key, _| {
+            assert_eq!(key, "confirm_read");
+            json!({"action": "accept", "content": {"ok": true}})
+        })
+        .await;
+    assert_eq!(ok[1]["result"]["contents"][0]["text"], "item 8");
+    let not_found =
+        |uri: &str| json!({"code": -32602, "message": "Resource not found", "data": {"uri": uri}});
+    // A variable that does not parse: not found, before the resolver asks anything.
+    for uri in ["items://abc", "items://-1", "items://gone"] {
+        let r = c
+            .modern("resources/read", read(uri), caps(), |_, _| {
+                panic!("asked for {uri}")
+            })
+            .await;
+        assert_eq!(r[0]["error"], not_found(uri), "{uri}");
+    }
+    // `Err(NotFound)` from the body, after the question.
+    let big = c
+        .modern(
+            "resources/read",
+            read("items://101"),
+            caps(),
+            |_, _| json!({"action": "accept", "content": {"ok": true}}),
+        )
+        .await;
+    assert_eq!(big[1]["error"], not_found("items://101"));
+    let failed = c
+        .modern("resources/read", read("items://broken"), caps(), |_, _| {
+            Value::Null
+        })
+        .await;
+    assert_eq!(failed[0]["error"]["code"], -32603);
+    assert_eq!(failed[0]["error"]["message"], "the disk is full");
+
+    let mut legacy = Client::new(&service);
+    legacy.initialize(caps()).await;
+    for uri in ["items://abc", "items://gone"] {
+        let r = legacy
+            .send("resources/read", read(uri), |_| panic!("asked"))
+            .await;
+        assert_eq!(
+            r.last().unwrap()["error"],
+            json!({"code": -32002, "message": "Resource not found", "data": {"uri": uri}}),
+            "{uri}"
+        );
+    }
+    let r = legacy
+        .send(
+            "resources/read",
+            read("items://3"),
+            |_| json!({"result": {"action": "accept", "content": {"ok": true}}}),
+        )
+        .await;
+    assert_eq!(r.last().unwrap()["result"]["contents"][0]["text"], "item 4");
 }

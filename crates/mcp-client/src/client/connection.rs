@@ -225,7 +225,7 @@ impl Inner {
 
     async fn answer_server_request(&self, request: JsonRpcRequest) -> JsonRpcMessage {
         let info = RequestInfo {
-            key: request.id.to_string(),
+            key: input_key(&request).unwrap_or_else(|| request.id.to_string()),
             method: request.method.clone(),
         };
         let question = match ServerRequest::from_request(&request) {
@@ -299,5 +299,21 @@ impl Drop for Inflight<'_> {
                 });
             }
         }
+    }
+}
+
+/// The resolver key a server of this SDK puts in a live question's `_meta`
+/// ([`INPUT_KEY`](mcp_types::meta::INPUT_KEY)), so the callback sees the name a 2026-07-28
+/// round would give the same question.
+fn input_key(request: &JsonRpcRequest) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Params {
+        #[serde(rename = "_meta")]
+        meta: Option<serde_json::Map<String, serde_json::Value>>,
+    }
+    let params: Params = serde_json::from_str(request.params.as_ref()?.get()).ok()?;
+    match params.meta?.remove(mcp_types::meta::INPUT_KEY)? {
+        serde_json::Value::String(key) => Some(key),
+        _ => None,
     }
 }

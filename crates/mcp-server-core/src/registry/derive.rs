@@ -275,3 +275,102 @@ const fn str_eq(a: &str, b: &str) -> bool {
     }
     true
 }
+
+/// A `State<T>` parameter's value. The build checked that the server has a `T` (every
+/// annotated item declares what it takes), so the error is for a context made some other way.
+pub fn state<T: Send + Sync + 'static>(
+    ctx: &crate::RequestContext,
+) -> Result<crate::State<T>, String> {
+    ctx.state::<T>().ok_or_else(|| {
+        format!(
+            "this server has no state of type {}: give it one with McpServer::with_state",
+            std::any::type_name::<T>()
+        )
+    })
+}
+
+/// The `outputSchema` a tool returning `Json<T>` infers: `(&InferOutput::<T>::new()).infer(def)`
+/// picks [`InferWithSchema`] when `T` has a JSON Schema (its `&self` is the receiver as
+/// written), and [`InferWithoutSchema`] (one reference further, which leaves the definition
+/// as it is) when it does not, so a `Json<T>` of a type without one still compiles, as before.
+pub struct InferOutput<T>(PhantomData<T>);
+
+impl<T> InferOutput<T> {
+    #[allow(clippy::new_without_default)] // only the generated code makes one
+    pub fn new() -> Self {
+        InferOutput(PhantomData)
+    }
+}
+
+/// See [`InferOutput`]: `T` has a schema.
+pub trait InferWithSchema {
+    fn infer(&self, def: ToolDef) -> ToolDef;
+}
+
+impl<T: schemars::JsonSchema> InferWithSchema for InferOutput<T> {
+    fn infer(&self, def: ToolDef) -> ToolDef {
+        def.output_inferred::<T>()
+    }
+}
+
+/// See [`InferOutput`]: `T` has none.
+pub trait InferWithoutSchema {
+    fn infer(&self, def: ToolDef) -> ToolDef;
+}
+
+impl<T> InferWithoutSchema for &InferOutput<T> {
+    fn infer(&self, def: ToolDef) -> ToolDef {
+        def
+    }
+}
+
+/// How a generated template body fails: the resource does not exist (a variable that does not
+/// parse), or an error with this text. No `Display`, like [`NotFound`](super::NotFound).
+#[derive(Debug)]
+pub enum ReadFailure {
+    NotFound,
+    Message(String),
+}
+
+impl<T: super::IntoReadResult> super::IntoReadResult for Result<T, ReadFailure> {
+    const MAY_ASK: bool = T::MAY_ASK;
+
+    fn into_read_result(
+        self,
+        uri: &str,
+        mime: Option<&str>,
+    ) -> Result<
+        mcp_types::mrtr::Outcome<mcp_types::resources::ReadResourceResult>,
+        mcp_types::ErrorObject,
+    > {
+        match self {
+            Ok(t) => t.into_read_result(uri, mime),
+            Err(ReadFailure::NotFound) => Err::<T, _>(super::NotFound).into_read_result(uri, mime),
+            Err(ReadFailure::Message(message)) => Err(mcp_types::ErrorObject::internal(message)),
+        }
+    }
+}
+
+/// A URI template variable's type: anything that parses from text.
+#[diagnostic::on_unimplemented(
+    message = "a URI template variable of type `{Self}` cannot be read from the URI's text",
+    note = "take `String`, or a type that implements `FromStr` (an integer, a `bool`, your own)"
+)]
+pub trait TemplateVar: Sized {
+    fn from_var(text: &str) -> Option<Self>;
+}
+
+impl<T: std::str::FromStr> TemplateVar for T {
+    fn from_var(text: &str) -> Option<Self> {
+        text.parse().ok()
+    }
+}
+
+/// The variable `name` of a matched URI, as a `T`; a text that does not parse means the
+/// resource does not exist.
+pub fn template_var<T: TemplateVar>(
+    vars: &std::collections::BTreeMap<String, String>,
+    name: &str,
+) -> Result<T, ReadFailure> {
+    T::from_var(vars.get(name).map_or("", String::as_str)).ok_or(ReadFailure::NotFound)
+}

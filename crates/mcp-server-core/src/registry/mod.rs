@@ -52,7 +52,9 @@ mod call;
 #[doc(hidden)]
 pub mod derive;
 mod error;
+mod extras;
 mod handlers;
+mod needs;
 mod page;
 mod policy;
 mod prompt;
@@ -114,7 +116,7 @@ pub use resolve::{
     Accepted, FromResolved, Question, Ready, Resolution, ResolveError, Resolved, ResolvedValues,
     Resolver, ResolverInput,
 };
-pub use resource::{IntoReadResult, ResourceDef, ResourceTemplateDef};
+pub use resource::{IntoReadResult, NotFound, ResourceDef, ResourceTemplateDef};
 pub use skills::SkillsLimits;
 pub use tool::{IntoToolResult, Json, ToolDef, ToolOutcome, ToolReply, schema_object};
 
@@ -174,7 +176,9 @@ pub const DEFAULT_PAGE_SIZE: usize = 100;
 /// ```
 pub struct McpServer {
     name: String,
-    version: String,
+    /// Set by [`McpServer::version`]; otherwise the version of the crate that defines the
+    /// first annotated item, else this SDK's.
+    version: Option<String>,
     title: Option<String>,
     instructions: Option<String>,
     tools: Vec<ToolDef>,
@@ -194,6 +198,7 @@ pub struct McpServer {
     extensions: Vec<crate::Extension>,
     apps: Vec<AppDef>,
     policy: crate::policy::Policy,
+    state: crate::state::StateMap,
 }
 
 impl fmt::Debug for McpServer {
@@ -218,7 +223,7 @@ impl McpServer {
     pub fn new(name: impl Into<String>) -> Self {
         McpServer {
             name: name.into(),
-            version: env!("CARGO_PKG_VERSION").to_owned(),
+            version: None,
             title: None,
             instructions: None,
             tools: Vec::new(),
@@ -238,12 +243,41 @@ impl McpServer {
             extensions: Vec::new(),
             apps: Vec::new(),
             policy: crate::policy::Policy::default(),
+            state: crate::state::StateMap::default(),
         }
     }
 
-    /// Sets the version in `serverInfo`.
+    /// Gives the server a value of application state (a database pool, a store, a client of
+    /// another service). Tools, resolvers, prompts and resources take it as a parameter,
+    /// `notes: State<Notes>`, and hand-written handlers ask `ctx.state::<Notes>()`. One value
+    /// per type; the same type again replaces the value. A definition that takes a type the
+    /// server was not given fails [`build`](Self::build).
+    pub fn with_state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.state.insert(value);
+        self
+    }
+
+    /// The version in `serverInfo`: the one set, else that of the crate defining the first
+    /// annotated tool, prompt or resource, else this SDK's.
+    fn reported_version(&self) -> &str {
+        let stamped = (self.tools.iter().map(|t| t.crate_version))
+            .chain(self.prompts.iter().map(|p| p.crate_version))
+            .chain(self.resources.iter().map(|r| r.crate_version))
+            .chain(self.templates.iter().map(|t| t.crate_version))
+            .flatten()
+            .next();
+        self.version
+            .as_deref()
+            .or(stamped)
+            .unwrap_or(env!("CARGO_PKG_VERSION"))
+    }
+
+    /// Sets the version in `serverInfo`. Without it, the server reports the version of the
+    /// crate that defines its first annotated tool, prompt or resource (your crate's
+    /// `CARGO_PKG_VERSION`), else this SDK's; a server built by hand says
+    /// `.version(env!("CARGO_PKG_VERSION"))`.
     pub fn version(mut self, version: impl Into<String>) -> Self {
-        self.version = version.into();
+        self.version = Some(version.into());
         self
     }
 
@@ -418,6 +452,14 @@ impl McpServer {
         }
         self.check_extensions()?;
         self.check_policy()?;
+        needs::check(needs::Defs {
+            server: &self.name,
+            state: &self.state,
+            tools: &self.tools,
+            prompts: &self.prompts,
+            resources: &self.resources,
+            templates: &self.templates,
+        })?;
         let skills = match &self.skills_dir {
             Some(dir) => Some(Arc::new(skills::SkillCatalog::load(
                 dir,
@@ -427,7 +469,7 @@ impl McpServer {
         };
         let registry = Arc::new(Registry::build(&self, skills)?);
         let mut server = Server::new(&self.name)
-            .version(&self.version)
+            .version(self.reported_version())
             .change_notifications(self.change_notifications)
             .logging(self.logging);
         if let Some(title) = &self.title {
@@ -464,6 +506,7 @@ impl McpServer {
         for (name, support) in task_tools {
             server = server.tool_task_support(name, support);
         }
+        server.state = std::mem::take(&mut self.state);
         server.policy = self.take_policy();
         // A tool's layers live with the rest of its facts, in the tool table.
         for (tool, layers) in server.policy.take_targets(mcp_types::methods::TOOLS_CALL) {
@@ -901,6 +944,9 @@ impl Registry {
         let Some(body) = &template.def.body else {
             return Err(resource_not_found(era, &uri));
         };
+        if template.def.vars_ok.is_some_and(|ok| !ok(&vars)) {
+            return Err(resource_not_found(era, &uri));
+        }
         let json: JsonObject = vars
             .iter()
             .map(|(k, v)| (k.clone(), Value::from(v.as_str())))

@@ -11,6 +11,7 @@ use mcp_types::mrtr::Outcome;
 use mcp_types::prompts::{GetPromptResult, Prompt, PromptArgument, PromptMessage};
 use mcp_types::{ErrorObject, JsonObject};
 
+use super::extras::definition_extras;
 use super::resolve::{
     FromResolved, ResolvedParam, ResolvedValues, Resolver, add_resolved, add_resolver,
 };
@@ -93,6 +94,10 @@ pub struct PromptDef {
     pub(crate) hand_built: bool,
     pub(crate) completers: BTreeMap<String, Completer>,
     pub(crate) scopes: Vec<String>,
+    /// The application state it (or one of its resolvers) takes.
+    pub(crate) needs: Vec<crate::state::StateNeed>,
+    /// The defining crate's version (`__crate_version`).
+    pub(crate) crate_version: Option<&'static str>,
 }
 
 impl fmt::Debug for PromptDef {
@@ -107,6 +112,8 @@ impl PromptDef {
     /// A prompt named `name`.
     pub fn new(name: impl Into<String>) -> Self {
         PromptDef {
+            crate_version: None,
+            needs: Vec::new(),
             prompt: Prompt {
                 name: name.into(),
                 title: None,
@@ -124,6 +131,8 @@ impl PromptDef {
             scopes: Vec::new(),
         }
     }
+
+    definition_extras!("prompt");
 
     /// The scopes a caller's token must grant to get the prompt: a [`RequireScopes`](crate::policy::RequireScopes)
     /// layer on its `prompts/get`, checked before its other layers. Over HTTP a token without

@@ -10,14 +10,17 @@ use std::sync::Arc;
 use mcp_types::content::{Icon, ResourceContents};
 use mcp_types::mrtr::Outcome;
 use mcp_types::resources::{ReadResourceResult, Resource, ResourceTemplate};
-use mcp_types::{ErrorObject, JsonObject};
+use mcp_types::version::Era;
+use mcp_types::{ErrorCode, ErrorObject, JsonObject};
 
+use super::extras::definition_extras;
 use super::prompt::Completer;
 use super::resolve::{
     FromResolved, ResolvedParam, ResolvedValues, Resolver, add_resolved, add_resolver,
 };
 use crate::context::RequestContext;
 use crate::futures::BoxFuture;
+use crate::service::resource_not_found;
 
 /// What a resource body may return.
 #[diagnostic::on_unimplemented(
@@ -98,6 +101,45 @@ impl<T: IntoReadResult, E: fmt::Display> IntoReadResult for Result<T, E> {
     }
 }
 
+/// A resource that does not exist. `Err(NotFound)` from a resource or a template answers
+/// the error the specification names for the request's era: `-32602` with `data.uri` on
+/// 2026-07-28, `-32002` on 2025-11-25 (an `Err` of any other type is an internal error,
+/// `-32603`, with its text).
+///
+/// It has no `Display` on purpose: `Result<T, NotFound>` is read apart from the `Result<T, E:
+/// Display>` of other errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotFound;
+
+impl<T: IntoReadResult> IntoReadResult for Result<T, NotFound> {
+    const MAY_ASK: bool = T::MAY_ASK;
+
+    fn into_read_result(
+        self,
+        uri: &str,
+        mime: Option<&str>,
+    ) -> Result<Outcome<ReadResourceResult>, ErrorObject> {
+        match self {
+            Ok(t) => t.into_read_result(uri, mime),
+            // Said the 2025-11-25 way here, which knows no era; `in_era` says it in the
+            // request's.
+            Err(NotFound) => Err(resource_not_found(Era::Legacy, uri)),
+        }
+    }
+}
+
+/// A "not found" from a body, in the request's era.
+fn in_era(error: ErrorObject, era: Era, uri: &str) -> ErrorObject {
+    if error.code == ErrorCode::LEGACY_RESOURCE_NOT_FOUND {
+        resource_not_found(era, uri)
+    } else {
+        error
+    }
+}
+
+/// Whether a matched URI's variables read as a template's parameters.
+pub(crate) type VarsCheck = fn(&BTreeMap<String, String>) -> bool;
+
 pub(crate) type ReadBody = Arc<
     dyn Fn(
             RequestContext,
@@ -115,6 +157,10 @@ pub struct ResourceDef {
     pub(crate) resource: Resource,
     pub(crate) body: Option<ReadBody>,
     pub(crate) scopes: Vec<String>,
+    /// The application state it (or one of its resolvers) takes.
+    pub(crate) needs: Vec<crate::state::StateNeed>,
+    /// The defining crate's version (`__crate_version`).
+    pub(crate) crate_version: Option<&'static str>,
 }
 
 impl fmt::Debug for ResourceDef {
@@ -129,6 +175,8 @@ impl ResourceDef {
     /// A resource at `uri` named `name`.
     pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
         ResourceDef {
+            crate_version: None,
+            needs: Vec::new(),
             resource: Resource {
                 uri: uri.into(),
                 name: name.into(),
@@ -145,6 +193,8 @@ impl ResourceDef {
             scopes: Vec::new(),
         }
     }
+
+    definition_extras!("resource");
 
     /// The scopes a caller's token must grant to read the resource: a [`RequireScopes`](crate::policy::RequireScopes)
     /// layer on its `resources/read`, checked before its other layers. Over HTTP a token without
@@ -190,7 +240,12 @@ impl ResourceDef {
         self.body = Some(Arc::new(move |ctx, uri, _vars, _resolved| {
             let body = body.clone();
             let mime = mime.clone();
-            Box::pin(async move { body(ctx).await.into_read_result(&uri, mime.as_deref()) })
+            let era = ctx.era();
+            Box::pin(async move {
+                let out = body(ctx).await;
+                out.into_read_result(&uri, mime.as_deref())
+                    .map_err(|e| in_era(e, era, &uri))
+            })
         }));
         self
     }
@@ -300,6 +355,13 @@ pub struct ResourceTemplateDef {
     pub(crate) body: Option<ReadBody>,
     pub(crate) hand_built: bool,
     pub(crate) completers: BTreeMap<String, Completer>,
+    /// The application state it (or one of its resolvers) takes.
+    pub(crate) needs: Vec<crate::state::StateNeed>,
+    /// The defining crate's version (`__crate_version`).
+    pub(crate) crate_version: Option<&'static str>,
+    /// Whether a matched URI's variables read as their parameters' types (`__check_vars`):
+    /// when not, the resource does not exist, and nothing runs.
+    pub(crate) vars_ok: Option<VarsCheck>,
 }
 
 impl fmt::Debug for ResourceTemplateDef {
@@ -314,6 +376,9 @@ impl ResourceTemplateDef {
     /// A template such as `vault://{item}` named `name`.
     pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> Self {
         ResourceTemplateDef {
+            vars_ok: None,
+            crate_version: None,
+            needs: Vec::new(),
             template: ResourceTemplate {
                 uri_template: uri_template.into(),
                 name: name.into(),
@@ -332,6 +397,22 @@ impl ResourceTemplateDef {
             completers: BTreeMap::new(),
         }
     }
+
+    /// Sets the display title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.template.title = Some(title.into());
+        self
+    }
+
+    /// Checks a matched URI's variables before the resolvers and the body run: an annotated
+    /// template whose parameters are not all `String` records one.
+    #[doc(hidden)]
+    pub fn __check_vars(mut self, ok: VarsCheck) -> Self {
+        self.vars_ok = Some(ok);
+        self
+    }
+
+    definition_extras!("template");
 
     /// Sets the description.
     pub fn description(mut self, description: impl Into<String>) -> Self {
@@ -400,9 +481,11 @@ impl ResourceTemplateDef {
         self.body = Some(Arc::new(move |ctx, uri, vars, resolved| {
             let body = body.clone();
             let mime = mime.clone();
+            let era = ctx.era();
             Box::pin(async move {
                 let out = body(ctx, uri.clone(), vars, resolved).await;
                 out.into_read_result(&uri, mime.as_deref())
+                    .map_err(|e| in_era(e, era, &uri))
             })
         }));
         self

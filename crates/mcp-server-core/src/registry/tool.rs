@@ -15,6 +15,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::extras::definition_extras;
 use super::resolve::{
     FromResolved, ResolvedParam, ResolvedValues, Resolver, add_resolved, add_resolver,
 };
@@ -221,6 +222,10 @@ pub struct ToolDef {
     pub(crate) task: crate::tasks::TaskSupport,
     pub(crate) ui: Option<mcp_types::ext::apps::UiToolMeta>,
     pub(crate) scopes: Vec<String>,
+    /// The application state it (or one of its resolvers) takes.
+    pub(crate) needs: Vec<crate::state::StateNeed>,
+    /// The defining crate's version (`__crate_version`).
+    pub(crate) crate_version: Option<&'static str>,
 }
 
 impl fmt::Debug for ToolDef {
@@ -254,6 +259,8 @@ impl ToolDef {
     /// A tool named `name` with no arguments and no body yet.
     pub fn new(name: impl Into<String>) -> Self {
         ToolDef {
+            crate_version: None,
+            needs: Vec::new(),
             tool: Tool {
                 name: name.into(),
                 title: None,
@@ -276,6 +283,8 @@ impl ToolDef {
             scopes: Vec::new(),
         }
     }
+
+    definition_extras!("tool");
 
     /// The tool's name.
     pub fn name(&self) -> &str {
@@ -329,9 +338,22 @@ impl ToolDef {
         self
     }
 
-    /// Sets the output schema; return [`Json<O>`] so `structuredContent` follows it.
+    /// Sets the output schema; return [`Json<O>`] so `structuredContent` follows it. An
+    /// annotated tool that returns `Json<O>` gets it without this, when `O` has a schema.
     pub fn output<O: JsonSchema>(mut self) -> Self {
         self.tool.output_schema = Some(schema_object::<O>());
+        self
+    }
+
+    /// The output schema of a tool returning `Json<O>`, unless one is set already: `O`'s, when
+    /// it describes an object (an `outputSchema` must), none otherwise.
+    pub(crate) fn output_inferred<O: JsonSchema>(mut self) -> Self {
+        if self.tool.output_schema.is_none() {
+            let schema = schema_object::<O>();
+            if schema.get("type").and_then(Value::as_str) == Some("object") {
+                self.tool.output_schema = Some(schema);
+            }
+        }
         self
     }
 

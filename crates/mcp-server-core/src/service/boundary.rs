@@ -10,7 +10,7 @@ use mcp_state_seal::{
 use mcp_types::capabilities::ClientCapabilities;
 use mcp_types::mrtr::{Outcome, RetryParams};
 use mcp_types::version::Era;
-use mcp_types::{ErrorObject, InputRequiredResult, ResultType};
+use mcp_types::{ErrorObject, InputRequiredResult};
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -22,7 +22,7 @@ use crate::stamp::{Stamp, Stamped};
 
 use crate::TransportContext;
 use crate::service::Inner;
-use crate::service::inner::to_raw;
+use crate::service::inner::serialize_error;
 use crate::service::reply::finish;
 
 pub(super) struct BindingParts {
@@ -229,10 +229,11 @@ fn seal_round(
             }
         }
     }
-    round.stamp_modern(&Stamp {
+    let stamp = Stamp {
         server_info: &inner.server.info,
         cache: inner.server.cache,
-    });
-    debug_assert_eq!(round.result_type, ResultType::InputRequired);
-    to_raw::<InputRequiredResult>(&round)
+    };
+    round
+        .write_modern(&stamp, &inner.server_info)
+        .map_err(serialize_error)
 }

@@ -126,6 +126,7 @@ pub(super) fn legacy_context(
         notifier: inner.notifier.clone(),
         task: Default::default(),
         sealing: crate::sealing::Sealing::of(inner.server.boundary.as_ref(), call.transport),
+        state: inner.server.state.clone(),
     }
 }
 

@@ -201,6 +201,7 @@ impl Service {
                 notifier: inner.notifier.clone(),
                 task,
                 sealing: crate::sealing::Sealing::of(inner.server.boundary.as_ref(), &transport),
+                state: inner.server.state.clone(),
             };
             ctx.keep_for_task();
             Some(rerun(ctx, replay.arguments.clone()))

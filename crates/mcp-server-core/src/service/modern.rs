@@ -176,5 +176,6 @@ pub(super) fn modern_context(
         notifier: inner.notifier.clone(),
         task: Default::default(),
         sealing: crate::sealing::Sealing::of(inner.server.boundary.as_ref(), transport),
+        state: inner.server.state.clone(),
     }
 }

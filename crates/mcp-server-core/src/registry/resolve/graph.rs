@@ -34,6 +34,8 @@ pub struct Resolver {
     pub(crate) depends_on: Vec<String>,
     pub(crate) reads: Vec<String>,
     pub(crate) run: RunFn,
+    /// The application state it takes.
+    pub(crate) needs: Vec<crate::state::StateNeed>,
 }
 
 impl fmt::Debug for Resolver {
@@ -58,6 +60,7 @@ impl Resolver {
             key: key.into(),
             depends_on: Vec::new(),
             reads: Vec::new(),
+            needs: Vec::new(),
             run: Arc::new(move |input| {
                 let run = run.clone();
                 Box::pin(async move {
@@ -69,6 +72,14 @@ impl Resolver {
                 })
             }),
         }
+    }
+
+    /// Declares that this resolver takes the server's application state of type `T` (from
+    /// `ctx.state::<T>()`): the server's build fails unless it was given a `T` with
+    /// `with_state`. An annotated function's `State<T>` parameter declares it by itself.
+    pub fn requires_state<T: Send + Sync + 'static>(mut self) -> Self {
+        crate::state::StateNeed::of::<T>().add_to(&mut self.needs);
+        self
     }
 
     /// Declares the resolvers (by key) whose values this one reads; they run first.

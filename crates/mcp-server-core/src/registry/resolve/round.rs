@@ -47,6 +47,22 @@ pub(super) struct InputResponseValue(Value);
 pub(super) const STATE_VERSION: u8 = 1;
 
 impl RoundState {
+    /// Keeps this retry's answers (by resolver key and question digest) for the next round.
+    fn keep(&mut self, answered: Vec<(&str, String, &InputResponse)>) -> Result<(), ErrorObject> {
+        for (key, q, answer) in answered {
+            let stored =
+                serde_json::to_value(answer).map_err(|e| ErrorObject::internal(e.to_string()))?;
+            self.outcomes.insert(
+                key.to_owned(),
+                Outcome {
+                    q,
+                    r: InputResponseValue(stored),
+                },
+            );
+        }
+        Ok(())
+    }
+
     pub(super) fn read(state: Option<&str>) -> Self {
         // Anything else (another version, a hand-made state) is "no progress yet".
         state
@@ -195,6 +211,8 @@ pub(crate) async fn run_round(
     let mut values: HashMap<String, Resolved> = HashMap::new();
     let mut pending: BTreeMap<String, InputRequest> = BTreeMap::new();
     let mut waiting: HashSet<&str> = HashSet::new();
+    // This retry's answers, by resolver key and question digest.
+    let mut answered: Vec<(&str, String, &InputResponse)> = Vec::new();
     for resolver in &graph.order {
         let key = resolver.key.as_str();
         if resolver
@@ -233,13 +251,16 @@ pub(crate) async fn run_round(
             return Err(requirement.error(&format!("resolver '{key}'")));
         }
         if !modern {
-            let question = with_legacy_elicitation_id(question)?;
+            let question = with_input_key(with_legacy_elicitation_id(question)?, key);
             let Some(request) = as_server_request(question.clone()) else {
                 return Err(ErrorObject::internal(format!(
                     "resolver '{key}' asked with an unsupported method"
                 )));
             };
-            let result = ctx.send_request(request).await.map_err(ErrorObject::from)?;
+            // Boxed: the live ask is a large future that a 2026-07-28 round never holds.
+            let result = Box::pin(ctx.send_request(request))
+                .await
+                .map_err(ErrorObject::from)?;
             match client_result_to_resolved(key, &question, result) {
                 Ok(resolved) => values.insert(key.to_owned(), resolved),
                 Err(message) => return Ok(Round::Fail(message)),
@@ -261,21 +282,14 @@ pub(crate) async fn run_round(
             next.outcomes.insert(key.to_owned(), outcome.clone());
             continue;
         }
-        // An answer in this retry, to the question we asked (and are asking again now).
+        // An answer in this retry, to the question we asked (and are asking again now). It is
+        // kept for the next round's state only if there is a next round.
         if state.asked.get(key) == Some(&q)
             && let Some(answer) = ctx.input_responses().and_then(|r| r.get(key))
         {
             match answer_to_resolved(key, &question, answer) {
                 Ok(resolved) => {
-                    let stored = serde_json::to_value(answer)
-                        .map_err(|e| ErrorObject::internal(e.to_string()))?;
-                    next.outcomes.insert(
-                        key.to_owned(),
-                        Outcome {
-                            q,
-                            r: InputResponseValue(stored),
-                        },
-                    );
+                    answered.push((key, q, answer));
                     values.insert(key.to_owned(), resolved);
                     continue;
                 }
@@ -289,6 +303,7 @@ pub(crate) async fn run_round(
     if pending.is_empty() {
         return Ok(Round::Done(values));
     }
+    next.keep(answered)?;
     let state = serde_json::to_string(&next).map_err(|e| ErrorObject::internal(e.to_string()))?;
     Ok(Round::Ask(InputRequiredResult::new(pending, Some(state))))
 }
@@ -324,6 +339,23 @@ pub(crate) async fn prepare(
             Err(message) => Step::Fail(message),
         },
     })
+}
+
+/// A question sent live on a 2025-11-25 session carries its resolver's key in `_meta`
+/// ([`INPUT_KEY`](mcp_types::meta::INPUT_KEY)), the name a 2026-07-28 client sees it under.
+fn with_input_key(mut question: InputRequest, key: &str) -> InputRequest {
+    let meta = match &mut question {
+        InputRequest::Elicit(ElicitRequestParams::Form(p)) => &mut p.meta,
+        InputRequest::Elicit(ElicitRequestParams::Url(p)) => &mut p.meta,
+        InputRequest::CreateMessage(p) => &mut p.meta,
+        InputRequest::ListRoots(p) => &mut p.get_or_insert_with(Default::default).meta,
+        InputRequest::Unknown { .. } => return question,
+    };
+    meta.get_or_insert_with(Default::default).extra.insert(
+        mcp_types::meta::INPUT_KEY.to_owned(),
+        Value::String(key.to_owned()),
+    );
+    question
 }
 
 /// A URL question sent live on a 2025-11-25 session needs an `elicitationId`; one is made up
