@@ -6,14 +6,26 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{connect, listen_for_tool_changes, next_tools_change, text, within};
+use common::{connect, listen_for_tool_changes, next_tools_change, text, tool_names, within};
 use mcp_client::Mode;
 use mcp_faults::{Fault, Harness, Rule};
 use mcp_proxy::{Gateway, Proxy};
 use serde_json::json;
 
-fn tool_names(tools: Vec<mcp_types::tools::Tool>) -> Vec<String> {
-    tools.into_iter().map(|t| t.name).collect()
+/// Asserts that the gateway's `tool` (a test server's `lookup`) answers "value of k".
+async fn answers_lookup(client: &mcp_client::Client, tool: &str) {
+    let result = client.call_tool(tool, json!({"key": "k"})).await.unwrap();
+    assert_eq!(text(&result), ("value of k", false), "{tool}");
+}
+
+/// A gateway with `a` and `b` mounted over HTTP under their names.
+async fn hub(a: &Harness, b: &Harness) -> mcp_server_core::Service {
+    Gateway::new("hub")
+        .mount("a", Proxy::http(&a.url()).unwrap())
+        .mount("b", Proxy::http(&b.url()).unwrap())
+        .into_service()
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -65,12 +77,7 @@ async fn a_502_or_a_cut_body_is_a_clear_error_and_the_gateway_keeps_serving() {
     within(async {
         let a = Harness::start().await;
         let b = Harness::start().await;
-        let service = Gateway::new("hub")
-            .mount("a", Proxy::http(&a.url()).unwrap())
-            .mount("b", Proxy::http(&b.url()).unwrap())
-            .into_service()
-            .await
-            .unwrap();
+        let service = hub(&a, &b).await;
         let client = connect(&service, Mode::Auto).await;
         for (fault, why) in [
             (
@@ -99,17 +106,9 @@ async fn a_502_or_a_cut_body_is_a_clear_error_and_the_gateway_keeps_serving() {
                 ),
                 "{fault:?}"
             );
-            let served = client
-                .call_tool("b_lookup", json!({"key": "k"}))
-                .await
-                .unwrap();
-            assert_eq!(text(&served), ("value of k", false));
+            answers_lookup(&client, "b_lookup").await;
             // `a` answers again: its connection is made anew.
-            let again = client
-                .call_tool("a_lookup", json!({"key": "k"}))
-                .await
-                .unwrap();
-            assert_eq!(text(&again), ("value of k", false), "{fault:?}");
+            answers_lookup(&client, "a_lookup").await;
         }
     })
     .await;
@@ -123,12 +122,7 @@ async fn an_upstream_lost_mid_call_is_named_and_comes_back_with_list_changes() {
     within(async {
         let a = Harness::start().await;
         let b = Harness::start().await;
-        let service = Gateway::new("hub")
-            .mount("a", Proxy::http(&a.url()).unwrap())
-            .mount("b", Proxy::http(&b.url()).unwrap())
-            .into_service()
-            .await
-            .unwrap();
+        let service = hub(&a, &b).await;
         let mut changes = listen_for_tool_changes(&service);
         let client = connect(&service, Mode::Auto).await;
         a.fault(Rule::tool("charge", Fault::ResetAfterForward).times(1));
@@ -147,20 +141,12 @@ async fn an_upstream_lost_mid_call_is_named_and_comes_back_with_list_changes() {
         // Its tools left the list.
         next_tools_change(&mut changes).await;
         assert_eq!(
-            tool_names(client.list_all_tools().await.unwrap()),
+            tool_names(&client).await,
             ["b_charge", "b_lookup", "b_set", "b_hang", "b_hang_task"]
         );
-        let served = client
-            .call_tool("b_lookup", json!({"key": "k"}))
-            .await
-            .unwrap();
-        assert_eq!(text(&served), ("value of k", false));
+        answers_lookup(&client, "b_lookup").await;
         // `a` (restarted) answers a call under its prefix, and its tools are back.
-        let again = client
-            .call_tool("a_lookup", json!({"key": "k"}))
-            .await
-            .unwrap();
-        assert_eq!(text(&again), ("value of k", false));
+        answers_lookup(&client, "a_lookup").await;
         next_tools_change(&mut changes).await;
         assert_eq!(client.list_all_tools().await.unwrap().len(), 10);
         assert_eq!(a.counters.executed("charge"), 1);

@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{connect, text, within};
+use common::{connect, text, tool_names, within};
 use mcp_client::{Client, MemoryTransport, Mode};
 use mcp_faults::{Harness, TestServer};
 use mcp_proxy::{Gateway, Proxy};
@@ -36,13 +36,7 @@ async fn an_http_upstream_serves_its_tools_under_its_prefix_in_both_eras() {
                 .unwrap();
             for caller_mode in [Mode::Auto, Mode::Legacy] {
                 let client = connect(&gateway, caller_mode).await;
-                let names: Vec<String> = client
-                    .list_all_tools()
-                    .await
-                    .unwrap()
-                    .into_iter()
-                    .map(|t| t.name)
-                    .collect();
+                let names = tool_names(&client).await;
                 assert_eq!(
                     names,
                     ["f_charge", "f_lookup", "f_set", "f_hang", "f_hang_task"]

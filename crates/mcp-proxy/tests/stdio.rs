@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::time::Duration;
 
-use common::{connect, text, within};
+use common::{connect, text, tool_names, within};
 use mcp_client::{Client, ClientError, MemoryTransport, Mode};
 use mcp_proxy::{Gateway, Proxy};
 use mcp_server_core::Service;
@@ -66,13 +66,7 @@ async fn list_and_call_through_a_child_in_both_eras() {
             .unwrap();
         for mode in [Mode::Auto, Mode::Legacy] {
             let client = connect(&gateway, mode).await;
-            let names: Vec<String> = client
-                .list_all_tools()
-                .await
-                .unwrap()
-                .into_iter()
-                .map(|t| t.name)
-                .collect();
+            let names = tool_names(&client).await;
             assert_eq!(names, ["s_echo", "s_die", "s_hang"]);
             let result = client
                 .call_tool("s_echo", json!({"text": "hi"}))

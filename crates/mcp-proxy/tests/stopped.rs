@@ -7,15 +7,11 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Logs, connect, text, within};
+use common::{Logs, connect, text, tool_names, within};
 use mcp_client::Mode;
 use mcp_faults::Harness;
 use mcp_proxy::{Gateway, Proxy};
 use serde_json::json;
-
-fn tool_names(tools: Vec<mcp_types::tools::Tool>) -> Vec<String> {
-    tools.into_iter().map(|t| t.name).collect()
-}
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_stopped_upstream_costs_only_its_own_tools() {
@@ -41,7 +37,7 @@ async fn a_stopped_upstream_costs_only_its_own_tools() {
         for mode in [Mode::Auto, Mode::Legacy] {
             let client = connect(&service, mode).await;
             assert_eq!(
-                tool_names(client.list_all_tools().await.unwrap()),
+                tool_names(&client).await,
                 ["b_charge", "b_lookup", "b_set", "b_hang", "b_hang_task"]
             );
             let failed = client

@@ -141,14 +141,8 @@ impl Stamped for CallToolResult {
 
 impl Stamped for InputRequiredResult {
     fn stamp_modern(&mut self, stamp: &Stamp<'_>) {
-        self.result_type = ResultType::InputRequired;
+        modern_round(self);
         stamp_meta(&mut self.meta, stamp.server_info);
-        // URL elicitations carry no elicitationId in 2026-07-28: correlation lives in the state.
-        for request in self.input_requests.iter_mut().flat_map(|r| r.values_mut()) {
-            if let InputRequest::Elicit(ElicitRequestParams::Url(url)) = request {
-                url.elicitation_id = None;
-            }
-        }
     }
 
     fn strip_legacy(&mut self) {}
@@ -164,16 +158,22 @@ impl Stamped for InputRequiredResult {
             self.stamp_modern(stamp);
             return serde_json::value::to_raw_value(&self);
         }
-        self.result_type = ResultType::InputRequired;
-        for request in self.input_requests.iter_mut().flat_map(|r| r.values_mut()) {
-            if let InputRequest::Elicit(ElicitRequestParams::Url(url)) = request {
-                url.elicitation_id = None;
-            }
-        }
+        modern_round(&mut self);
         serde_json::value::to_raw_value(&RoundWithServerInfo {
             round: &self,
             server_info,
         })
+    }
+}
+
+/// What 2026-07-28 makes of a round besides its `_meta`: its `resultType`, and URL
+/// elicitations without an `elicitationId` (correlation lives in the state).
+fn modern_round(round: &mut InputRequiredResult) {
+    round.result_type = ResultType::InputRequired;
+    for request in round.input_requests.iter_mut().flat_map(|r| r.values_mut()) {
+        if let InputRequest::Elicit(ElicitRequestParams::Url(url)) = request {
+            url.elicitation_id = None;
+        }
     }
 }
 

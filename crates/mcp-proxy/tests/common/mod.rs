@@ -1,5 +1,5 @@
 //! What the gateway's integration tests share: a bound on every test, a client of the
-//! gateway in process, the text of a result, a listener on the gateway's list changes, and a
+//! gateway in process, the tools it lists, the text of a result, a listener on the gateway's list changes, and a
 //! capture of what the gateway logs.
 #![allow(dead_code, unreachable_pub)]
 
@@ -27,6 +27,12 @@ pub async fn connect(service: &Service, mode: Mode) -> Client {
         .connect(MemoryTransport::new(service))
         .await
         .unwrap()
+}
+
+/// The names of every tool `client` lists, in order.
+pub async fn tool_names(client: &Client) -> Vec<String> {
+    let tools = client.list_all_tools().await.unwrap();
+    tools.into_iter().map(|t| t.name).collect()
 }
 
 /// The result's one text block, and whether it is an error.
